@@ -1,0 +1,5 @@
+import sys
+
+from consumer.cli import main
+
+sys.exit(main())

@@ -1,0 +1,515 @@
+"""A learner is an update rule plus a query strategy.
+
+:class:`UpdateRule` owns the model state and says how it changes when a label arrives;
+:class:`QueryStrategy` maps a rule's scores to the probability of asking for a label;
+:class:`Learner` joins them with the data model (dimension, classes, intercept, normalisation,
+the sign(0) rule), the deterministic query coin and checkpointable state.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from learners import drivers
+from learners.coin import draw, record_key, record_keys
+from learners.hashing import DEFAULT_DIMENSION
+from learners.inputs import Rows, as_row, as_rows, transform, transform_row
+from learners.kernels import no_label, no_round
+from learners.params import Interval, Options, Parameterized
+
+__all__ = ["Decisions", "Learner", "QueryStrategy", "Scores", "UpdateRule"]
+
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Scores:
+    """A rule's output for a batch; query strategies read it."""
+
+    p: np.ndarray  # signed margin (binary) or top-1 score, shape (n,)
+    gap: np.ndarray | None = None  # top-1 minus top-2 score (multiclass)
+    v: np.ndarray | None = None  # xᵀΣx (SOAL) or xᵀH⁻¹x (D-ADA); None if the rule has no such term
+    top: np.ndarray | None = None  # index of the highest-scoring class (multiclass)
+
+
+def _nan_if_none(a: np.ndarray | None, n: int) -> np.ndarray:
+    return np.full(n, np.nan) if a is None else np.ascontiguousarray(a, dtype=np.float64)
+
+
+class UpdateRule(Parameterized):
+    """How the model changes when a label arrives.
+
+    Subclasses set the two compiled kernels (signatures in :mod:`learners.kernels`), declare
+    which score terms they provide, their state layout and their packed parameters. State is
+    allocated once the dimension and the classes are known (:meth:`allocate`); each named array
+    is then also an attribute with a trailing underscore (``rule.w_``).
+    """
+
+    provides: ClassVar[frozenset[str]] = frozenset({"p"})
+    multiclass: ClassVar[bool] = False
+    score_kernel: ClassVar[Any]
+    update_kernel: ClassVar[Any]
+    scalars: ClassVar[tuple[str, ...]] = ()  # names of the entries of the scalar state ``a``
+
+    S_: np.ndarray | None = None
+    a_: np.ndarray | None = None
+
+    def layout(self, n_features: int, n_classes: int) -> dict[str, int]:
+        """Rows of ``S`` per named state array, for a model of this size."""
+        return {"w": n_classes if self.multiclass else 1}
+
+    def initialize(self) -> None:
+        """Set the initial state of freshly allocated arrays (all zero by default)."""
+
+    def packed_params(self) -> np.ndarray:
+        """Hyper-parameters as the float64 vector ``P`` the kernels read."""
+        return np.empty(0)
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def allocate(self, n_features: int, n_classes: int = 2) -> None:
+        """Allocate zeroed state for ``n_features`` coordinates and ``n_classes`` classes."""
+        shape = self.layout(n_features, n_classes)
+        self.S_ = np.zeros((sum(shape.values()), n_features), dtype=np.float64)
+        self.a_ = np.zeros(len(self.scalars), dtype=np.float64)
+        self._P = np.ascontiguousarray(self.packed_params(), dtype=np.float64)
+        self._shape = shape
+        start = 0
+        for name, rows in shape.items():
+            view = self.S_[start : start + rows]
+            setattr(self, name + "_", view[0] if rows == 1 and not self._keeps_2d(name) else view)
+            start += rows
+        self.initialize()
+
+    def _keeps_2d(self, name: str) -> bool:
+        return self.multiclass
+
+    @property
+    def is_allocated(self) -> bool:
+        return self.S_ is not None
+
+    def kernel_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(S, a, P) as the kernels take them."""
+        return self.S_, self.a_, self._P
+
+    @property
+    def score_fn(self):
+        """The compiled score kernel (read from the class: a dispatcher bound to an instance
+        would become a method)."""
+        return type(self).score_kernel
+
+    @property
+    def update_fn(self):
+        """The compiled update kernel."""
+        return type(self).update_kernel
+
+    # -- the rule's two operations -----------------------------------------------------------
+    def score(self, X: Rows) -> Scores:
+        """Scores of a batch of (already transformed) rows; the state is not changed."""
+        rows = as_rows(X, self.S_.shape[1])
+        n = rows.n
+        p, gap, v = np.empty(n), np.empty(n), np.empty(n)
+        top = np.empty(n, dtype=np.int64)
+        drivers.score_rows(rows.indptr, rows.indices, rows.data, *self.kernel_state(),
+                           self.score_fn, p, gap, v, top)
+        return Scores(
+            p=p,
+            gap=gap if "gap" in self.provides else None,
+            v=v if "v" in self.provides else None,
+            top=top if self.multiclass else None,
+        )
+
+    def update(self, idx: np.ndarray, val: np.ndarray, y: int) -> bool:
+        """Apply one label: y ∈ {-1, +1} (binary) or a class index. True if the model changed."""
+        return bool(self.update_fn(*self.kernel_state(), idx, val, int(y)))
+
+    # -- state -----------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, np.ndarray]:
+        out = {name: getattr(self, name + "_").copy() for name in self._shape}
+        out.update({name: np.array(self.a_[i]) for i, name in enumerate(self.scalars)})
+        return out
+
+    def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
+        for name in self._shape:
+            target = getattr(self, name + "_")
+            source = np.asarray(state[name])
+            if source.shape != target.shape:
+                raise ValueError(f"state array {name!r} has shape {source.shape}, the model needs {target.shape}")
+            target[...] = source
+        for i, name in enumerate(self.scalars):
+            self.a_[i] = float(state[name])
+
+
+class QueryStrategy(Parameterized):
+    """How likely we are to ask for a label, from a rule's scores.
+
+    ``probability_kernel`` is pure; ``round_kernel`` and ``label_kernel`` advance the query's own
+    scalar state (``qs_``) once per scored record and once per applied label.
+    ``budget_param`` names the parameter that raises the query rate when it grows, if any: the
+    one :func:`learners.replay.find_budget` searches to land a requested query ratio.
+    """
+
+    requires: ClassVar[frozenset[str]] = frozenset({"p"})
+    budget_param: ClassVar[str | None] = "delta"
+    state_fields: ClassVar[tuple[str, ...]] = ()
+    probability_kernel: ClassVar[Any]
+    round_kernel: ClassVar[Any] = no_round
+    label_kernel: ClassVar[Any] = no_label
+
+    def _setup(self) -> None:
+        self._validate()
+        self._qp = np.ascontiguousarray(self.packed_params(), dtype=np.float64)
+        self.reset()
+
+    def packed_params(self) -> np.ndarray:
+        return np.empty(0)
+
+    def initial_state(self) -> np.ndarray:
+        return np.zeros(len(self.state_fields))
+
+    def reset(self) -> None:
+        self.qs_ = np.ascontiguousarray(self.initial_state(), dtype=np.float64)
+
+    def kernel_state(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._qp, self.qs_
+
+    @property
+    def kernels(self):
+        """(probability, after_round, after_label) compiled kernels, read from the class."""
+        cls = type(self)
+        return cls.probability_kernel, cls.round_kernel, cls.label_kernel
+
+    def probability(self, s: Scores) -> np.ndarray:
+        """Query probabilities for a batch in order; pure (the query's state is not advanced)."""
+        n = s.p.size
+        out = np.empty(n)
+        drivers.probabilities(
+            np.ascontiguousarray(s.p, dtype=np.float64), _nan_if_none(s.gap, n), _nan_if_none(s.v, n),
+            self._qp, self.qs_.copy(), *self.kernels[:2], out,
+        )
+        return out
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        return {name: np.array(self.qs_[i]) for i, name in enumerate(self.state_fields)}
+
+    def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
+        for i, name in enumerate(self.state_fields):
+            self.qs_[i] = float(state[name])
+
+
+@dataclass(frozen=True, slots=True)
+class Decisions:
+    """What the learner decided for a batch of records."""
+
+    scores: Scores
+    predicted: np.ndarray  # internal codes: ±1 (binary) or class index
+    label: np.ndarray  # the same prediction in the user's labels
+    probability: np.ndarray  # query probability
+    query: np.ndarray  # bool: ask for this label
+
+    @property
+    def weight(self) -> np.ndarray:
+        """Importance weight 1/probability of each queried record (0 where not queried)."""
+        with np.errstate(divide="ignore"):
+            return np.where(self.query, 1.0 / self.probability, 0.0)
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    return v
+
+
+class Learner(Parameterized):
+    """An update rule, a query strategy, and the data model they share.
+
+    Parameters
+    ----------
+    rule : UpdateRule
+        How labels change the model.
+    query : QueryStrategy
+        How likely a label is requested; ``query.requires`` must be a subset of ``rule.provides``.
+    seed : int, default 0
+        Seed of the query coin: a record's decision is a pure function of (seed, record id).
+    bias : float, default 1.0
+        Value of the intercept coordinate appended to every row; 0 disables the intercept.
+    normalize : bool, default False
+        Scale every row to unit L2 norm before the intercept is appended.
+    tie : {"negative", "positive"}, default "negative"
+        Binary prediction when the margin is exactly 0 (e.g. an empty row without intercept).
+    n_features : int or None
+        Input dimension d. None: fixed by the first batch (or 2**20 for named features).
+    classes : sequence or None
+        Binary: ``(negative_label, positive_label)``, default ``(-1, 1)``. Multiclass: the class
+        list, required.
+    name : str or None
+        Registry name, recorded in checkpoints.
+
+    Attributes
+    ----------
+    rounds_, labels_, updates_ : int
+        Records decided, labels applied, labels that changed the model.
+    """
+
+    _constraints: ClassVar = {
+        "seed": Interval(0, 2**64 - 1, integer=True),
+        "bias": Interval(None, None),
+        "tie": Options("negative", "positive"),
+        "normalize": Options(True, False),
+    }
+
+    def __init__(
+        self,
+        rule: UpdateRule,
+        query: QueryStrategy,
+        *,
+        seed: int = 0,
+        bias: float = 1.0,
+        normalize: bool = False,
+        tie: str = "negative",
+        n_features: int | None = None,
+        classes: Sequence[Any] | None = None,
+        name: str | None = None,
+    ) -> None:
+        missing = query.requires - rule.provides
+        if missing:
+            raise ValueError(
+                f"{type(query).__name__} needs {sorted(missing)}; {type(rule).__name__} provides "
+                f"{sorted(rule.provides)}"
+            )
+        self.rule, self.query = rule, query
+        self.seed, self.bias, self.normalize, self.tie = seed, bias, normalize, tie
+        self.n_features, self.name = n_features, name
+        if classes is None and not rule.multiclass:
+            classes = (-1, 1)
+        self.classes = None if classes is None else tuple(_jsonable(list(classes)))
+        self._validate()
+        self.rounds_ = self.labels_ = self.updates_ = 0
+        if n_features is not None and classes is not None:
+            self._allocate(n_features)
+
+    # -- parameters ------------------------------------------------------------------------
+    def _check_params(self) -> None:
+        if self.n_features is not None:
+            Interval(1, 2**31 - 2, integer=True).check("n_features", self.n_features)
+        if self.classes is not None:
+            if len(set(self.classes)) != len(self.classes):
+                raise ValueError(f"classes must be distinct, got {list(self.classes)}")
+            want = "at least 2" if self.rule.multiclass else "exactly 2"
+            if len(self.classes) < 2 or (not self.rule.multiclass and len(self.classes) != 2):
+                raise ValueError(f"classes must hold {want} labels, got {list(self.classes)}")
+        shared = set(self.rule.param_names()) & set(self.query.param_names())
+        for name in shared:
+            if getattr(self.rule, name) != getattr(self.query, name):
+                raise ValueError(f"rule and query disagree on {name}: {getattr(self.rule, name)!r} "
+                                 f"vs {getattr(self.query, name)!r}")
+
+    def get_params(self) -> dict[str, Any]:
+        """Learner-level, rule and query hyper-parameters in one flat mapping."""
+        own = {k: getattr(self, k) for k in ("seed", "bias", "normalize", "tie", "n_features", "classes")}
+        return {**self.rule.get_params(), **self.query.get_params(), **own}
+
+    def clone(self, **overrides: Any) -> Learner:
+        """Same hyper-parameters (with ``overrides`` routed to whichever part takes them), no state."""
+        unknown = set(overrides) - set(self.get_params())
+        if unknown:
+            raise ValueError(f"unknown parameters {sorted(unknown)}; known: {sorted(self.get_params())}")
+        pick = lambda part: {k: v for k, v in overrides.items() if k in part.param_names()}  # noqa: E731
+        own = {k: overrides.get(k, getattr(self, k))
+               for k in ("seed", "bias", "normalize", "tie", "n_features", "classes")}
+        return Learner(self.rule.clone(**pick(self.rule)), self.query.clone(**pick(self.query)),
+                       name=self.name, **own)
+
+    def __repr__(self) -> str:
+        return f"Learner({self.name or ''!s}: {self.rule!r}, {self.query!r}, seed={self.seed}, " \
+               f"bias={self.bias}, normalize={self.normalize}, tie={self.tie!r})"
+
+    # -- data model ------------------------------------------------------------------------
+    @property
+    def multiclass(self) -> bool:
+        return self.rule.multiclass
+
+    def _allocate(self, n_features: int) -> None:
+        if self.classes is None:
+            raise ValueError("a multiclass learner needs its class list: pass classes=[...]")
+        self.n_features = int(n_features)
+        Interval(1, 2**31 - 2, integer=True).check("n_features", self.n_features)
+        self.rule.allocate(self.n_features + (self.bias != 0.0), len(self.classes))
+        self._class_array = np.asarray(self.classes)
+        self._codes = {c: (2 * i - 1 if not self.multiclass else i) for i, c in enumerate(self.classes)}
+        self._tie = 1 if self.tie == "positive" else -1
+
+    def _ensure_allocated(self, width: int | None) -> None:
+        if not self.rule.is_allocated:
+            self._allocate(width if width is not None else DEFAULT_DIMENSION)
+
+    def encode(self, labels: Any) -> np.ndarray:
+        """User labels → internal codes (±1 or class index); unknown labels raise ``ValueError``."""
+        arr = np.asarray(labels)
+        flat = arr.reshape(-1)
+        uniq, inverse = np.unique(flat, return_inverse=True)
+        codes = np.empty(uniq.size, dtype=np.int64)
+        for k, label in enumerate(uniq.tolist()):
+            code = self._codes.get(label)
+            if code is None:
+                raise ValueError(f"label {label!r} is not one of the model's classes {list(self.classes)}")
+            codes[k] = code
+        return codes[inverse].reshape(arr.shape)
+
+    def decode(self, codes: np.ndarray) -> np.ndarray:
+        """Internal codes → user labels."""
+        codes = np.asarray(codes)
+        return self._class_array[(codes + 1) // 2 if not self.multiclass else codes]
+
+    def _rows(self, X) -> Rows:
+        rows = as_rows(X, self.n_features)
+        self._ensure_allocated(rows.n_features)
+        return transform(rows, normalize=self.normalize, bias=self.bias)
+
+    def _row(self, x) -> tuple[np.ndarray, np.ndarray]:
+        self._ensure_allocated(self.n_features)
+        idx, val = as_row(x, self.n_features)
+        return transform_row(idx, val, self.n_features, normalize=self.normalize, bias=self.bias)
+
+    # -- batches ---------------------------------------------------------------------------
+    def score(self, X) -> Scores:
+        """The rule's scores for a batch; nothing changes."""
+        return self.rule.score(self._rows(X))
+
+    def predict(self, X) -> np.ndarray:
+        """Predicted labels for a batch; nothing changes."""
+        s = self.score(X)
+        if self.multiclass:
+            return self.decode(s.top)
+        codes = np.where(s.p > 0, 1, np.where(s.p < 0, -1, self._tie))
+        return self.decode(codes)
+
+    def decide(self, X, ids: Sequence[str | int] | np.ndarray | None = None) -> Decisions:
+        """Predict and decide which labels to ask for, for a batch scored against one model state.
+
+        ``ids`` are the records' ids (their coins); default: the round numbers.
+        """
+        rows = self._rows(X)
+        n = rows.n
+        keys = (np.arange(self.rounds_, self.rounds_ + n, dtype=np.uint64) if ids is None
+                else record_keys(ids))
+        if keys.size != n:
+            raise ValueError(f"{keys.size} ids for {n} records")
+        yhat, prob = np.empty(n, dtype=np.int64), np.empty(n)
+        p, gap, v = np.empty(n), np.empty(n), np.empty(n)
+        query = np.empty(n, dtype=np.bool_)
+        drivers.decide_rows(
+            rows.indptr, rows.indices, rows.data, keys, np.uint64(self.seed), self._tie, self.multiclass,
+            *self.rule.kernel_state(), self.rule.score_fn,
+            *self.query.kernel_state(), *self.query.kernels[:2],
+            yhat, p, gap, v, prob, query,
+        )
+        self.rounds_ += n
+        scores = Scores(p, gap if "gap" in self.rule.provides else None,
+                        v if "v" in self.rule.provides else None, yhat if self.multiclass else None)
+        return Decisions(scores, yhat, self.decode(yhat), prob, query)
+
+    def learn_many(self, X, y, predicted: np.ndarray | None = None) -> int:
+        """Apply a batch of labels in order; ``predicted`` (internal codes) marks mistakes for
+        adaptive queries, default: the current model's predictions. Returns updates made."""
+        rows = self._rows(X)
+        codes = np.ascontiguousarray(self.encode(y), dtype=np.int64).reshape(-1)
+        if codes.size != rows.n:
+            raise ValueError(f"{codes.size} labels for {rows.n} records")
+        if predicted is None:
+            predicted = self.encode(self.predict(X)) if rows.n else codes
+        mistakes = np.ascontiguousarray(np.asarray(predicted) != codes)
+        changed = drivers.learn_rows(
+            rows.indptr, rows.indices, rows.data, np.arange(rows.n, dtype=np.int64), codes, mistakes,
+            *self.rule.kernel_state(), self.rule.update_fn,
+            *self.query.kernel_state(), self.query.kernels[2],
+        )
+        self.labels_ += rows.n
+        self.updates_ += int(changed)
+        return int(changed)
+
+    # -- one record at a time (River-style) ------------------------------------------------
+    def ask(self, x, record_id: str | int | None = None) -> tuple[Any, float, bool]:
+        """(prediction, query probability, ask for the label?) for one record."""
+        idx, val = self._row(x)
+        S, a, P = self.rule.kernel_state()
+        qp, qs = self.query.kernel_state()
+        p, gap, v, top = self.rule.score_fn(S, a, P, idx, val)
+        prob = self.query.kernels[0](p, gap, v, qp, qs)
+        self.query.kernels[1](qp, qs)
+        key = self.rounds_ if record_id is None else record_key(record_id)
+        self.rounds_ += 1
+        query = draw(np.uint64(self.seed), np.uint64(key)) < prob
+        code = top if self.multiclass else (1 if p > 0 else -1 if p < 0 else self._tie)
+        return self._class_array[(code + 1) // 2 if not self.multiclass else code].item(), float(prob), bool(query)
+
+    def learn(self, x, y: Any, predicted: Any = None) -> bool:
+        """Apply one label. ``predicted`` is the prediction made when the label was asked for
+        (default: the current model's). True if the model changed."""
+        idx, val = self._row(x)
+        code = self._codes.get(_jsonable(y))
+        if code is None:
+            raise ValueError(f"label {y!r} is not one of the model's classes {list(self.classes)}")
+        S, a, P = self.rule.kernel_state()
+        if predicted is None:
+            p, _, _, top = self.rule.score_fn(S, a, P, idx, val)
+            guess = top if self.multiclass else (1 if p > 0 else -1 if p < 0 else self._tie)
+        else:
+            guess = self._codes.get(_jsonable(predicted))
+        changed = self.rule.update(idx, val, code)
+        self.query.kernels[2](*self.query.kernel_state(), guess != code)
+        self.labels_ += 1
+        self.updates_ += changed
+        return changed
+
+    # -- state -----------------------------------------------------------------------------
+    def meta(self) -> dict[str, Any]:
+        """What a checkpoint must match to be loaded into this learner."""
+        return {
+            "learner": self.name,
+            "rule": type(self.rule).__name__,
+            "query": type(self.query).__name__,
+            "params": {k: _jsonable(v) for k, v in self.get_params().items()},
+        }
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """Plain arrays: the rule's named state, the query's, counters, format version and meta."""
+        if not self.rule.is_allocated:
+            raise ValueError("the learner has no state yet: it has not seen a record")
+        out: dict[str, np.ndarray] = {
+            "format_version": np.array(FORMAT_VERSION),
+            "meta": np.array(json.dumps(self.meta(), sort_keys=True)),
+            "counters": np.array([self.rounds_, self.labels_, self.updates_], dtype=np.int64),
+        }
+        out.update({f"rule.{k}": v for k, v in self.rule.state_dict().items()})
+        out.update({f"query.{k}": v for k, v in self.query.state_dict().items()})
+        return out
+
+    def load_state_dict(self, state: Mapping[str, np.ndarray], *, allow_param_change: bool = False) -> None:
+        """Restore a :meth:`state_dict`. Refuses another format version, another learner, or
+        other hyper-parameters unless ``allow_param_change`` (dimension and classes must match)."""
+        version = int(state["format_version"])
+        if version != FORMAT_VERSION:
+            raise ValueError(f"state format version {version}, this library reads {FORMAT_VERSION}")
+        theirs = json.loads(str(state["meta"]))
+        mine = self.meta()
+        if self.n_features is None:
+            mine["params"]["n_features"] = theirs["params"].get("n_features")
+        structural = ("rule", "query", "n_features", "classes", "bias")
+        diff = sorted(k for k in set(theirs["params"]) | set(mine["params"])
+                      if theirs["params"].get(k) != mine["params"].get(k))
+        hard = [k for k in diff if k in structural] + [k for k in ("rule", "query") if theirs[k] != mine[k]]
+        if hard or (diff and not allow_param_change):
+            detail = ", ".join(f"{k}: saved {theirs['params'].get(k, theirs.get(k))!r} vs "
+                               f"this {mine['params'].get(k, mine.get(k))!r}" for k in (hard or diff))
+            raise ValueError(f"state was made by a differently configured learner ({detail})")
+        self._ensure_allocated(theirs["params"]["n_features"])
+        self.rule.load_state_dict({k[5:]: v for k, v in state.items() if k.startswith("rule.")})
+        self.query.load_state_dict({k[6:]: v for k, v in state.items() if k.startswith("query.")})
+        self.rounds_, self.labels_, self.updates_ = (int(c) for c in state["counters"])

@@ -1,0 +1,168 @@
+"""Compiled loops over a batch of rows, shared by every (update rule, query strategy) pair.
+
+The rule and query kernels arrive as first-class function arguments with the fixed signatures of
+:mod:`learners.kernels`, so each driver is compiled once and cached on disk. A call costs ~0.1 ms
+of dispatch on top of its work, which is why single records go through the kernels directly
+(:class:`learners.base.Learner.ask`) and batches through these drivers.
+
+Decision of one round (the same in :func:`decide_rows` and :func:`replay_rows`)::
+
+    p, gap, v, top = score(x)                   # the rule's view of x
+    ŷ = top (multiclass) or sign(p), with sign(0) = tie
+    q = probability(p, gap, v); after_round()   # the query's view, then its per-round state
+    Z = draw(seed, key) < q                     # deterministic in (seed, record key)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+
+from learners.coin import draw
+from learners.kernels import (
+    IDX,
+    LABEL_FN,
+    PROB_FN,
+    ROUND_FN,
+    SCORE_FN,
+    STATE,
+    UPDATE_FN,
+    VAL,
+    VEC,
+)
+
+__all__ = ["decide_rows", "learn_rows", "probabilities", "replay_rows", "score_rows"]
+
+I64 = types.int64[::1]
+U64 = types.uint64[::1]
+B1 = types.boolean[::1]
+INDPTR = types.int64[::1]
+
+
+def _driver(signature):
+    return njit(signature, cache=True, nogil=True)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _predict(p, top, tie, multiclass):
+    if multiclass:
+        return top
+    if p > 0.0:
+        return 1
+    if p < 0.0:
+        return -1
+    return tie
+
+
+@_driver(types.none(INDPTR, IDX, VAL, STATE, VEC, VEC, SCORE_FN, VEC, VEC, VEC, I64))
+def score_rows(indptr, indices, data, S, a, P, score, out_p, out_gap, out_v, out_top):
+    """Scores of every row with the current state; nothing changes."""
+    for i in range(indptr.size - 1):
+        lo, hi = indptr[i], indptr[i + 1]
+        p, gap, v, top = score(S, a, P, indices[lo:hi], data[lo:hi])
+        out_p[i] = p
+        out_gap[i] = gap
+        out_v[i] = v
+        out_top[i] = top
+
+
+@_driver(types.none(VAL, VAL, VAL, VEC, VEC, PROB_FN, ROUND_FN, VEC))
+def probabilities(p, gap, v, qp, qs, probability, after_round, out):
+    """Query probabilities for a batch of scores, advancing ``qs`` one round per row."""
+    for i in range(p.size):
+        out[i] = probability(p[i], gap[i], v[i], qp, qs)
+        after_round(qp, qs)
+
+
+@_driver(
+    types.none(
+        INDPTR, IDX, VAL, U64, types.uint64, types.int64, types.boolean,
+        STATE, VEC, VEC, SCORE_FN, VEC, VEC, PROB_FN, ROUND_FN,
+        I64, VEC, VEC, VEC, VEC, B1,
+    )
+)
+def decide_rows(
+    indptr, indices, data, keys, seed, tie, multiclass,
+    S, a, P, score, qp, qs, probability, after_round,
+    out_yhat, out_p, out_gap, out_v, out_prob, out_query,
+):
+    """Predict and decide for every row of a batch against the same model state."""
+    for i in range(indptr.size - 1):
+        lo, hi = indptr[i], indptr[i + 1]
+        p, gap, v, top = score(S, a, P, indices[lo:hi], data[lo:hi])
+        q = probability(p, gap, v, qp, qs)
+        after_round(qp, qs)
+        out_yhat[i] = _predict(p, top, tie, multiclass)
+        out_p[i] = p
+        out_gap[i] = gap
+        out_v[i] = v
+        out_prob[i] = q
+        out_query[i] = draw(seed, keys[i]) < q
+
+
+@_driver(
+    types.int64(
+        INDPTR, IDX, VAL, I64, I64, B1, STATE, VEC, VEC, UPDATE_FN, VEC, VEC, LABEL_FN
+    )
+)
+def learn_rows(indptr, indices, data, rows, y, mistakes, S, a, P, update, qp, qs, after_label):
+    """Apply the labels ``y`` of ``rows`` in order; returns how many changed the model."""
+    changed = 0
+    for k in range(rows.size):
+        i = rows[k]
+        lo, hi = indptr[i], indptr[i + 1]
+        if update(S, a, P, indices[lo:hi], data[lo:hi], y[k]):
+            changed += 1
+        after_label(qp, qs, mistakes[k])
+    return changed
+
+
+@_driver(
+    types.int64(
+        INDPTR, IDX, VAL, I64, I64, U64, types.uint64, types.int64, types.boolean, types.int64,
+        STATE, VEC, VEC, SCORE_FN, UPDATE_FN, VEC, VEC, PROB_FN, ROUND_FN, LABEL_FN,
+        I64, VEC, VEC, B1,
+    )
+)
+def replay_rows(
+    indptr, indices, data, order, y, keys, seed, tie, multiclass, delay,
+    S, a, P, score, update, qp, qs, probability, after_round, after_label,
+    out_yhat, out_p, out_prob, out_query,
+):
+    """Prequential replay: predict, decide, and learn from queried labels after ``delay`` rounds.
+
+    Round t handles row ``order[t]``. Its label, if queried, is applied once round t + delay has
+    been predicted (delay 0: right after its own prediction). Labels still pending at the end are
+    applied in order. Outputs are in stream order. Returns the number of updates that changed
+    the model.
+    """
+    n = order.size
+    fifo = np.empty(n, dtype=np.int64)  # rounds whose label is on its way, oldest first
+    head = 0
+    tail = 0
+    changed = 0
+    for t in range(n + delay):
+        if t < n:
+            i = order[t]
+            lo, hi = indptr[i], indptr[i + 1]
+            p, gap, v, top = score(S, a, P, indices[lo:hi], data[lo:hi])
+            q = probability(p, gap, v, qp, qs)
+            after_round(qp, qs)
+            out_yhat[t] = _predict(p, top, tie, multiclass)
+            out_p[t] = p
+            out_prob[t] = q
+            queried = draw(seed, keys[i]) < q
+            out_query[t] = queried
+            if queried:
+                fifo[tail] = t
+                tail += 1
+        while head < tail and fifo[head] <= t - delay:
+            s = fifo[head]
+            head += 1
+            i = order[s]
+            lo, hi = indptr[i], indptr[i + 1]
+            if update(S, a, P, indices[lo:hi], data[lo:hi], y[i]):
+                changed += 1
+            after_label(qp, qs, out_yhat[s] != y[i])
+    return changed
+

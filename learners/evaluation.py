@@ -1,0 +1,93 @@
+"""Prequential (online) evaluation: every round counts, as in the papers.
+
+Each record is predicted before its label is used, whether or not the label is ever queried; the
+metrics below are over all rounds of the stream.
+
+Binary metrics (positive class = internal code +1):
+
+* mistakes M = M_p + M_n (M_p: positives predicted negative, M_n: negatives predicted positive);
+* accuracy, mistake rate; precision, recall (= sensitivity), specificity; F1 of the positive class
+  (F-measure = 2·P·R/(P+R), 0 when the model never predicts or never meets a positive);
+* weighted sum η_p·sensitivity + η_n·specificity (Lu, Zhao & Hoi 2016, Sect. 5);
+* cost c_p·M_p + c_n·M_n (ibid.);
+* query ratio = queried rounds / rounds.
+
+Multiclass: mistakes, accuracy, mistake rate, macro-F1 and query ratio.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+__all__ = ["Metrics", "binary_metrics", "multiclass_metrics"]
+
+
+@dataclass(frozen=True, slots=True)
+class Metrics:
+    examples: int
+    mistakes: int
+    accuracy: float
+    mistake_rate: float
+    f1: float
+    query_ratio: float
+    queries: int
+    precision: float = float("nan")
+    recall: float = float("nan")
+    sensitivity: float = float("nan")
+    specificity: float = float("nan")
+    weighted_sum: float = float("nan")
+    cost: float = float("nan")
+    tp: int = 0
+    fp: int = 0
+    tn: int = 0
+    fn: int = 0
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _ratio(num: float, den: float) -> float:
+    return num / den if den else 0.0
+
+
+def binary_metrics(y_true: np.ndarray, y_pred: np.ndarray, queried: np.ndarray, *,
+                   eta_p: float = 0.5, eta_n: float = 0.5, c_p: float = 0.5, c_n: float = 0.5) -> Metrics:
+    """Prequential metrics of a binary stream; labels are internal codes ±1."""
+    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
+    pos, pred_pos = y_true > 0, y_pred > 0
+    tp = int(np.count_nonzero(pos & pred_pos))
+    fn = int(np.count_nonzero(pos & ~pred_pos))
+    fp = int(np.count_nonzero(~pos & pred_pos))
+    tn = int(np.count_nonzero(~pos & ~pred_pos))
+    n = y_true.size
+    precision, recall = _ratio(tp, tp + fp), _ratio(tp, tp + fn)
+    specificity = _ratio(tn, tn + fp)
+    queries = int(np.count_nonzero(queried))
+    return Metrics(
+        examples=n, mistakes=fp + fn, accuracy=_ratio(tp + tn, n), mistake_rate=_ratio(fp + fn, n),
+        f1=_ratio(2 * precision * recall, precision + recall), query_ratio=_ratio(queries, n),
+        queries=queries, precision=precision, recall=recall, sensitivity=recall,
+        specificity=specificity, weighted_sum=eta_p * recall + eta_n * specificity,
+        cost=c_p * fn + c_n * fp, tp=tp, fp=fp, tn=tn, fn=fn,
+    )
+
+
+def multiclass_metrics(y_true: np.ndarray, y_pred: np.ndarray, queried: np.ndarray,
+                       n_classes: int) -> Metrics:
+    """Prequential metrics of a multiclass stream; labels are class indices. f1 is macro-F1."""
+    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
+    n = y_true.size
+    mistakes = int(np.count_nonzero(y_true != y_pred))
+    tp = np.bincount(y_true[y_true == y_pred], minlength=n_classes)
+    support = np.bincount(y_true, minlength=n_classes)
+    predicted = np.bincount(y_pred, minlength=n_classes)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f1 = np.where(support + predicted > 0, 2 * tp / (support + predicted), 0.0)
+    queries = int(np.count_nonzero(queried))
+    present = support > 0
+    return Metrics(
+        examples=n, mistakes=mistakes, accuracy=_ratio(n - mistakes, n), mistake_rate=_ratio(mistakes, n),
+        f1=float(f1[present].mean()) if present.any() else 0.0, query_ratio=_ratio(queries, n), queries=queries,
+    )

@@ -1,0 +1,109 @@
+"""The compiled-kernel contract shared by every update rule and query strategy.
+
+A rule is compiled to two numba functions with fixed signatures, a query to three; the drivers in
+:mod:`learners.drivers` take them as first-class function arguments. Because the signatures are
+fixed, a driver is compiled once for all rules and cached on disk, and a new rule costs nothing
+but its own two kernels.
+
+State layout
+------------
+``S``  float64[n_rows, D], C-contiguous: every per-coordinate array of the rule (w; μ and Σ; one row
+       per class; a full d×d matrix is d rows). D = number of features (+1 with an intercept).
+``a``  float64[k]: the rule's scalar state (counters, running sums); may be empty.
+``P``  float64[m]: the rule's hyper-parameters, packed by the rule class; read-only in kernels.
+``qp`` / ``qs``: a query's packed hyper-parameters and its mutable scalar state.
+
+A row of input is ``idx`` (int32, the non-zero coordinates) and ``val`` (float64, their values).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+from numba.core.types import FunctionType
+
+__all__ = [
+    "IDX",
+    "LABEL_SIG",
+    "PROB_SIG",
+    "ROUND_SIG",
+    "SCORE_SIG",
+    "STATE",
+    "UPDATE_SIG",
+    "VAL",
+    "VEC",
+    "axpy",
+    "kernel",
+    "no_label",
+    "no_round",
+    "sparse_dot",
+    "sq_norm",
+]
+
+IDX = types.int32[::1]
+VAL = types.float64[::1]
+VEC = types.float64[::1]
+STATE = types.float64[:, ::1]
+
+# score(S, a, P, idx, val) -> (p, gap, v, top)
+#   p    signed margin (binary) or top-1 score (multiclass)
+#   gap  top-1 minus top-2 score (multiclass), NaN otherwise
+#   v    confidence term xᵀΣx / xᵀH⁻¹x, NaN when the rule has none
+#   top  index of the highest-scoring class (multiclass), -1 for binary rules
+SCORE_SIG = types.Tuple((types.float64, types.float64, types.float64, types.int64))(
+    STATE, VEC, VEC, IDX, VAL
+)
+# update(S, a, P, idx, val, y) -> changed; y is ±1 (binary) or a class index (multiclass)
+UPDATE_SIG = types.boolean(STATE, VEC, VEC, IDX, VAL, types.int64)
+# probability(p, gap, v, qp, qs) -> query probability in [0, 1]
+PROB_SIG = types.float64(types.float64, types.float64, types.float64, VEC, VEC)
+# after_round(qp, qs): called once per scored record, after its probability is computed
+ROUND_SIG = types.none(VEC, VEC)
+# after_label(qp, qs, mistake): called once per applied label; mistake = the prediction was wrong
+LABEL_SIG = types.none(VEC, VEC, types.boolean)
+
+SCORE_FN = FunctionType(SCORE_SIG)
+UPDATE_FN = FunctionType(UPDATE_SIG)
+PROB_FN = FunctionType(PROB_SIG)
+ROUND_FN = FunctionType(ROUND_SIG)
+LABEL_FN = FunctionType(LABEL_SIG)
+
+
+def kernel(signature):
+    """Compile a kernel eagerly with its fixed signature, cached on disk, GIL released."""
+    return njit(signature, cache=True, nogil=True)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def sparse_dot(w: np.ndarray, idx: np.ndarray, val: np.ndarray) -> float:
+    """w · x for a sparse row x = (idx, val). O(nnz)."""
+    s = 0.0
+    for j in range(idx.size):
+        s += w[idx[j]] * val[j]
+    return s
+
+
+@njit(cache=True, nogil=True, inline="always")
+def sq_norm(val: np.ndarray) -> float:
+    """‖x‖² of a sparse row from its non-zero values. O(nnz)."""
+    s = 0.0
+    for j in range(val.size):
+        s += val[j] * val[j]
+    return s
+
+
+@njit(cache=True, nogil=True, inline="always")
+def axpy(w: np.ndarray, alpha: float, idx: np.ndarray, val: np.ndarray) -> None:
+    """w ← w + α x for a sparse row x, touching only idx. O(nnz)."""
+    for j in range(idx.size):
+        w[idx[j]] += alpha * val[j]
+
+
+@kernel(ROUND_SIG)
+def no_round(qp, qs):
+    """after_round of a query without per-round state."""
+
+
+@kernel(LABEL_SIG)
+def no_label(qp, qs, mistake):
+    """after_label of a query without per-label state."""

@@ -1,0 +1,117 @@
+"""Every algorithm of the papers by name: an update rule, a query strategy, defaults, a citation.
+
+``make("paa-1")`` builds PAA-I with our measured best configuration; ``make("paa-1",
+**PAPER_PROTOCOL)`` the learner exactly as the paper ran it (no intercept, raw features).
+Names are lower-case, hyphenated, with arabic numerals (``"paa-1"``); the papers' spellings
+(``"PAA-I"``, ``"LEPE"``, ``"SELada"``) are accepted as aliases.
+
+Examples
+--------
+>>> make("PAA-I").name
+'paa-1'
+>>> make("paa-1", C=0.25).rule.C
+0.25
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from learners.base import Learner, QueryStrategy, UpdateRule
+from learners.queries import AlwaysQuery, FixedRateQuery, MarginQuery, SelAdaQuery
+from learners.rules import PARule, PerceptronRule
+
+__all__ = ["ALGORITHMS", "LEARNER_DEFAULTS", "PAPER_PROTOCOL", "Spec", "canonical_name", "make"]
+
+# The data model a learner gets by default: an intercept and ties broken towards the negative
+# class. On w8a (8.4 % empty rows) these two choices move PAA-I's F1 at 10 % labels from 0.38
+# (no intercept: empty rows have p = 0 and are always queried) to 0.59.
+LEARNER_DEFAULTS: dict[str, Any] = {"bias": 1.0, "normalize": False, "tie": "negative", "seed": 0}
+
+# The protocol of the papers' experiments: a linear model without intercept on raw features.
+PAPER_PROTOCOL: dict[str, Any] = {"bias": 0.0, "normalize": False, "tie": "negative"}
+
+_PAA = "Lu, Zhao & Hoi, Online Passive-Aggressive Active learning, Mach. Learn. 103(2), 2016"
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    """One named algorithm: its rule, its query, their defaults and where they come from."""
+
+    rule: type[UpdateRule]
+    query: type[QueryStrategy]
+    cite: str
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    fixed: Mapping[str, Any] = field(default_factory=dict)  # parameters that define the algorithm
+    aliases: tuple[str, ...] = ()
+
+
+ALGORITHMS: dict[str, Spec] = {
+    # fully supervised: every label is requested
+    "pe": Spec(PerceptronRule, AlwaysQuery, cite=f"Rosenblatt 1958; baseline PE of {_PAA}", aliases=("perceptron",)),
+    "pa": Spec(PARule, AlwaysQuery, fixed={"mode": 0}, cite="Crammer et al., JMLR 7, 2006: PA"),
+    "pa-1": Spec(PARule, AlwaysQuery, fixed={"mode": 1}, defaults={"C": 1.0}, cite="Crammer et al. 2006: PA-I"),
+    "pa-2": Spec(PARule, AlwaysQuery, fixed={"mode": 2}, defaults={"C": 1.0}, cite="Crammer et al. 2006: PA-II"),
+    # random queries at a fixed rate (Sect. 6.1.1: RPE, RPA)
+    "rpe": Spec(PerceptronRule, FixedRateQuery, defaults={"rate": 0.1},
+                cite=f"Cesa-Bianchi & Lugosi 2006; RPE of {_PAA}, Sect. 6.1.1"),
+    "rpa": Spec(PARule, FixedRateQuery, fixed={"mode": 0}, defaults={"rate": 0.1},
+                cite=f"RPA of {_PAA}, Sect. 6.1.1"),
+    "rpa-1": Spec(PARule, FixedRateQuery, fixed={"mode": 1}, defaults={"C": 1.0, "rate": 0.1},
+                  cite=f"RPA-I of {_PAA}, Sect. 6.1.1"),
+    "rpa-2": Spec(PARule, FixedRateQuery, fixed={"mode": 2}, defaults={"C": 1.0, "rate": 0.1},
+                  cite=f"RPA-II of {_PAA}, Sect. 6.1.1"),
+    # margin queries δ/(δ+|p|)
+    "pea": Spec(PerceptronRule, MarginQuery, defaults={"delta": 1.0}, aliases=("lepe",),
+                cite="Cesa-Bianchi, Gentile & Zaniboni, JMLR 7, 2006: selective sampling Perceptron (PEA/LEPE)"),
+    "sel-ada": Spec(PerceptronRule, SelAdaQuery, defaults={"delta": 1.0}, aliases=("selada",),
+                    cite="Cesa-Bianchi, Gentile & Zaniboni, JMLR 7, 2006: adaptive selective sampling (SEL-ada)"),
+    "paa": Spec(PARule, MarginQuery, fixed={"mode": 0}, defaults={"delta": 1.0},
+                cite=f"{_PAA}: PAA, Algorithm 2"),
+    "paa-1": Spec(PARule, MarginQuery, fixed={"mode": 1}, defaults={"C": 1.0, "delta": 1.0},
+                  cite=f"{_PAA}: PAA-I, Algorithm 2"),
+    "paa-2": Spec(PARule, MarginQuery, fixed={"mode": 2}, defaults={"C": 1.0, "delta": 1.0},
+                  cite=f"{_PAA}: PAA-II, Algorithm 2"),
+}
+
+_ALIASES = {alias: name for name, spec in ALGORITHMS.items() for alias in spec.aliases}
+
+
+def canonical_name(name: str) -> str:
+    """The registry name for a user's spelling: case, underscores and roman numerals forgiven."""
+    s = re.sub(r"[\s_]+", "-", name.strip().lower())
+    s = re.sub(r"-(i{1,3})$", lambda m: f"-{len(m.group(1))}", s)
+    s = _ALIASES.get(s, s)
+    if s not in ALGORITHMS:
+        close = difflib.get_close_matches(s, list(ALGORITHMS) + list(_ALIASES), n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise ValueError(f"unknown learner {name!r}{hint} (known: {', '.join(ALGORITHMS)})")
+    return s
+
+
+def make(name: str, **overrides: Any) -> Learner:
+    """Build the learner registered as ``name`` with its defaults, then ``overrides``.
+
+    Each override goes to whichever part takes it: the rule, the query, or the learner itself
+    (``seed``, ``bias``, ``normalize``, ``tie``, ``n_features``, ``classes``). Unknown
+    parameters and overrides of a parameter that defines the algorithm are refused.
+    """
+    key = canonical_name(name)
+    spec = ALGORITHMS[key]
+    for k, v in overrides.items():
+        if k in spec.fixed and v != spec.fixed[k]:
+            raise ValueError(f"{k}={spec.fixed[k]!r} defines {key!r}; pick another registry entry instead")
+    params = {**LEARNER_DEFAULTS, **spec.defaults, **overrides, **spec.fixed}
+    rule_names, query_names = set(spec.rule.param_names()), set(spec.query.param_names())
+    own_names = set(Learner.param_names()) - {"name"}
+    unknown = set(params) - rule_names - query_names - own_names
+    if unknown:
+        known = sorted(rule_names | query_names | own_names)
+        raise ValueError(f"{key!r} takes no parameter {', '.join(sorted(unknown))} (it takes: {', '.join(known)})")
+    rule = spec.rule(**{k: v for k, v in params.items() if k in rule_names})
+    query = spec.query(**{k: v for k, v in params.items() if k in query_names})
+    return Learner(rule, query, name=key, **{k: v for k, v in params.items() if k in own_names})

@@ -1,0 +1,58 @@
+"""The `activestream replay` command."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+REQUIRED = {"f1", "accuracy", "mistake_rate", "query_ratio", "examples", "seconds", "examples_per_second",
+            "f1_std", "accuracy_std", "mistake_rate_std", "query_ratio_std", "seconds_std", "examples_per_second_std"}
+
+
+def replay(*args):
+    return subprocess.run([sys.executable, "-m", "consumer", "replay", *args], capture_output=True, text=True)
+
+
+def test_replay_json_has_the_pinned_keys():
+    out = replay("--learner", "paa-1", "--data", "synthetic:sparse?n=3000&d=1024", "--permutations", "2",
+                 "--param", "delta=0.3", "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert set(report) >= REQUIRED
+    assert report["examples"] == 3000 and report["permutations"] == 2
+    assert 0 < report["query_ratio"] < 1 and report["params"]["delta"] == 0.3
+
+
+def test_replay_query_rate_lands_within_half_a_point():
+    out = replay("--learner", "PAA-II", "--data", "synthetic:sparse?n=4000&d=1024", "--query-rate", "0.2",
+                 "--permutations", "2", "--json")
+    assert out.returncode == 0, out.stderr
+    assert abs(json.loads(out.stdout)["query_ratio"] - 0.2) <= 0.005
+
+
+def test_replay_concatenates_data_files(tmp_path):
+    a, b = tmp_path / "a.svm", tmp_path / "b.svm"
+    a.write_text("1 1:1\n-1 2:1\n")
+    b.write_text("1 1:1\n")
+    out = replay("--learner", "pa-1", "--data", str(a), "--data", str(b), "--json", "--in-order")
+    assert json.loads(out.stdout)["examples"] == 3
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--learner", "nope", "--data", "synthetic:sparse?n=10"], "unknown learner 'nope'"),
+    (["--learner", "paa-1", "--data", "missing.svm"], "no such dataset file"),
+    (["--learner", "paa-1", "--data", "synthetic:sparse?n=100", "--param", "gamma=1"], "takes no parameter gamma"),
+    (["--learner", "pa-1", "--data", "synthetic:sparse?n=100", "--query-rate", "0.1"], "every label"),
+])
+def test_replay_errors_are_one_clear_line(args, message):
+    out = replay(*args)
+    assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_replay_needs_positive_label_when_it_cannot_tell(tmp_path):
+    f = tmp_path / "x.svm"
+    f.write_text("3 1:1\n4 2:1\n")
+    assert replay("--learner", "pa-1", "--data", str(f)).returncode == 2
+    out = replay("--learner", "pa-1", "--data", str(f), "--positive", "4", "--json")
+    assert json.loads(out.stdout)["classes"] == [3, 4]

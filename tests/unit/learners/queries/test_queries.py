@@ -1,0 +1,59 @@
+"""Query probabilities: margin (and its Theorem 4 variant), fixed rate, always, SEL-ada."""
+
+import math
+
+import numpy as np
+import pytest
+
+from learners.base import Scores
+from learners.queries import AlwaysQuery, FixedRateQuery, MarginQuery, SelAdaQuery
+
+P = np.array([0.0, 0.5, -0.5, 3.0, -1e9])
+
+
+@pytest.mark.parametrize("delta", [0.01, 1.0, 7.5])
+def test_margin_probability_is_delta_over_delta_plus_abs_p(delta):
+    got = MarginQuery(delta=delta).probability(Scores(p=P))
+    np.testing.assert_allclose(got, delta / (delta + np.abs(P)))
+
+
+def test_margin_offset_one_is_theorem_4_rule():
+    got = MarginQuery(delta=2.0, offset=1.0).probability(Scores(p=P))
+    np.testing.assert_allclose(got, 2.0 / (3.0 + np.abs(P)))
+    assert got[0] == pytest.approx(2 / 3)  # even p = 0 is no longer certain
+
+
+def test_margin_probability_is_monotone_in_delta_and_bounded():
+    deltas = 2.0 ** np.arange(-10, 11)
+    probs = np.array([MarginQuery(delta=d).probability(Scores(p=P)) for d in deltas])
+    assert np.all(np.diff(probs, axis=0) >= 0)
+    assert np.all((probs >= 0) & (probs <= 1))
+
+
+def test_fixed_rate_ignores_scores():
+    assert FixedRateQuery(rate=0.3).probability(Scores(p=P)).tolist() == [0.3] * P.size
+    assert AlwaysQuery().probability(Scores(p=P)).tolist() == [1.0] * P.size
+
+
+def test_sel_ada_delta_grows_with_sqrt_of_queried_mistakes():
+    q = SelAdaQuery(delta=0.5)
+    _, _, label = q.kernels
+    for k in range(5):
+        delta_t = 0.5 * math.sqrt(1 + k)
+        assert q.probability(Scores(p=np.array([2.0])))[0] == pytest.approx(delta_t / (delta_t + 2.0))
+        label(*q.kernel_state(), True)
+    label(*q.kernel_state(), False)  # a correct prediction does not count
+    assert q.state_dict()["errors"] == 5
+
+
+def test_probability_does_not_advance_state():
+    q = SelAdaQuery(delta=1.0)
+    q.probability(Scores(p=P))
+    assert q.state_dict()["errors"] == 0
+
+
+@pytest.mark.parametrize("bad", [lambda: MarginQuery(delta=0), lambda: MarginQuery(delta=1, offset=-1),
+                                 lambda: FixedRateQuery(rate=1.5), lambda: SelAdaQuery(delta=-2)])
+def test_queries_reject_bad_parameters(bad):
+    with pytest.raises(ValueError):
+        bad()

@@ -1,0 +1,80 @@
+"""The Learner: labels, single-record API, batches, checkpoints."""
+
+import numpy as np
+import pytest
+
+from learners import make
+
+
+def test_binary_labels_map_onto_plus_minus_one():
+    learner = make("pa-1", classes=("ham", "spam"), n_features=2)
+    assert learner.encode(["spam", "ham"]).tolist() == [1, -1]
+    assert learner.decode(np.array([1, -1])).tolist() == ["spam", "ham"]
+    with pytest.raises(ValueError, match="label 'eggs' is not one of"):
+        learner.encode(["eggs"])
+
+
+def test_tie_rule_decides_zero_margin():
+    neg = make("pa-1", n_features=2, bias=0.0)
+    pos = make("pa-1", n_features=2, bias=0.0, tie="positive")
+    assert neg.predict(np.zeros((1, 2))).tolist() == [-1]
+    assert pos.predict(np.zeros((1, 2))).tolist() == [1]
+
+
+def test_empty_row_without_intercept_is_always_queried_and_with_intercept_not():
+    learner = make("paa-1", n_features=2, bias=0.0, delta=0.1)
+    assert learner.ask(np.zeros(2))[1] == 1.0
+    learner = make("paa-1", n_features=2, delta=0.1)
+    learner.learn(np.zeros(2), -1)  # the intercept learns from an empty row
+    assert learner.ask(np.zeros(2))[1] < 1.0
+
+
+def test_ask_returns_user_labels_and_learn_counts():
+    learner = make("paa-1", classes=(0, 1), n_features=3)
+    prediction, prob, query = learner.ask([1.0, 0.0, 0.0], record_id="a")
+    assert prediction in (0, 1) and 0 <= prob <= 1 and isinstance(query, bool)
+    assert learner.learn([1.0, 0.0, 0.0], 1)
+    assert (learner.rounds_, learner.labels_, learner.updates_) == (1, 1, 1)
+
+
+def test_decide_batch_uses_ids_for_coins():
+    learner = make("rpa-1", rate=0.5, n_features=4)
+    X = np.eye(4)
+    a = learner.decide(X, ids=["a", "b", "c", "d"]).query
+    b = learner.decide(X[::-1], ids=["d", "c", "b", "a"]).query
+    np.testing.assert_array_equal(a, b[::-1])
+
+
+def test_decisions_weight_is_inverse_probability():
+    learner = make("paa-1", n_features=2, delta=0.5)
+    d = learner.decide(np.array([[1.0, 0.0], [0.0, 0.0]]), ids=["x", "y"])
+    np.testing.assert_allclose(d.weight[d.query], 1 / d.probability[d.query])
+
+
+def test_state_dict_refuses_another_learner_or_parameters():
+    a = make("paa-1", n_features=3)
+    a.learn([1.0, 0, 0], 1)
+    with pytest.raises(ValueError, match=r"C: saved 1\.0 vs this 2\.0"):
+        make("paa-1", n_features=3, C=2.0).load_state_dict(a.state_dict())
+    with pytest.raises(ValueError, match="rule"):
+        make("pea", n_features=3).load_state_dict(a.state_dict())
+    with pytest.raises(ValueError, match="n_features"):
+        make("paa-1", n_features=4, C=1.0).load_state_dict(a.state_dict(), allow_param_change=True)
+    b = make("paa-1", n_features=3, C=2.0)
+    b.load_state_dict(a.state_dict(), allow_param_change=True)
+    np.testing.assert_array_equal(b.rule.w_, a.rule.w_)
+
+
+def test_state_dict_refuses_another_format_version():
+    a = make("pa-1", n_features=2)
+    a.learn([1.0, 0.0], 1)
+    state = a.state_dict()
+    state["format_version"] = np.array(99)
+    with pytest.raises(ValueError, match="format version 99"):
+        make("pa-1", n_features=2).load_state_dict(state)
+
+
+def test_multiclass_needs_classes_and_binary_defaults_to_plus_minus_one():
+    assert make("pa-1").classes == (-1, 1)
+    with pytest.raises(ValueError, match="exactly 2"):
+        make("pa-1", classes=[1, 2, 3])

@@ -1,0 +1,66 @@
+"""The registry: names, aliases, defaults, refusals."""
+
+import pytest
+
+from learners import ALGORITHMS, PAPER_PROTOCOL, make
+from learners.queries import FixedRateQuery, MarginQuery
+from learners.registry import canonical_name
+from learners.rules import PARule, PerceptronRule
+
+ISSUE_NAMES = ["pe", "pa", "pa-1", "pa-2", "rpe", "rpa", "rpa-1", "rpa-2", "pea", "sel-ada", "paa", "paa-1", "paa-2"]
+
+
+def test_registry_holds_the_first_order_family():
+    assert set(ISSUE_NAMES) <= set(ALGORITHMS)
+    for name in ALGORITHMS:
+        assert ALGORITHMS[name].cite
+
+
+@pytest.mark.parametrize("spelling, name", [
+    ("PAA-I", "paa-1"), ("PAA-II", "paa-2"), ("RPA-I", "rpa-1"), ("PA-II", "pa-2"),
+    ("LEPE", "pea"), ("SELada", "sel-ada"), ("SEL-ada", "sel-ada"), (" paa_1 ", "paa-1"),
+])
+def test_paper_spellings_are_aliases(spelling, name):
+    assert canonical_name(spelling) == name
+    assert make(spelling).name == name
+
+
+def test_grid_of_rules_and_queries():
+    assert isinstance(make("paa-1").rule, PARule) and isinstance(make("paa-1").query, MarginQuery)
+    assert make("paa-1").rule.mode == 1 and make("paa-2").rule.mode == 2 and make("paa").rule.mode == 0
+    assert isinstance(make("rpe").rule, PerceptronRule) and isinstance(make("rpe").query, FixedRateQuery)
+
+
+def test_unknown_name_suggests_close_matches():
+    with pytest.raises(ValueError, match="did you mean 'paa-2'"):
+        make("paa-22")
+
+
+def test_unknown_parameter_is_refused_with_the_known_ones():
+    with pytest.raises(ValueError, match=r"takes no parameter gamma \(it takes: .*C.*delta"):
+        make("paa-1", gamma=1.0)
+
+
+def test_parameter_that_defines_the_algorithm_is_refused():
+    with pytest.raises(ValueError, match="defines 'paa-1'"):
+        make("paa-1", mode=2)
+
+
+def test_query_that_needs_a_term_the_rule_lacks_is_refused():
+    from learners.base import Learner, QueryStrategy
+    from learners.queries.margin import margin_probability
+
+    class NeedsV(QueryStrategy):
+        requires = frozenset({"v"})
+        probability_kernel = margin_probability
+
+        def __init__(self):
+            self._setup()
+
+    with pytest.raises(ValueError, match=r"NeedsV needs \['v'\]; PARule provides \['p'\]"):
+        Learner(PARule(), NeedsV())
+
+
+def test_paper_protocol_is_a_set_of_parameters():
+    learner = make("paa-1", **PAPER_PROTOCOL)
+    assert learner.bias == 0.0 and learner.normalize is False

@@ -1,0 +1,83 @@
+"""Replay: delay semantics against a step-by-step simulation, permutations, the budget search."""
+
+import numpy as np
+import pytest
+
+from learners import make
+from learners.datasets import Dataset, synthetic_sparse
+from learners.inputs import as_rows
+from learners.replay import find_budget, replay, run
+
+
+def simulate(learner, X, y, delay):
+    """Round t predicts row t; queried labels are applied once round t + delay is predicted."""
+    pending, preds, queried = [], [], []
+    for t in range(X.shape[0]):
+        prediction, _, query = learner.ask(X[t], record_id=t)
+        preds.append(prediction)
+        queried.append(query)
+        if query:
+            pending.append(t)
+        while pending and pending[0] <= t - delay:
+            s = pending.pop(0)
+            learner.learn(X[s], y[s], predicted=preds[s])
+    for s in pending:
+        learner.learn(X[s], y[s], predicted=preds[s])
+    return np.array(preds), np.array(queried)
+
+
+@pytest.mark.parametrize("name", ["pe", "paa-1", "sel-ada", "rpa-2"])
+@pytest.mark.parametrize("delay", [0, 1, 7])
+def test_replay_with_delay_matches_step_by_step_simulation(name, delay):
+    data = synthetic_sparse(n=400, d=64, seed=2)
+    X = data.rows.to_csr()
+    a = make(name, n_features=64, seed=5)
+    preds, queried = simulate(a, X, data.labels, delay)
+    b = make(name, n_features=64, seed=5)
+    trace = replay(b, data, delay=delay)
+    np.testing.assert_array_equal(trace.queried, queried)
+    np.testing.assert_array_equal(b.decode(trace.y_pred), preds)
+    np.testing.assert_allclose(b.rule.w_, a.rule.w_, rtol=1e-12, atol=1e-12)
+
+
+def test_delay_changes_predictions():
+    data = synthetic_sparse(n=2000, d=256, seed=1)
+    m0 = replay(make("pa-1", n_features=256), data).y_pred
+    m50 = replay(make("pa-1", n_features=256), data, delay=50).y_pred
+    assert (m0 != m50).any()
+
+
+def test_run_is_deterministic_and_permutations_differ():
+    data = synthetic_sparse(n=3000, d=512, seed=0)
+    a = run(make("paa-1", delta=0.2), data, permutations=3, seed=9)
+    b = run(make("paa-1", delta=0.2), data, permutations=3, seed=9)
+    assert [m.f1 for m in a.metrics] == [m.f1 for m in b.metrics]
+    assert len({m.mistakes for m in a.metrics}) > 1
+
+
+@pytest.mark.parametrize("target", [0.1, 0.25])
+def test_find_budget_lands_the_query_ratio(target):
+    data = synthetic_sparse(n=4000, d=1024, seed=3)
+    learner, result = find_budget(make("paa-2"), data, target, permutations=3, tol=0.005)
+    assert abs(result.mean("query_ratio") - target) <= 0.005
+    assert learner.query.delta == result.params["delta"]
+
+
+def test_find_budget_sets_a_fixed_rate_directly():
+    data = synthetic_sparse(n=1000, d=64, seed=3)
+    learner, result = find_budget(make("rpa-1"), data, 0.2, permutations=2)
+    assert learner.query.rate == 0.2 and abs(result.mean("query_ratio") - 0.2) < 0.05
+
+
+def test_find_budget_refuses_a_supervised_learner():
+    with pytest.raises(ValueError, match="every label"):
+        find_budget(make("pa-1"), synthetic_sparse(n=100, d=16), 0.1)
+
+
+def test_replay_of_multilabel_binary_dataset_uses_explicit_classes():
+    X = np.array([[1.0, 0.0], [0.0, 1.0]] * 50)
+    data = Dataset(as_rows(X), np.array([2, 1] * 50))
+    learner = make("pa-1", classes=(2, 1))
+    trace = replay(learner, data)
+    assert set(learner.decode(trace.y_true).tolist()) == {1, 2}
+    assert trace.metrics(learner).accuracy > 0.9
