@@ -1,16 +1,21 @@
 """The ``activestream`` command line.
 
-``activestream replay`` runs a dataset through a learner offline (a backtest, or a paper's
-protocol) and prints the prequential metrics, as a table or as one JSON object (``--json``).
+* ``activestream run``: the service, configured by ``ACTIVESTREAM_*`` environment variables.
+* ``activestream replay``: a dataset through a learner offline (a backtest, or a paper's protocol),
+  printing prequential metrics as a table or one JSON object (``--json``).
+* ``activestream checkpoint inspect PATH``: what a checkpoint file (or the newest in a directory) holds.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import resource
+import signal
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -101,9 +106,74 @@ def _print_report(r: dict[str, Any]) -> None:
     print("  params " + ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in shown.items()))
 
 
+def _run(args: argparse.Namespace) -> int:
+    from consumer.config import load_settings
+    from consumer.errors import CheckpointError, ConfigError, IncompatibleCheckpoint
+    from consumer.service import Service
+
+    try:
+        settings = load_settings()
+        logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        service = Service(settings)
+    except ConfigError as exc:
+        print(f"activestream run: {exc}", file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGTERM, service.request_stop)
+    signal.signal(signal.SIGINT, service.request_stop)
+    try:
+        return service.run()
+    except (IncompatibleCheckpoint, CheckpointError) as exc:
+        print(f"activestream run: {exc}", file=sys.stderr)
+        return 2
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    from consumer.checkpoint import CheckpointStore, read_checkpoint
+    from consumer.pending import unpack_strings
+
+    path = Path(args.path)
+    if path.is_dir():
+        paths = CheckpointStore(path, keep=1).paths()
+        if not paths:
+            print(f"activestream checkpoint inspect: no checkpoint in {path}", file=sys.stderr)
+            return 2
+        path = paths[0]
+    try:
+        state = read_checkpoint(path)
+    except Exception as exc:
+        print(f"activestream checkpoint inspect: {exc}", file=sys.stderr)
+        return 2
+    learner_meta = json.loads(str(state["learner.meta"]))
+    topics = unpack_strings(state["offsets.topics"], state["offsets.topics_offsets"])
+    report = {
+        "path": str(path),
+        "bytes": path.stat().st_size,
+        "service": json.loads(str(state["service.meta"])),
+        "learner": learner_meta,
+        "learner_format_version": int(state["learner.format_version"]),
+        "counters": dict(zip(("rounds", "labels", "updates"), state["learner.counters"].tolist(), strict=True)),
+        "pending": int(state["pending.ids_offsets"].size - 1),
+        "offsets": [{"topic": t, "partition": int(p), "next_offset": int(o)}
+                    for t, p, o in zip(topics, state["offsets.partitions"], state["offsets.next"], strict=True)],
+        "totals": json.loads(str(state["service.totals"])),
+        "arrays": {k: list(v.shape) for k, v in state.items() if k.startswith("learner.rule.")},
+    }
+    print(json.dumps(report, indent=2, sort_keys=True))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="activestream", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run the service (configured by ACTIVESTREAM_* environment variables)")
+    run.set_defaults(func=_run)
+
+    ck = sub.add_parser("checkpoint", help="work with checkpoint files")
+    ck_sub = ck.add_subparsers(dest="action", required=True)
+    inspect = ck_sub.add_parser("inspect", help="print what a checkpoint holds, as JSON")
+    inspect.add_argument("path", help="a checkpoint file, or a directory (its newest checkpoint)")
+    inspect.set_defaults(func=_inspect)
 
     rp = sub.add_parser("replay", help="run a dataset through a learner offline and report prequential metrics")
     rp.add_argument("--learner", required=True, help="registry name, e.g. paa-1, pea, rpa-2 (see learners.ALGORITHMS)")

@@ -1,0 +1,60 @@
+"""Labelling cost and the label budget.
+
+Cost of a label: the cost the label record carries, else the configured cost of its class, else the
+cost per request. A request's *expected* cost (shown to annotators) uses the predicted class.
+
+Budget: at most ``budget`` label requests per window of ``window_s`` seconds of *record* time
+(window k holds records with ts in [k·window_s, (k+1)·window_s)). Using record time, not the wall
+clock, keeps a replay after a restart making the same decisions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["CostModel", "LabelBudget"]
+
+
+@dataclass(frozen=True, slots=True)
+class CostModel:
+    per_request: float
+    per_class: Mapping[str, float]
+
+    def of(self, label: Any, stated: float | None = None) -> float:
+        if stated is not None:
+            return stated
+        return self.per_class.get(str(label), self.per_request)
+
+
+class LabelBudget:
+    """Counts requests per record-time window and refuses those beyond ``budget``."""
+
+    def __init__(self, budget: int | None, window_s: float) -> None:
+        self.budget, self.window_s = budget, window_s
+        self.window = -1
+        self.used = 0
+
+    def allow(self, ts: float) -> bool:
+        if self.budget is None:
+            return True
+        window = math.floor(ts / self.window_s)
+        if window > self.window:
+            self.window, self.used = window, 0
+        if self.used >= self.budget:
+            return False
+        self.used += 1
+        return True
+
+    def remaining(self) -> float:
+        return math.inf if self.budget is None else float(self.budget - self.used)
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        return {"window": np.array(self.window, dtype=np.int64), "used": np.array(self.used, dtype=np.int64)}
+
+    def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
+        self.window, self.used = int(state["window"]), int(state["used"])

@@ -1,0 +1,158 @@
+"""Service settings from environment variables (pydantic-settings).
+
+Every field is an environment variable: prefix ``ACTIVESTREAM_``, nested fields joined with ``__``
+(``ACTIVESTREAM_CHECKPOINT__EVERY_S`` ↔ ``settings.checkpoint.every_s``). Mappings take either JSON
+(``ACTIVESTREAM_KAFKA='{"security.protocol": "SASL_SSL"}'``) or one variable per key
+(``ACTIVESTREAM_KAFKA__SASL_MECHANISM=PLAIN`` → ``sasl.mechanism``: Kafka client property names use
+dots where environment variables cannot).
+
+A wrong value fails at start-up with :class:`ConfigError`, whose message names the environment
+variable, the value and what is expected.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from consumer.errors import ConfigError
+
+__all__ = ["ENV_PREFIX", "Settings", "load_settings"]
+
+ENV_PREFIX = "ACTIVESTREAM_"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Topics(_Section):
+    """The five topics the service reads and writes."""
+
+    features: str = "features"
+    predictions: str = "predictions"
+    label_requests: str = "label-requests"
+    labels: str = "labels"
+    dead_letters: str = "dead-letters"
+
+    @model_validator(mode="after")
+    def _distinct(self) -> Topics:
+        names = [self.features, self.predictions, self.label_requests, self.labels, self.dead_letters]
+        if len(set(names)) != len(names):
+            raise ValueError(f"the five topics must be distinct, got {names}")
+        if not all(names):
+            raise ValueError("topic names must not be empty")
+        return self
+
+
+class LabelSettings(_Section):
+    """How label requests live and die, what they cost and how many may be asked for."""
+
+    ttl_s: float = Field(3600.0, gt=0, description="a request expires this long after it is made")
+    duplicates: Literal["first", "all"] = Field(
+        "first", description="first: only an id's first label is applied; all: every label (several annotators)"
+    )
+    on_expiry: Literal["drop", "default"] = Field(
+        "drop", description="drop: forget the request; default: learn expiry_label for it"
+    )
+    expiry_label: Any = Field(None, description="the label learnt for an expired request when on_expiry=default")
+    retract_expired: bool = Field(False, description="produce a tombstone (key = id) to label-requests on expiry")
+    cost_per_request: float = Field(1.0, ge=0, description="cost of one label, unless per class or the label says")
+    cost_per_class: dict[str, float] = Field(default_factory=dict, description="cost of a label of this class")
+    budget: int | None = Field(None, ge=0, description="at most this many label requests per budget window")
+    budget_window_s: float = Field(3600.0, gt=0, description="length of a budget window (record time)")
+    max_pending: int = Field(1_000_000, gt=0, description="pending requests kept; the oldest expire beyond it")
+
+    @model_validator(mode="after")
+    def _expiry(self) -> LabelSettings:
+        if self.on_expiry == "default" and self.expiry_label is None:
+            raise ValueError("on_expiry=default needs expiry_label")
+        return self
+
+
+class CheckpointSettings(_Section):
+    every_s: float = Field(30.0, gt=0, description="checkpoint at least this often")
+    every_labels: int = Field(10_000, gt=0, description="... and after this many applied labels")
+    keep: int = Field(3, ge=1, description="checkpoints kept on disk")
+    allow_param_change: bool = Field(
+        False, description="load a checkpoint made with other learner hyper-parameters (same learner, size, classes)"
+    )
+
+
+class Settings(BaseSettings):
+    """Everything the service reads at start-up. See the README for the full list of variables."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", frozen=True, validate_default=True
+    )
+
+    bootstrap_servers: str = Field("127.0.0.1:9092", min_length=1)
+    group_id: str = Field("activestream", min_length=1)
+    group_instance_id: str | None = Field(None, description="static membership (KIP-345), e.g. the pod name")
+    topics: Topics = Topics()
+    kafka: dict[str, str] = Field(default_factory=dict, description="extra client properties, both clients")
+    kafka_consumer: dict[str, str] = Field(default_factory=dict, description="extra consumer properties")
+    kafka_producer: dict[str, str] = Field(default_factory=dict, description="extra producer properties")
+
+    learner: str = "paa-1"
+    learner_params: dict[str, Any] = Field(default_factory=dict)
+    classes: list[Any] | None = Field(None, description="binary: [negative, positive]; multiclass: all classes")
+    n_features: int = Field(2**20, gt=0, lt=2**31 - 1)
+    query_seed: int = Field(0, ge=0, lt=2**64)
+
+    labels: LabelSettings = LabelSettings()
+    checkpoint_dir: Path = Path("/var/lib/activestream")
+    checkpoint: CheckpointSettings = CheckpointSettings()
+
+    metrics_port: int = Field(9108, ge=0, le=65535)
+    batch_size: int = Field(500, gt=0, le=100_000)
+    poll_timeout_s: float = Field(0.1, gt=0, le=10)
+    max_in_flight: int = Field(100_000, gt=0, description="produced but unacknowledged messages before backpressure")
+    healthy_loop_age_s: float = Field(60.0, gt=0, description="/healthz fails when the loop is idle this long")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @field_validator("kafka", "kafka_consumer", "kafka_producer", mode="after")
+    @classmethod
+    def _dotted(cls, props: dict[str, str]) -> dict[str, str]:
+        return {key.replace("_", ".").lower(): value for key, value in props.items()}
+
+    @field_validator("learner_params", mode="after")
+    @classmethod
+    def _json_values(cls, params: dict[str, Any]) -> dict[str, Any]:
+        out = {}
+        for key, value in params.items():
+            if isinstance(value, str):
+                with contextlib.suppress(json.JSONDecodeError):
+                    value = json.loads(value)
+            out[key] = value
+        return out
+
+    @property
+    def instance(self) -> str:
+        """This replica's name: the static group instance id, else the host name."""
+        return self.group_instance_id or socket.gethostname()
+
+
+def _env_name(loc: tuple) -> str:
+    return ENV_PREFIX + "__".join(str(part) for part in loc).upper()
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Read the settings from the environment (``overrides`` win); raise :class:`ConfigError`
+    naming the environment variable on any invalid value."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            loc = tuple(p for p in err["loc"] if not isinstance(p, int))
+            shown = err.get("input")
+            shown = "" if isinstance(shown, dict) else f" (got {shown!r})"
+            lines.append(f"{_env_name(loc) if loc else ENV_PREFIX + '*'}: {err['msg']}{shown}")
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines)) from None

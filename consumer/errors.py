@@ -1,0 +1,46 @@
+"""The service's exceptions, one class per failure mode."""
+
+from __future__ import annotations
+
+__all__ = [
+    "Backpressure",
+    "CheckpointError",
+    "ConfigError",
+    "IncompatibleCheckpoint",
+    "InvalidRecord",
+    "OffsetsNotIncreasing",
+    "ProduceFailed",
+]
+
+
+class ConfigError(Exception):
+    """A setting is invalid; the message names the environment variable."""
+
+
+class InvalidRecord(Exception):
+    """A consumed record cannot be used; it goes to the dead-letter topic with ``reason``."""
+
+    def __init__(self, reason: str, detail: str, topic: str = "", partition: int = -1, offset: int = -1) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason, self.detail = reason, detail
+        self.topic, self.partition, self.offset = topic, partition, offset
+
+
+class Backpressure(Exception):
+    """The producer holds too many unacknowledged messages; nothing of the batch was sent."""
+
+
+class CheckpointError(Exception):
+    """A checkpoint could not be made durable; no offset was committed."""
+
+
+class IncompatibleCheckpoint(Exception):
+    """A checkpoint on disk was made by another learner, format or configuration."""
+
+
+class OffsetsNotIncreasing(Exception):
+    """A partition's stored offset would move backwards."""
+
+
+class ProduceFailed(Exception):
+    """A message could not be delivered after retries; the error is not retriable."""

@@ -1,0 +1,188 @@
+"""Kafka clients for the service: their configuration, the emitter (producer with delivery
+tracking, retries and backpressure) and the offset tracker.
+
+The service reads two topics with two consumers so that a label never waits behind a backlog of
+feature records in a shared fetch queue: each loop iteration takes whatever labels are there
+first, then at most one batch of features.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+
+from consumer.config import Settings
+from consumer.errors import Backpressure, OffsetsNotIncreasing, ProduceFailed
+from consumer.metrics import Metrics
+
+__all__ = ["Emitter", "OffsetTracker", "consumer_config", "producer_config"]
+
+log = logging.getLogger(__name__)
+
+# Settings that make librdkafka behave well for this loop. A user's own properties
+# (ACTIVESTREAM_KAFKA, ACTIVESTREAM_KAFKA_CONSUMER/PRODUCER) override them.
+_CONSUMER_DEFAULTS = {
+    "enable.auto.commit": "false",  # offsets are committed only after a checkpoint is durable
+    "enable.auto.offset.store": "false",
+    "auto.offset.reset": "earliest",  # a new group reads the topic from its start
+    "session.timeout.ms": "10000",
+    "heartbeat.interval.ms": "1000",
+    "fetch.wait.max.ms": "50",  # a tailing consumer sees new records within ~50 ms
+    "topic.metadata.refresh.interval.ms": "30000",
+}
+_PRODUCER_DEFAULTS = {
+    "enable.idempotence": "true",  # broker-side dedup of internal retries, order kept per partition
+    "linger.ms": "5",
+    "message.timeout.ms": "120000",  # then the emitter re-sends it itself
+    "queue.buffering.max.messages": "1000000",
+}
+
+# Delivery errors that re-sending cannot fix: the service stops instead of dropping the message.
+_FATAL = {
+    KafkaError.MSG_SIZE_TOO_LARGE,
+    KafkaError.TOPIC_AUTHORIZATION_FAILED,
+    KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+    KafkaError.INVALID_RECORD,
+    KafkaError._INVALID_ARG,
+    KafkaError._UNKNOWN_TOPIC,
+}
+
+
+def consumer_config(settings: Settings, role: str) -> dict[str, Any]:
+    """Consumer properties for ``role`` ("features" or "labels"), each in its own group."""
+    group = settings.group_id if role == "features" else f"{settings.group_id}-{role}"
+    conf: dict[str, Any] = {**_CONSUMER_DEFAULTS, "bootstrap.servers": settings.bootstrap_servers,
+                            "group.id": group, "client.id": f"activestream-{role}"}
+    if settings.group_instance_id:
+        conf["group.instance.id"] = f"{settings.group_instance_id}-{role}"
+    conf.update(settings.kafka)
+    conf.update(settings.kafka_consumer)
+    return conf
+
+
+def producer_config(settings: Settings) -> dict[str, Any]:
+    conf: dict[str, Any] = {**_PRODUCER_DEFAULTS, "bootstrap.servers": settings.bootstrap_servers,
+                            "client.id": "activestream-producer"}
+    conf.update(settings.kafka)
+    conf.update(settings.kafka_producer)
+    return conf
+
+
+@dataclass(slots=True)
+class _Outgoing:
+    topic: str
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes]] | None
+    attempts: int = 0
+
+
+class Emitter:
+    """Produces messages, tracks their delivery, re-sends failed ones, and refuses to take more
+    than ``max_in_flight`` unacknowledged messages (:class:`Backpressure`).
+
+    A delivery that fails with a retriable error (timeout, broker down, leader moved) is produced
+    again on the next :meth:`serve`; one that fails for good (message too large, not authorised)
+    is recorded and raised as :class:`ProduceFailed` by :meth:`serve` and :meth:`flush`, so the
+    checkpoint that would commit past it never happens.
+    """
+
+    def __init__(self, producer: Producer, metrics: Metrics, max_in_flight: int) -> None:
+        self._producer = producer
+        self._metrics = metrics
+        self.max_in_flight = max_in_flight
+        self._retry: list[_Outgoing] = []
+        self._fatal: list[str] = []
+        self.delivered: dict[tuple[str, int], int] = {}  # (topic, partition) → next offset after our last
+
+    def __len__(self) -> int:
+        """Messages produced and not yet acknowledged (or waiting to be re-sent)."""
+        return len(self._producer) + len(self._retry)
+
+    def reserve(self, n: int) -> None:
+        """Raise :class:`Backpressure` unless ``n`` more messages fit under the in-flight limit."""
+        if len(self) + n > self.max_in_flight and len(self) > 0:
+            self._metrics.backpressure.inc()
+            raise Backpressure(f"{len(self)} messages in flight, limit {self.max_in_flight}")
+
+    def send(self, topic: str, key: bytes | None, value: bytes | None,
+             headers: list[tuple[str, bytes]] | None = None) -> None:
+        self._produce(_Outgoing(topic, key, value, headers))
+
+    def _produce(self, out: _Outgoing) -> None:
+        out.attempts += 1
+
+        def on_delivery(err: KafkaError | None, msg: Message) -> None:
+            if err is None:
+                key = (msg.topic(), msg.partition())
+                if msg.offset() >= self.delivered.get(key, 0):
+                    self.delivered[key] = msg.offset() + 1
+                return
+            self._metrics.produce_errors.labels(topic=out.topic).inc()
+            if err.code() in _FATAL or err.fatal():
+                self._fatal.append(f"{out.topic}: {err.str()}")
+                log.error("delivery to %s failed for good: %s", out.topic, err.str())
+            else:
+                log.warning("delivery to %s failed (%s), attempt %d; re-sending", out.topic, err.str(), out.attempts)
+                self._retry.append(out)
+
+        while True:
+            try:
+                self._producer.produce(out.topic, value=out.value, key=out.key, headers=out.headers,
+                                       on_delivery=on_delivery)
+                return
+            except BufferError:  # librdkafka's own queue is full: wait for acknowledgements
+                self._producer.poll(0.05)
+            except KafkaException as exc:
+                self._fatal.append(f"{out.topic}: {exc}")
+                raise ProduceFailed(f"cannot produce to {out.topic}: {exc}") from None
+
+    def serve(self, timeout: float = 0.0) -> None:
+        """Run delivery callbacks, re-send what failed, raise if something failed for good."""
+        self._producer.poll(timeout)
+        if self._retry:
+            retry, self._retry = self._retry, []
+            for out in retry:
+                self._produce(out)
+        if self._fatal:
+            raise ProduceFailed("; ".join(self._fatal))
+
+    def flush(self, timeout_s: float) -> bool:
+        """Wait until every message is acknowledged (re-sending failures); False on timeout."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return len(self) == 0
+            self._producer.flush(min(remaining, 1.0))
+            self.serve()
+            if len(self) == 0:
+                return True
+
+
+@dataclass(slots=True)
+class OffsetTracker:
+    """The next offset to read in every partition this service has consumed (or restored)."""
+
+    next: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    def store(self, topic: str, partition: int, next_offset: int) -> None:
+        key = (topic, partition)
+        if next_offset < self.next.get(key, -1):
+            raise OffsetsNotIncreasing(f"{topic}[{partition}]: offset {next_offset} after {self.next[key]}")
+        self.next[key] = next_offset
+
+    def reset(self, topic: str, partition: int, next_offset: int) -> None:
+        """Accept a position set by the broker or by a seek (rebalance, restore)."""
+        self.next[(topic, partition)] = next_offset
+
+    def for_topic(self, topic: str) -> dict[int, int]:
+        return {p: o for (t, p), o in self.next.items() if t == topic}
+
+    def load(self, offsets: Mapping[tuple[str, int], int]) -> None:
+        self.next = dict(offsets)

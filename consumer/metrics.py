@@ -1,0 +1,120 @@
+"""Every Prometheus metric the service exports, declared once.
+
+Names follow Prometheus conventions: prefix ``activestream_``, base units (seconds), ``_total`` on
+counters. ``reason`` and ``topic`` are the only many-valued labels; ``class`` (bounded by the
+model's classes), ``outcome`` and ``partition`` (bounded by partition counts) are small sets.
+Rates and ratios (query rate, accuracy) are left to PromQL, e.g. the query rate is
+``rate(activestream_label_requests_total[5m]) / rate(activestream_records_scored_total[5m])``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
+from prometheus_client.core import HistogramMetricFamily
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
+
+# *_created series double the exposition for no use on a long-running service.
+disable_created_metrics()
+
+__all__ = ["BulkHistogram", "Metrics"]
+
+
+class BulkHistogram(Collector):
+    """A histogram fed a whole batch of observations at once (one numpy call, not one per record)."""
+
+    def __init__(self, name: str, documentation: str, buckets: Iterable[float],
+                 registry: CollectorRegistry) -> None:
+        self.name, self.documentation = name, documentation
+        self.bounds = np.asarray(sorted(buckets), dtype=np.float64)
+        self.counts = np.zeros(self.bounds.size + 1, dtype=np.int64)  # last bucket: above every bound
+        self.sum = 0.0
+        registry.register(self)
+
+    def observe_many(self, values: np.ndarray) -> None:
+        values = np.asarray(values, dtype=np.float64)
+        if values.size:
+            self.counts += np.bincount(np.searchsorted(self.bounds, values, side="left"),
+                                       minlength=self.counts.size)
+            self.sum += float(values.sum())
+
+    def collect(self):
+        cumulative = np.cumsum(self.counts)
+        buckets = [(floatToGoString(b), int(c)) for b, c in zip(self.bounds, cumulative[:-1], strict=True)]
+        buckets.append(("+Inf", int(cumulative[-1])))
+        yield HistogramMetricFamily(self.name, self.documentation, buckets=buckets, sum_value=self.sum)
+
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+_DELAY_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400)
+_PROBABILITY_BUCKETS = (0.001, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 0.9, 0.99, 1.0)
+_BATCH_BUCKETS = (1, 10, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
+
+
+class Metrics:
+    """The service's metrics, registered in their own registry (one per service instance)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        r = self.registry = registry or CollectorRegistry()
+        p = "activestream_"
+        # the scoring side
+        self.records_scored = Counter(p + "records_scored", "Feature records scored", registry=r)
+        self.predictions = Counter(p + "predictions", "Predictions produced, by predicted class", ["class"],
+                                   registry=r)
+        self.label_requests = Counter(p + "label_requests", "Label requests produced", registry=r)
+        self.requests_suppressed = Counter(p + "label_requests_suppressed",
+                                           "Queries not sent because the label budget was spent", registry=r)
+        self.query_probability = BulkHistogram(p + "query_probability", "Query probability of each scored record",
+                                               _PROBABILITY_BUCKETS, r)
+        self.batch_size = Histogram(p + "batch_size_records", "Feature records per processed batch",
+                                    buckets=_BATCH_BUCKETS, registry=r)
+        self.processing_latency = BulkHistogram(
+            p + "processing_latency_seconds", "From a record's timestamp to its prediction being produced",
+            _LATENCY_BUCKETS, r)
+        self.batch_duration = Histogram(p + "batch_duration_seconds", "Wall time to decode, score and emit a batch",
+                                        buckets=_LATENCY_BUCKETS, registry=r)
+        # the labelling side
+        self.labels = Counter(p + "labels", "Labels consumed, by outcome (applied, unknown, expired, duplicate)",
+                              ["outcome"], registry=r)
+        self.requests_expired = Counter(p + "label_requests_expired", "Label requests that expired unanswered",
+                                        registry=r)
+        self.labelling_cost = Counter(p + "labelling_cost", "Cost of the labels applied", registry=r)
+        self.label_delay = BulkHistogram(p + "label_delay_seconds", "From a label request to its label being applied",
+                                         _DELAY_BUCKETS, r)
+        self.labelled_mistakes = Counter(p + "labelled_mistakes",
+                                         "Applied labels whose prediction had been wrong (online mistakes)",
+                                         registry=r)
+        self.weighted_labels = Counter(p + "importance_weighted_labels",
+                                       "Sum of 1/query probability over applied labels", registry=r)
+        self.weighted_mistakes = Counter(p + "importance_weighted_mistakes",
+                                         "Sum of 1/query probability over applied labels that were mistakes",
+                                         registry=r)
+        self.estimated_error = Gauge(p + "estimated_error_rate",
+                                     "Importance-weighted estimate of the error rate over all scored records",
+                                     registry=r)
+        self.pending = Gauge(p + "pending_label_requests", "Label requests waiting for their label", registry=r)
+        self.budget_remaining = Gauge(p + "label_budget_remaining",
+                                      "Label requests left in the current budget window (+Inf without budget)",
+                                      registry=r)
+        self.model_version = Gauge(p + "model_version", "Labels applied to the model since it was created",
+                                   registry=r)
+        # health of the pipeline
+        self.dead_letters = Counter(p + "dead_letters", "Records sent to the dead-letter topic", ["reason", "topic"],
+                                    registry=r)
+        self.produce_errors = Counter(p + "produce_errors", "Failed deliveries (retried unless fatal)", ["topic"],
+                                      registry=r)
+        self.backpressure = Counter(p + "backpressure_events",
+                                    "Times emitting waited for the producer to drain", registry=r)
+        self.checkpoint_duration = Histogram(p + "checkpoint_duration_seconds", "Time to make a checkpoint durable",
+                                             buckets=_LATENCY_BUCKETS, registry=r)
+        self.checkpoint_last_success = Gauge(p + "checkpoint_last_success_timestamp_seconds",
+                                             "When the last checkpoint became durable", registry=r)
+        self.checkpoint_failures = Counter(p + "checkpoint_failures", "Checkpoints that failed", registry=r)
+        self.consumer_lag = Gauge(p + "consumer_lag_records", "Records behind the end of each consumed partition",
+                                  ["topic", "partition"], registry=r)
+        self.rebalances = Counter(p + "rebalances", "Partition assignments and revocations", ["topic"], registry=r)
+        self.loop_last_iteration = Gauge(p + "loop_last_iteration_timestamp_seconds",
+                                         "When the poll loop last completed an iteration", registry=r)
+        self.ready = Gauge(p + "ready", "1 when restored and assigned partitions", registry=r)

@@ -1,0 +1,144 @@
+"""The pending store: label requests waiting for their label.
+
+An entry holds what learning from the label will need (the record's features, the prediction made
+and the query probability) and when the request expires. ``pop`` hands an entry out once; after
+that its id is remembered as applied (or expired) for one TTL, so a second label for it is
+recognised as a duplicate (or as late) rather than as unknown.
+
+Entries expire in request order: requests are added with non-decreasing ``expires_at`` (the TTL is
+fixed), so expiry pops from the front of an ordered dict in O(expired).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from learners.inputs import Rows
+
+__all__ = ["Entry", "PendingStore", "pack_strings", "unpack_strings"]
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    idx: np.ndarray  # int32 feature indices
+    val: np.ndarray  # float64 values
+    predicted: int  # the prediction, internal code (±1 or class index)
+    probability: float  # the query probability (importance weight = 1/probability)
+    score: float
+    requested_at: float  # wall clock, epoch seconds
+    expires_at: float
+    cost: float  # expected cost, charged unless the label says otherwise
+
+
+def pack_strings(strings: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Strings → (UTF-8 bytes as uint8, int64 offsets), a pickle-free array form."""
+    encoded = [s.encode() for s in strings]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    return np.frombuffer(b"".join(encoded), dtype=np.uint8).copy(), offsets
+
+
+def unpack_strings(blob: np.ndarray, offsets: np.ndarray) -> list[str]:
+    raw = blob.tobytes()
+    return [raw[offsets[i] : offsets[i + 1]].decode() for i in range(offsets.size - 1)]
+
+
+Outcome = Literal["pending", "applied", "expired", "unknown"]
+
+
+class PendingStore:
+    """Pending label requests by record id, plus the ids recently applied or expired."""
+
+    def __init__(self, max_entries: int, memory_s: float) -> None:
+        self.max_entries = max_entries
+        self.memory_s = memory_s  # how long applied / expired ids are remembered
+        self._entries: OrderedDict[str, Entry] = OrderedDict()
+        self._applied: OrderedDict[str, float] = OrderedDict()
+        self._expired: OrderedDict[str, float] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, rid: str) -> bool:
+        return rid in self._entries
+
+    def add(self, rid: str, entry: Entry) -> list[tuple[str, Entry]]:
+        """Record a request; returns the oldest entries pushed out when the store is full."""
+        self._entries[rid] = entry
+        pushed = []
+        while len(self._entries) > self.max_entries:
+            old_id, old = self._entries.popitem(last=False)
+            self._expired[old_id] = entry.requested_at
+            pushed.append((old_id, old))
+        return pushed
+
+    def status(self, rid: str) -> Outcome:
+        if rid in self._entries:
+            return "pending"
+        if rid in self._applied:
+            return "applied"
+        if rid in self._expired:
+            return "expired"
+        return "unknown"
+
+    def get(self, rid: str) -> Entry | None:
+        return self._entries.get(rid)
+
+    def pop(self, rid: str, now: float) -> Entry:
+        """Hand the entry out once and remember the id as applied."""
+        entry = self._entries.pop(rid)
+        self.mark_applied(rid, now)
+        return entry
+
+    def mark_applied(self, rid: str, now: float) -> None:
+        self._applied[rid] = now
+        self._applied.move_to_end(rid)
+
+    def expire(self, now: float) -> list[tuple[str, Entry]]:
+        """Remove and return the entries whose ``expires_at`` has passed; forget old ids."""
+        out = []
+        while self._entries:
+            rid, entry = next(iter(self._entries.items()))
+            if entry.expires_at > now:
+                break
+            self._entries.popitem(last=False)
+            self._expired[rid] = now
+            out.append((rid, entry))
+        for memory in (self._applied, self._expired):
+            while memory and next(iter(memory.values())) < now - self.memory_s:
+                memory.popitem(last=False)
+        return out
+
+    # -- checkpoint form -----------------------------------------------------------------------
+    def state_dict(self) -> dict[str, np.ndarray]:
+        ids = list(self._entries)
+        entries = list(self._entries.values())
+        rows = Rows.stack([(e.idx, e.val) for e in entries], n_features=0)
+        out = {"indptr": rows.indptr, "indices": rows.indices, "data": rows.data}
+        out["ids"], out["ids_offsets"] = pack_strings(ids)
+        out["predicted"] = np.array([e.predicted for e in entries], dtype=np.int64)
+        for field in ("probability", "score", "requested_at", "expires_at", "cost"):
+            out[field] = np.array([getattr(e, field) for e in entries], dtype=np.float64)
+        for name, memory in (("applied", self._applied), ("expired", self._expired)):
+            out[f"{name}_ids"], out[f"{name}_offsets"] = pack_strings(list(memory))
+            out[f"{name}_at"] = np.array(list(memory.values()), dtype=np.float64)
+        return out
+
+    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
+        ids = unpack_strings(state["ids"], state["ids_offsets"])
+        indptr, indices, data = state["indptr"], state["indices"], state["data"]
+        self._entries = OrderedDict()
+        for k, rid in enumerate(ids):
+            lo, hi = indptr[k], indptr[k + 1]
+            self._entries[rid] = Entry(
+                indices[lo:hi].astype(np.int32), data[lo:hi].astype(np.float64), int(state["predicted"][k]),
+                float(state["probability"][k]), float(state["score"][k]), float(state["requested_at"][k]),
+                float(state["expires_at"][k]), float(state["cost"][k]),
+            )
+        for name in ("applied", "expired"):
+            names = unpack_strings(state[f"{name}_ids"], state[f"{name}_offsets"])
+            setattr(self, f"_{name}", OrderedDict(zip(names, state[f"{name}_at"].tolist(), strict=True)))

@@ -1,0 +1,227 @@
+"""Record schemas (version 1) and their orjson codecs.
+
+Inputs
+------
+feature record (topic ``features``, key = id)::
+
+    {"id": "order-17", "features": [0.1, 0.0, 2.5] | {"indices": [3, 17], "values": [1.0, 0.5]}
+                                  | {"country": "FR", "amount": 12.5},
+     "ts": 1700000000.25 | "2023-11-14T22:13:20.25Z"    (optional; default: the Kafka timestamp)
+     "v": 1}                                              (optional)
+
+label (topic ``labels``, key = id)::
+
+    {"id": "order-17", "label": 1, "cost": 0.8 (optional), "v": 1 (optional)}
+
+Outputs (``v`` = :data:`SCHEMA_VERSION`)
+----------------------------------------
+prediction (topic ``predictions``, key = id)::
+
+    {"v": 1, "id", "label", "score", "probability", "label_requested", "model_version",
+     "ts", "predicted_at"}
+
+label request (topic ``label-requests``, key = id)::
+
+    {"v": 1, "id", "features", "prediction", "score", "probability", "uncertainty", "cost",
+     "requested_at", "expires_at", "model_version"}
+
+A record that cannot be used raises :class:`~consumer.errors.InvalidRecord` with one of
+:data:`REASONS`; the service sends its original bytes to the dead-letter topic.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import orjson
+
+from consumer.errors import InvalidRecord
+from learners.hashing import hash_features
+
+__all__ = [
+    "REASONS",
+    "SCHEMA_VERSION",
+    "Label",
+    "decode_feature",
+    "decode_label",
+    "encode_label_request",
+    "encode_prediction",
+]
+
+SCHEMA_VERSION = 1
+
+REASONS = (
+    "empty_value",  # a null or empty message value
+    "malformed_json",  # not JSON
+    "not_an_object",  # JSON, but not an object
+    "unsupported_version",  # "v" other than 1
+    "missing_id",  # no "id", or an empty one
+    "bad_id",  # an id that is not a string or an integer
+    "missing_features",  # no "features"
+    "bad_features",  # "features" of the wrong shape or type
+    "bad_value",  # a feature value that is not a finite number
+    "bad_index",  # an index that is not an integer in 0..n_features-1
+    "dimension_mismatch",  # a dense list whose length is not n_features
+    "bad_timestamp",  # a "ts" that is neither epoch seconds nor ISO 8601
+    "missing_label",  # a label record without "label"
+    "unknown_class",  # a label outside the model's classes
+    "bad_cost",  # a cost that is not a finite number ≥ 0
+)
+
+
+def _loads(value: bytes | None) -> dict:
+    if not value:
+        raise InvalidRecord("empty_value", "the message has no value")
+    try:
+        obj = orjson.loads(value)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidRecord("malformed_json", str(exc)) from None
+    if not isinstance(obj, dict):
+        raise InvalidRecord("not_an_object", f"expected a JSON object, got {type(obj).__name__}")
+    version = obj.get("v", SCHEMA_VERSION)
+    if version != SCHEMA_VERSION:
+        raise InvalidRecord("unsupported_version", f"schema version {version!r}, this service reads {SCHEMA_VERSION}")
+    return obj
+
+
+def _id(obj: Mapping) -> str:
+    if "id" not in obj or obj["id"] in ("", None):
+        raise InvalidRecord("missing_id", "the record has no id")
+    rid = obj["id"]
+    if isinstance(rid, bool) or not isinstance(rid, (str, int)):
+        raise InvalidRecord("bad_id", f"id must be a string or an integer, got {rid!r:.60}")
+    return str(rid)
+
+
+def _timestamp(obj: Mapping, default: float) -> float:
+    ts = obj.get("ts")
+    if ts is None:
+        return default
+    if isinstance(ts, (int, float)) and not isinstance(ts, bool) and math.isfinite(ts):
+        return float(ts)
+    if isinstance(ts, str):
+        try:
+            return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            pass
+    raise InvalidRecord("bad_timestamp", f"ts must be epoch seconds or ISO 8601, got {ts!r:.60}")
+
+
+def _finite(values: np.ndarray) -> np.ndarray:
+    if values.size and not np.isfinite(values).all():
+        raise InvalidRecord("bad_value", f"value {float(values[~np.isfinite(values)][0])} is not finite")
+    return values
+
+
+def _floats(values: Any, what: str) -> np.ndarray:
+    try:
+        return _finite(np.asarray(values, dtype=np.float64))
+    except (TypeError, ValueError):
+        raise InvalidRecord("bad_value", f"{what} must be numbers") from None
+
+
+def _features(raw: Any, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+    """(indices, values) of a record's features, validated against the model's dimension."""
+    if isinstance(raw, list):
+        dense = _floats(raw, "dense features")
+        if dense.ndim != 1:
+            raise InvalidRecord("bad_features", "a dense feature list must be flat")
+        if dense.size != n_features:
+            raise InvalidRecord("dimension_mismatch", f"{dense.size} dense values, the model has {n_features} features")
+        idx = np.flatnonzero(dense)
+        return idx.astype(np.int32), dense[idx]
+    if not isinstance(raw, dict):
+        raise InvalidRecord("bad_features", f"features must be a list or an object, got {type(raw).__name__}")
+    if "indices" in raw and "values" in raw and len(raw) == 2:
+        indices, values = raw["indices"], raw["values"]
+        if not isinstance(indices, list) or not isinstance(values, list) or len(indices) != len(values):
+            raise InvalidRecord("bad_features", "indices and values must be lists of the same length")
+        if not all(isinstance(i, int) and not isinstance(i, bool) for i in indices):
+            raise InvalidRecord("bad_index", "indices must be integers")
+        idx = np.asarray(indices, dtype=np.int64)
+        if idx.size and (idx.min() < 0 or idx.max() >= n_features):
+            bad = int(idx[(idx < 0) | (idx >= n_features)][0])
+            raise InvalidRecord("bad_index", f"index {bad} is outside 0..{n_features - 1}")
+        val = _floats(values, "values")
+        if idx.size > 1 and np.unique(idx).size != idx.size:
+            uniq, inverse = np.unique(idx, return_inverse=True)
+            return uniq.astype(np.int32), np.bincount(inverse, weights=val)
+        return idx.astype(np.int32), val
+    try:
+        idx, val = hash_features(raw, n_features)
+    except ValueError as exc:
+        raise InvalidRecord("bad_value", str(exc)) from None
+    if idx.size > 1 and np.unique(idx).size != idx.size:
+        uniq, inverse = np.unique(idx, return_inverse=True)
+        return uniq.astype(np.int32), np.bincount(inverse, weights=val)
+    return idx, val
+
+
+@dataclass(frozen=True, slots=True)
+class Feature:
+    """A decoded feature record."""
+
+    id: str
+    idx: np.ndarray
+    val: np.ndarray
+    ts: float
+    features: Any  # the record's "features" as received, echoed in label requests
+
+
+def decode_feature(value: bytes | None, n_features: int, default_ts: float) -> Feature:
+    obj = _loads(value)
+    rid = _id(obj)
+    if "features" not in obj:
+        raise InvalidRecord("missing_features", "the record has no features")
+    idx, val = _features(obj["features"], n_features)
+    return Feature(rid, idx, val, _timestamp(obj, default_ts), obj["features"])
+
+
+@dataclass(frozen=True, slots=True)
+class Label:
+    """A decoded label."""
+
+    id: str
+    label: Any
+    cost: float | None
+    ts: float
+
+
+def decode_label(value: bytes | None, classes: Mapping[Any, int], default_ts: float) -> Label:
+    """A label record; ``classes`` maps the model's labels to codes (a label outside is refused)."""
+    obj = _loads(value)
+    rid = _id(obj)
+    if "label" not in obj:
+        raise InvalidRecord("missing_label", "the record has no label")
+    label = obj["label"]
+    if isinstance(label, (dict, list)) or label not in classes:
+        raise InvalidRecord("unknown_class", f"label {label!r:.60} is not one of {list(classes)}")
+    cost = obj.get("cost")
+    if cost is not None and (
+        isinstance(cost, bool) or not isinstance(cost, (int, float)) or not math.isfinite(cost) or cost < 0
+    ):
+        raise InvalidRecord("bad_cost", f"cost must be a finite number ≥ 0, got {cost!r:.60}")
+    return Label(rid, label, None if cost is None else float(cost), _timestamp(obj, default_ts))
+
+
+def encode_prediction(rid: str, label: Any, score: float, probability: float, requested: bool,
+                      model_version: int, ts: float, predicted_at: float) -> bytes:
+    return orjson.dumps({
+        "v": SCHEMA_VERSION, "id": rid, "label": label, "score": score, "probability": probability,
+        "label_requested": requested, "model_version": model_version, "ts": ts, "predicted_at": predicted_at,
+    })
+
+
+def encode_label_request(rid: str, features: Any, prediction: Any, score: float, probability: float,
+                         uncertainty: float, cost: float, requested_at: float, expires_at: float,
+                         model_version: int) -> bytes:
+    return orjson.dumps({
+        "v": SCHEMA_VERSION, "id": rid, "features": features, "prediction": prediction, "score": score,
+        "probability": probability, "uncertainty": uncertainty, "cost": cost, "requested_at": requested_at,
+        "expires_at": expires_at, "model_version": model_version,
+    })

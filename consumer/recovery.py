@@ -1,0 +1,136 @@
+"""Recovery after a crash: the decisions made since the last checkpoint, read back from the outputs.
+
+A checkpoint holds the model and the input offsets; records consumed after it are consumed again on
+restart. Their predictions and label requests were already produced, and the model that made them
+had learnt labels since the checkpoint, so scoring them again could decide differently, request a
+label twice, or - worse - not request a label that an annotator has already been asked for (and
+whose answer would then be thrown away as unknown).
+
+So on restart the service reads the predictions and label-requests topics from where they ended
+at the checkpoint. Every output carries the feature record it answers in the
+``activestream.source`` header; a replayed feature record whose decision is found there gets the
+same decision back, its outputs are not produced again, and a label request already made is put
+back into the pending store as it was (same request time, same expiry). Labels for such requests
+that arrive before their feature record is replayed are parked until it is.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from confluent_kafka import KafkaError, TopicPartition
+
+from consumer.steps import SOURCE_HEADER, parse_source
+
+__all__ = ["Recorded", "Recovery", "read_tail"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class Recorded:
+    """What was produced for one feature record before the restart."""
+
+    prediction: dict | None = None  # the prediction record, if it was produced
+    request: dict | None = None  # the label request record, if one was produced
+
+
+def read_tail(make_consumer: Callable[[], Any], topic: str, start: Mapping[int, int],
+              partitions: list[int], timeout_s: float) -> list[Any]:
+    """Every message of ``topic`` from ``start[p]`` (0 where unknown) to the end of each partition.
+
+    The end is where the fetch reports end-of-partition (not ListOffsets, which some brokers get
+    wrong). Raises ``TimeoutError`` if the end is not reached within ``timeout_s``.
+    """
+    if not partitions:
+        return []
+    consumer = make_consumer()
+    try:
+        consumer.assign([TopicPartition(topic, p, start.get(p, 0)) for p in partitions])
+        at_end: set[int] = set()
+        out = []
+        deadline = time.monotonic() + timeout_s
+        while len(at_end) < len(partitions):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"reading {topic} to its end took longer than {timeout_s} s")
+            for msg in consumer.consume(10_000, 0.2):
+                err = msg.error()
+                if err is None:
+                    out.append(msg)
+                elif err.code() == KafkaError._PARTITION_EOF:
+                    at_end.add(msg.partition())
+                else:
+                    log.warning("reading %s for recovery: %s", topic, err.str())
+        return out
+    finally:
+        consumer.close()
+
+
+class Recovery:
+    """The decisions found in the outputs, by feature record (topic, partition, offset)."""
+
+    def __init__(self) -> None:
+        self.recorded: dict[tuple[str, int, int], Recorded] = {}
+        self.expected_ids: dict[str, tuple[str, int, int]] = {}  # request id → its feature record
+        self.parked: dict[str, list[Any]] = {}  # labels waiting for their record to be replayed
+
+    def __len__(self) -> int:
+        return len(self.recorded)
+
+    def add_outputs(self, messages: list[Any], kind: str) -> None:
+        """Index produced predictions (``kind="prediction"``) or label requests (``"request"``)."""
+        for msg in messages:
+            headers = dict(msg.headers() or [])
+            if SOURCE_HEADER not in headers or msg.value() is None:
+                continue
+            source = parse_source(headers[SOURCE_HEADER])
+            record = self.recorded.setdefault(source, Recorded())
+            value = orjson.loads(msg.value())
+            if kind == "prediction":
+                record.prediction = value
+            else:
+                record.request = value
+                self.expected_ids[value["id"]] = source
+
+    def take(self, source: tuple[str, int, int]) -> Recorded | None:
+        """The record's recorded decision, handed out once."""
+        record = self.recorded.pop(source, None)
+        if record is not None and record.request is not None:
+            self.expected_ids.pop(record.request["id"], None)
+        return record
+
+    def expects(self, rid: str) -> bool:
+        return rid in self.expected_ids
+
+    def park(self, rid: str, label: Any) -> None:
+        self.parked.setdefault(rid, []).append(label)
+
+    def unpark(self, rid: str) -> list[Any]:
+        return self.parked.pop(rid, [])
+
+    def forget_before(self, offsets: Mapping[tuple[str, int], int]) -> None:
+        """Drop recorded decisions for records that will not be replayed any more."""
+        stale = [s for s in self.recorded if s[2] < offsets.get((s[0], s[1]), -1)]
+        for source in stale:
+            self.take(source)
+
+    # -- checkpoint form (what is left of a recovery in progress) ---------------------------------
+    def to_json(self) -> bytes:
+        return orjson.dumps({
+            "recorded": [[list(s), r.prediction, r.request] for s, r in self.recorded.items()],
+            "parked": self.parked,
+        })
+
+    def restore(self, raw: bytes) -> None:
+        data = orjson.loads(raw)
+        for source, prediction, request in data["recorded"]:
+            key = (source[0], int(source[1]), int(source[2]))
+            self.recorded[key] = Recorded(prediction, request)
+            if request is not None:
+                self.expected_ids[request["id"]] = key
+        self.parked = {k: list(v) for k, v in data["parked"].items()}

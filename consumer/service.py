@@ -1,0 +1,628 @@
+"""The service loop: score feature records, request labels, learn from labels, checkpoint.
+
+::
+
+    features ──► decode ──► score batch ──► predictions
+                   │ bad        └─► query? ──► label-requests + pending store
+                   ▼
+              dead-letters
+    labels ──► decode ──► join with pending ──► learner.learn_many
+                              │ unknown / expired / duplicate: counted, never applied twice
+    every N s or M labels: flush producer → checkpoint (model, pending, offsets) → commit offsets
+
+Delivery is at-least-once for outputs, exactly-once for labels into the model: offsets are committed
+to Kafka only after the checkpoint holding the model that reflects them is durable, and on restart
+the decisions already produced are read back (:mod:`consumer.recovery`) so replayed records keep them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter as Tally
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from consumer import steps
+from consumer.budget import CostModel, LabelBudget
+from consumer.checkpoint import CheckpointPolicy, CheckpointStore
+from consumer.clock import Clock, SystemClock
+from consumer.config import Settings
+from consumer.errors import Backpressure, CheckpointError, ConfigError, IncompatibleCheckpoint
+from consumer.health import Health, HealthServer
+from consumer.kafka import Emitter, OffsetTracker, consumer_config, producer_config
+from consumer.metrics import Metrics
+from consumer.pending import Entry, PendingStore, pack_strings, unpack_strings
+from consumer.records import Label, encode_label_request, encode_prediction
+from consumer.recovery import Recovery, read_tail
+from consumer.totals import Totals
+from learners import make
+from learners.inputs import Rows
+from learners.registry import ALGORITHMS, LEARNER_DEFAULTS, canonical_name
+
+__all__ = ["KafkaClients", "Service", "build_learner"]
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1  # of the service's part of a checkpoint
+_FLUSH_TIMEOUT_S = 20.0  # within Kubernetes' 30 s grace period, with room to write and commit
+_LAG_EVERY_S = 1.0
+
+
+def build_learner(settings: Settings):
+    """The configured learner; a wrong name, parameter or class list is a :class:`ConfigError`."""
+    try:
+        name = canonical_name(settings.learner)
+    except ValueError as exc:
+        raise ConfigError(f"ACTIVESTREAM_LEARNER: {exc}") from None
+    spec = ALGORITHMS[name]
+    known = set(spec.rule.param_names()) | set(spec.query.param_names()) | set(LEARNER_DEFAULTS)
+    by_lower = {k.lower(): k for k in known}
+    params = {by_lower.get(k.lower(), k): v for k, v in settings.learner_params.items()}
+    for fixed in ("n_features", "classes", "seed"):
+        if fixed in params:
+            env = {"seed": "ACTIVESTREAM_QUERY_SEED"}.get(fixed, f"ACTIVESTREAM_{fixed.upper()}")
+            raise ConfigError(f"ACTIVESTREAM_LEARNER_PARAMS: set {fixed} with {env}, not here")
+    if settings.classes is not None:
+        params["classes"] = settings.classes
+    try:
+        return make(name, **params, n_features=settings.n_features, seed=settings.query_seed)
+    except (ValueError, TypeError) as exc:
+        where = "ACTIVESTREAM_CLASSES" if "classes" in str(exc) else "ACTIVESTREAM_LEARNER_PARAMS"
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+class KafkaClients:
+    """Builds the real confluent-kafka clients (tests pass fakes with the same methods)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    @staticmethod
+    def _on_error(err: KafkaError) -> None:
+        log.warning("kafka: %s", err.str())
+
+    def consumer(self, role: str) -> Consumer:
+        return Consumer({**consumer_config(self.settings, role), "error_cb": self._on_error})
+
+    def producer(self) -> Producer:
+        return Producer({**producer_config(self.settings), "error_cb": self._on_error})
+
+    def reader(self) -> Consumer:
+        """A group-less consumer that reads a topic's tail to its end (recovery)."""
+        conf = consumer_config(self.settings, "recovery")
+        conf.update({"enable.partition.eof": "true", "error_cb": self._on_error})
+        conf.pop("group.instance.id", None)
+        return Consumer(conf)
+
+
+@dataclass(slots=True)
+class _Batch:
+    """A decided batch of feature records, waiting to be emitted."""
+
+    started: float
+    outgoing: list[tuple[str, bytes | None, bytes | None, list | None]] = field(default_factory=list)
+    pending: list[tuple[str, Entry]] = field(default_factory=list)
+    offsets: list[tuple[str, int, int]] = field(default_factory=list)
+    predicted: list[Any] = field(default_factory=list)  # user labels, for the per-class counter
+    probability: np.ndarray = field(default_factory=lambda: np.empty(0))
+    record_ts: list[float] = field(default_factory=list)
+    requests: int = 0
+    suppressed: int = 0
+    dead: Tally = field(default_factory=Tally)
+    records: int = 0
+
+
+class Service:
+    """One activestream process: both roles (scoring and training) over the five topics.
+
+    ``run()`` restores, loops until :meth:`request_stop`, then shuts down cleanly (final
+    checkpoint, offsets committed, consumers closed) and returns the exit code.
+    """
+
+    def __init__(self, settings: Settings, *, clock: Clock | None = None, clients: Any = None,
+                 serve_http: bool = True) -> None:
+        self.settings = s = settings
+        self.clock = clock or SystemClock()
+        self.metrics = Metrics()
+        self.totals = Totals(self.metrics)
+        self.learner = build_learner(s)
+        self.pending = PendingStore(s.labels.max_pending, memory_s=s.labels.ttl_s)
+        self.budget = LabelBudget(s.labels.budget, s.labels.budget_window_s)
+        self.costs = CostModel(s.labels.cost_per_request, s.labels.cost_per_class)
+        self.store = CheckpointStore(s.checkpoint_dir, s.checkpoint.keep)
+        self.policy = CheckpointPolicy(s.checkpoint.every_s, s.checkpoint.every_labels)
+        self.offsets = OffsetTracker()
+        self.recovery = Recovery()
+        self.health = Health(self.clock, s.healthy_loop_age_s)
+        self._clients = clients or KafkaClients(s)
+        self._serve_http = serve_http
+        self._stop_requested = False
+        self._batch: _Batch | None = None
+        self._paused = False
+        self._started = False
+        self._output_floor: dict[tuple[str, int], int] = {}
+        self._last_checkpoint_at = self.clock.monotonic()
+        self._labels_since_checkpoint = 0
+        self._last_lag_at = -1e9
+        self.restored_from: Path | None = None
+        self.http: HealthServer | None = None
+        if s.labels.on_expiry == "default" and s.labels.expiry_label not in self.learner._codes:
+            raise ConfigError(f"ACTIVESTREAM_LABELS__EXPIRY_LABEL: {s.labels.expiry_label!r} is not one of "
+                              f"the classes {list(self.learner.classes)}")
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def run(self) -> int:
+        """Serve until asked to stop; 0 after a clean shutdown, 1 after a failure."""
+        try:
+            self.start()
+            while not self._stop_requested:
+                self.run_once()
+            self._shutdown()
+            return 0
+        except Exception:
+            log.exception("activestream stopped on an error")
+            self._close(final_checkpoint=False)
+            return 1
+
+    def request_stop(self, *_: object) -> None:
+        """Signal handler: set a flag and nothing else; the loop finishes its iteration."""
+        self._stop_requested = True
+
+    def start(self) -> None:
+        """Restore the newest checkpoint, open the clients, subscribe, read back recent decisions."""
+        s = self.settings
+        self.store.prepare()
+        self._restore()
+        if self._serve_http:
+            self.http = HealthServer(self.health, self.metrics.registry, s.metrics_port).start()
+        self._producer = self._clients.producer()
+        self.emitter = Emitter(self._producer, self.metrics, s.max_in_flight)
+        self._features = self._clients.consumer("features")
+        self._labels = self._clients.consumer("labels")
+        self._features.subscribe([s.topics.features], on_assign=self._on_assign, on_revoke=self._on_revoke)
+        self._labels.subscribe([s.topics.labels], on_assign=self._on_assign, on_revoke=self._on_revoke)
+        self._recover_decisions()
+        self.health.restored = True
+        self._started = True
+        self._publish_gauges()
+
+    def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            known = self.offsets.next.get((tp.topic, tp.partition))
+            if known is not None:
+                tp.offset = known
+        consumer.assign(partitions)
+        for tp in partitions:
+            self.metrics.rebalances.labels(topic=tp.topic).inc()
+        if consumer is self._features:
+            self.health.assigned = bool(partitions)
+            self.metrics.ready.set(1.0 if self.health.restored and partitions else 0.0)
+        log.info("assigned %s", ", ".join(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in partitions))
+
+    def _on_revoke(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        if self._started and partitions:
+            log.info("partitions revoked: checkpointing first")
+            self._batch = None  # not emitted: its records will be consumed again by the new owner
+            self.checkpoint()
+        if consumer is self._features:
+            self.health.assigned = False
+            self.metrics.ready.set(0.0)
+
+    def _shutdown(self) -> None:
+        """Stop consuming, flush the producer, checkpoint, commit, close."""
+        log.info("stopping: final checkpoint")
+        self.health.stopping = True
+        self._batch = None  # a batch held back by backpressure is consumed again after restart
+        self._close(final_checkpoint=True)
+
+    def _close(self, final_checkpoint: bool) -> None:
+        started, self._started = self._started, False  # closing consumers revokes: no second checkpoint
+        try:
+            if final_checkpoint and started:
+                self.checkpoint()
+        finally:
+            for name in ("_features", "_labels"):
+                client = getattr(self, name, None)
+                if client is not None:
+                    try:
+                        client.close()
+                    except (KafkaException, RuntimeError) as exc:
+                        log.warning("closing %s: %s", name, exc)
+            if getattr(self, "emitter", None) is not None and not final_checkpoint:
+                self.emitter.flush(5.0)
+            if self.http is not None:
+                self.http.close()
+
+    # -- one iteration ---------------------------------------------------------------------------
+    def run_once(self) -> None:
+        s = self.settings
+        self.emitter.serve()
+        self._take_labels(self._labels.consume(s.batch_size, 0))
+        if self._batch is None:
+            messages = self._poll_features()
+            if messages:
+                self._batch = self._decide(messages)
+        if self._batch is not None:
+            self._try_emit()
+        self._expire(self.clock.now())
+        self._observe_lag()
+        if self.policy.due(self.clock.monotonic() - self._last_checkpoint_at, self._labels_since_checkpoint):
+            self.checkpoint()
+        self.health.beat()
+        self.metrics.loop_last_iteration.set(self.clock.now())
+
+    def _poll_features(self) -> list[Any]:
+        """Up to one batch: wait for the first record, then take what is already there."""
+        first = self._features.poll(self.settings.poll_timeout_s)
+        if first is None:
+            return []
+        return [first, *self._features.consume(self.settings.batch_size - 1, 0)]
+
+    def _try_emit(self) -> None:
+        try:
+            self._emit(self._batch)
+        except Backpressure:
+            if not self._paused:
+                self._features.pause(self._features.assignment())
+                self._paused = True
+            self.emitter.serve(0.05)  # wait for acknowledgements, not for a fixed time
+            stray = self._features.poll(0)  # keeps the group membership alive while paused
+            if stray is not None and stray.error() is None:
+                self._features.seek(TopicPartition(stray.topic(), stray.partition(), stray.offset()))
+            return
+        self._batch = None
+        if self._paused:
+            self._features.resume(self._features.assignment())
+            self._paused = False
+
+    # -- scoring -----------------------------------------------------------------------------------
+    def _decide(self, messages: list[Any]) -> _Batch:
+        s, learner, topics = self.settings, self.learner, self.settings.topics
+        now = self.clock.now()
+        batch = _Batch(started=self.clock.monotonic())
+        good = []
+        for msg in messages:
+            if msg.error() is None:
+                good.append(msg)
+            else:
+                log.warning("features consumer: %s", msg.error().str())
+        decoded = steps.decode_features(good, s.n_features, now)
+        for msg, err in decoded.rejected:
+            batch.outgoing.append((topics.dead_letters, *steps.dead_letter(msg, err)))
+            batch.dead[(msg.topic(), err.reason)] += 1
+        batch.offsets = [(m.topic(), m.partition(), m.offset() + 1) for m in good]
+        records = decoded.records
+        if not records:
+            return batch
+        rows = Rows.stack([(f.idx, f.val) for f in records], s.n_features)
+        decisions = learner.decide(rows, ids=[f.id for f in records])
+        version = learner.labels_
+        ttl = s.labels.ttl_s
+        probability = decisions.probability.copy()
+        requested_now: set[str] = set()
+        for i, (f, msg) in enumerate(zip(records, decoded.messages, strict=True)):
+            source = steps.source_of(msg)
+            headers = [(steps.SOURCE_HEADER, source)]
+            key = f.id.encode()
+            label = decisions.label[i].item() if hasattr(decisions.label[i], "item") else decisions.label[i]
+            score = float(decisions.scores.p[i])
+            gap = None if decisions.scores.gap is None else float(decisions.scores.gap[i])
+            recorded = self.recovery.take((msg.topic(), msg.partition(), msg.offset())) if self.recovery else None
+            if recorded is not None:
+                # decided before the restart: keep that decision, do not produce it again
+                made = recorded.prediction or recorded.request
+                label = made["label"] if recorded.prediction else made["prediction"]
+                score, probability[i] = made["score"], made["probability"]
+                wants = recorded.prediction["label_requested"] if recorded.prediction else True
+            else:
+                wants = bool(decisions.query[i])
+            requested = False
+            if wants and (f.id in self.pending or f.id in requested_now):
+                batch.suppressed += 1  # the same id is already waiting for its label
+            elif wants and recorded is not None and recorded.request is not None:
+                r = recorded.request
+                self.budget.allow(f.ts)  # it used the budget before the restart too
+                batch.pending.append((f.id, Entry(f.idx, f.val, int(learner.encode([label])[0]),
+                                                  float(probability[i]), score, r["requested_at"], r["expires_at"],
+                                                  r["cost"])))
+                requested = True
+            elif wants and self.budget.allow(f.ts):
+                cost = self.costs.of(label)
+                code = int(learner.encode([label])[0])
+                entry = Entry(f.idx, f.val, code, float(probability[i]), score, now, now + ttl, cost)
+                batch.outgoing.append((topics.label_requests, key, encode_label_request(
+                    f.id, f.features, label, score, float(probability[i]), steps.uncertainty(score, gap), cost,
+                    now, now + ttl, version), headers))
+                batch.pending.append((f.id, entry))
+                batch.requests += 1
+                requested = True
+            elif wants:
+                batch.suppressed += 1  # over the label budget of this window
+            if requested:
+                requested_now.add(f.id)
+            if recorded is None or recorded.prediction is None:
+                batch.outgoing.append((topics.predictions, key, encode_prediction(
+                    f.id, label, score, float(probability[i]), requested, version, f.ts, now), headers))
+            batch.predicted.append(label)
+            batch.record_ts.append(f.ts)
+        batch.probability = probability
+        batch.records = len(records)
+        return batch
+
+    def _emit(self, batch: _Batch) -> None:
+        """Send a decided batch; raises :class:`Backpressure` before sending anything if it would
+        exceed the in-flight limit."""
+        self.emitter.reserve(len(batch.outgoing))
+        for topic, key, value, headers in batch.outgoing:
+            self.emitter.send(topic, key, value, headers)
+        now = self.clock.now()
+        for rid, entry in batch.pending:
+            for pushed_id, _ in self.pending.add(rid, entry):
+                log.warning("pending store full: request %s expired early", pushed_id)
+                self.totals.add("label_requests_expired")
+            parked = self.recovery.unpark(rid)
+            if parked:
+                self._apply_labels([Label(rid, p["label"], p["cost"], p["ts"]) for p in parked], now)
+        for topic, partition, next_offset in batch.offsets:
+            self.offsets.store(topic, partition, next_offset)
+        self._account_batch(batch, now)
+
+    def _account_batch(self, batch: _Batch, now: float) -> None:
+        m, t = self.metrics, self.totals
+        t.add("records_scored", batch.records)
+        for label, n in Tally(str(x) for x in batch.predicted).items():
+            t.add(f"predictions.{label}", n)
+        t.add("label_requests", batch.requests)
+        t.add("label_requests_suppressed", batch.suppressed)
+        for (topic, reason), n in batch.dead.items():
+            t.add(f"dead_letters.{topic}.{reason}", n)
+        if batch.records:
+            m.query_probability.observe_many(batch.probability)
+            m.processing_latency.observe_many(now - np.asarray(batch.record_ts))
+            m.batch_size.observe(batch.records)
+        m.batch_duration.observe(self.clock.monotonic() - batch.started)
+        self._publish_gauges()
+
+    # -- labels -------------------------------------------------------------------------------------
+    def _take_labels(self, messages: Iterable[Any]) -> None:
+        good = []
+        for msg in messages:
+            if msg.error() is None:
+                good.append(msg)
+            else:
+                log.warning("labels consumer: %s", msg.error().str())
+        if not good:
+            return
+        now = self.clock.now()
+        decoded = steps.decode_labels(good, self.learner._codes, now)
+        for msg, err in decoded.rejected:
+            self.emitter.send(self.settings.topics.dead_letters, *steps.dead_letter(msg, err))
+            self.totals.add(f"dead_letters.{msg.topic()}.{err.reason}")
+        self._apply_labels(decoded.records, now)
+        for msg in good:
+            self.offsets.store(msg.topic(), msg.partition(), msg.offset() + 1)
+        self._publish_gauges()
+
+    def _apply_labels(self, labels: list[Label], now: float) -> None:
+        """Join labels with their pending requests and learn from them, in arrival order."""
+        joined: list[tuple[Entry, Any, float]] = []
+        duplicates_apply = self.settings.labels.duplicates == "all"
+        for lab in labels:
+            status = self.pending.status(lab.id)
+            if status == "pending":
+                if duplicates_apply:
+                    entry = self.pending.get(lab.id)
+                    self.pending.mark_applied(lab.id, now)
+                else:
+                    entry = self.pending.pop(lab.id, now)
+                joined.append((entry, lab.label, self.costs.of(lab.label, lab.cost)))
+            elif status == "applied":
+                self.totals.add("labels.duplicate")
+            elif status == "expired":
+                self.totals.add("labels.expired")
+            elif self.recovery.expects(lab.id):
+                self.recovery.park(lab.id, {"label": lab.label, "cost": lab.cost, "ts": lab.ts})
+            else:
+                self.totals.add("labels.unknown")
+        if joined:
+            self._learn(joined, now, outcome="applied")
+
+    def _learn(self, joined: list[tuple[Entry, Any, float]], now: float, outcome: str) -> None:
+        entries = [e for e, _, _ in joined]
+        labels = [label for _, label, _ in joined]
+        rows = Rows.stack([(e.idx, e.val) for e in entries], self.settings.n_features)
+        predicted = np.array([e.predicted for e in entries], dtype=np.int64)
+        codes = self.learner.encode(labels)
+        self.learner.learn_many(rows, labels, predicted=predicted)
+        weights = 1.0 / np.array([e.probability for e in entries])
+        mistakes = predicted != codes
+        t = self.totals
+        t.add(f"labels.{outcome}", len(joined))
+        t.add("labelling_cost", float(sum(c for _, _, c in joined)))
+        t.add("labelled_mistakes", int(mistakes.sum()))
+        t.add("importance_weighted_labels", float(weights.sum()))
+        t.add("importance_weighted_mistakes", float(weights[mistakes].sum()))
+        self.metrics.label_delay.observe_many(now - np.array([e.requested_at for e in entries]))
+        self._labels_since_checkpoint += len(joined)
+
+    def _expire(self, now: float) -> None:
+        expired = self.pending.expire(now)
+        if not expired:
+            return
+        labels = self.settings.labels
+        self.totals.add("label_requests_expired", len(expired))
+        if labels.on_expiry == "default":
+            self._learn([(entry, labels.expiry_label, 0.0) for _, entry in expired], now, outcome="defaulted")
+        if labels.retract_expired:
+            for rid, _ in expired:
+                self.emitter.send(self.settings.topics.label_requests, rid.encode(), None)
+        self._publish_gauges()
+
+    # -- observability -------------------------------------------------------------------------------
+    def _publish_gauges(self) -> None:
+        m = self.metrics
+        m.pending.set(len(self.pending))
+        m.model_version.set(self.learner.labels_)
+        m.budget_remaining.set(self.budget.remaining())
+        m.estimated_error.set(self.totals.estimated_error_rate())
+
+    def _observe_lag(self) -> None:
+        now = self.clock.monotonic()
+        if now - self._last_lag_at < _LAG_EVERY_S:
+            return
+        self._last_lag_at = now
+        for consumer in (self._features, self._labels):
+            for tp in consumer.assignment():
+                try:
+                    _, high = consumer.get_watermark_offsets(tp, cached=True)
+                except KafkaException:
+                    continue
+                position = self.offsets.next.get((tp.topic, tp.partition))
+                if high >= 0 and position is not None:
+                    self.metrics.consumer_lag.labels(topic=tp.topic, partition=str(tp.partition)).set(
+                        max(0, high - position))
+
+    # -- checkpoints ---------------------------------------------------------------------------------
+    def checkpoint(self) -> Path:
+        """Make progress durable, then tell Kafka.
+
+        Step 1. Flush the producer: the outputs of every consumed record are acknowledged.
+        Step 2. Snapshot the learner, the pending store, the budget, the totals, the next offset of
+                every consumed partition and where each output topic ends.
+        Step 3. Write it durably (temp file → fsync → rename → fsync the directory).
+        Step 4. Commit exactly the snapshot's offsets to Kafka, synchronously.
+        Step 5. Record the duration and the time of this checkpoint.
+        If step 1, 2 or 3 fails, raise CheckpointError and commit nothing.
+        """
+        started = self.clock.monotonic()
+        try:
+            # Step 1.
+            if not self.emitter.flush(_FLUSH_TIMEOUT_S):
+                raise CheckpointError(f"producer still holds {len(self.emitter)} messages after "
+                                      f"{_FLUSH_TIMEOUT_S:.0f} s")
+            # Step 2.
+            state = self._snapshot()
+            # Step 3.
+            path = self.store.write(state)
+        except CheckpointError:
+            self.metrics.checkpoint_failures.inc()
+            raise
+        # Step 4.
+        self._commit_offsets()
+        # Step 5.
+        self.metrics.checkpoint_duration.observe(self.clock.monotonic() - started)
+        self.metrics.checkpoint_last_success.set(self.clock.now())
+        self._last_checkpoint_at = self.clock.monotonic()
+        self._labels_since_checkpoint = 0
+        log.debug("checkpoint %s", path.name)
+        return path
+
+    def _snapshot(self) -> dict[str, np.ndarray]:
+        state: dict[str, np.ndarray] = {f"learner.{k}": v for k, v in self.learner.state_dict().items()}
+        state.update({f"pending.{k}": v for k, v in self.pending.state_dict().items()})
+        state.update({f"budget.{k}": v for k, v in self.budget.state_dict().items()})
+        for name, offsets in (("offsets", self.offsets.next), ("outputs", self._output_watermarks())):
+            keys = sorted(offsets)
+            state[f"{name}.topics"], state[f"{name}.topics_offsets"] = pack_strings([t for t, _ in keys])
+            state[f"{name}.partitions"] = np.array([p for _, p in keys], dtype=np.int64)
+            state[f"{name}.next"] = np.array([offsets[k] for k in keys], dtype=np.int64)
+        self.recovery.forget_before(self.offsets.next)
+        state["service.recovery"] = np.frombuffer(self.recovery.to_json(), dtype=np.uint8)
+        state["service.totals"] = np.array(self.totals.to_json())
+        state["service.meta"] = np.array(json.dumps({
+            "format_version": FORMAT_VERSION,
+            "created_at": self.clock.now(),
+            "instance": self.settings.instance,
+            "learner": self.learner.name,
+            "topics": self.settings.topics.model_dump(),
+        }, sort_keys=True))
+        return state
+
+    def _output_watermarks(self) -> dict[tuple[str, int], int]:
+        marks = dict(self._output_floor)
+        for key, offset in self.emitter.delivered.items():
+            marks[key] = max(marks.get(key, 0), offset)
+        return marks
+
+    def _commit_offsets(self) -> None:
+        for consumer in (self._features, self._labels):
+            assigned = {(tp.topic, tp.partition) for tp in consumer.assignment()}
+            offsets = [TopicPartition(t, p, o) for (t, p), o in self.offsets.next.items() if (t, p) in assigned]
+            if not offsets:
+                continue
+            try:
+                consumer.commit(offsets=offsets, asynchronous=False)
+            except KafkaException as exc:  # the checkpoint, not the group, is the source of truth
+                log.warning("offset commit failed (the checkpoint holds them): %s", exc)
+
+    def _restore(self) -> None:
+        found = self.store.latest()
+        if found is None:
+            log.info("no checkpoint in %s: starting a new model", self.store.directory)
+            return
+        path, state = found
+        meta = json.loads(str(state["service.meta"]))
+        if meta.get("format_version") != FORMAT_VERSION:
+            raise IncompatibleCheckpoint(f"{path}: service format version {meta.get('format_version')}, "
+                                         f"this build reads {FORMAT_VERSION}")
+        learner_state = {k[8:]: v for k, v in state.items() if k.startswith("learner.")}
+        try:
+            self.learner.load_state_dict(learner_state,
+                                         allow_param_change=self.settings.checkpoint.allow_param_change)
+        except ValueError as exc:
+            raise IncompatibleCheckpoint(
+                f"{path}: {exc}. Set ACTIVESTREAM_CHECKPOINT__ALLOW_PARAM_CHANGE=true to load it with the new "
+                "hyper-parameters, or point ACTIVESTREAM_CHECKPOINT_DIR elsewhere to start a new model") from None
+        self.pending.load_state_dict({k[8:]: v for k, v in state.items() if k.startswith("pending.")})
+        self.budget.load_state_dict({k[7:]: v for k, v in state.items() if k.startswith("budget.")})
+        self.offsets.load(self._offsets_from(state, "offsets"))
+        self._output_floor = self._offsets_from(state, "outputs")
+        self.totals.restore(str(state["service.totals"]))
+        self.recovery.restore(state["service.recovery"].tobytes())
+        self.restored_from = path
+        log.info("restored %s: %d labels learnt, %d pending, offsets %s", path.name, self.learner.labels_,
+                 len(self.pending), self.offsets.next)
+
+    @staticmethod
+    def _offsets_from(state: dict[str, np.ndarray], name: str) -> dict[tuple[str, int], int]:
+        topics = unpack_strings(state[f"{name}.topics"], state[f"{name}.topics_offsets"])
+        return {(t, int(p)): int(o) for t, p, o in zip(topics, state[f"{name}.partitions"],
+                                                         state[f"{name}.next"], strict=True)}
+
+    def _recover_decisions(self) -> None:
+        """Read back what was produced after the checkpoint (see :mod:`consumer.recovery`)."""
+        if self.restored_from is None:
+            self._remember_output_ends()
+            return
+        topics = self.settings.topics
+        for topic, kind in ((topics.predictions, "prediction"), (topics.label_requests, "request")):
+            partitions = self._partitions(topic)
+            start = {p: o for (t, p), o in self._output_floor.items() if t == topic}
+            messages = read_tail(self._clients.reader, topic, start, partitions, timeout_s=120.0)
+            self.recovery.add_outputs(messages, kind)
+        self.recovery.forget_before(self.offsets.next)
+        log.info("recovery: %d decisions made after the checkpoint will be kept", len(self.recovery))
+
+    def _partitions(self, topic: str) -> list[int]:
+        metadata = self._producer.list_topics(topic, timeout=10)
+        info = metadata.topics.get(topic)
+        if info is None or info.error is not None:
+            return []
+        return sorted(info.partitions)
+
+    def _remember_output_ends(self) -> None:
+        """Where the output topics end now: recovery after the next crash starts reading there."""
+        topics = self.settings.topics
+        for topic in (topics.predictions, topics.label_requests):
+            for p in self._partitions(topic):
+                try:
+                    _, high = self._features.get_watermark_offsets(TopicPartition(topic, p), timeout=5)
+                except KafkaException:
+                    continue
+                self._output_floor[(topic, p)] = max(0, high)

@@ -1,0 +1,102 @@
+"""The loop's small steps, each a plain function: decoding batches, dead letters, provenance.
+
+They take messages with confluent-kafka's interface (``topic()``, ``partition()``, ``offset()``,
+``key()``, ``value()``, ``timestamp()``, ``headers()``), so tests drive them with in-memory fakes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
+
+from consumer.errors import InvalidRecord
+from consumer.records import Feature, Label, decode_feature, decode_label
+
+__all__ = [
+    "SOURCE_HEADER",
+    "Decoded",
+    "Feature",
+    "Label",
+    "dead_letter",
+    "decode_features",
+    "decode_labels",
+    "message_time",
+    "parse_source",
+    "source_of",
+    "uncertainty",
+]
+
+SOURCE_HEADER = "activestream.source"  # on every output: the feature record it answers
+DLQ_HEADERS = ("reason", "detail", "topic", "partition", "offset")
+
+
+def message_time(msg: Any, default: float) -> float:
+    """A message's Kafka timestamp in epoch seconds, or ``default`` when it has none."""
+    kind, ms = msg.timestamp()
+    return ms / 1000.0 if kind != TIMESTAMP_NOT_AVAILABLE and ms >= 0 else default
+
+
+def source_of(msg: Any) -> bytes:
+    return f"{msg.topic()}:{msg.partition()}:{msg.offset()}".encode()
+
+
+def parse_source(value: bytes) -> tuple[str, int, int]:
+    topic, partition, offset = value.decode().rsplit(":", 2)
+    return topic, int(partition), int(offset)
+
+
+@dataclass(slots=True)
+class Decoded:
+    """One consumed batch: the usable records with their messages, and the rejected ones."""
+
+    records: list = field(default_factory=list)  # Feature or Label
+    messages: list = field(default_factory=list)  # the message of each record
+    rejected: list[tuple[Any, InvalidRecord]] = field(default_factory=list)
+
+
+def _decode(msgs: Sequence[Any], decode, now: float) -> Decoded:
+    out = Decoded()
+    for msg in msgs:
+        try:
+            out.records.append(decode(msg.value(), message_time(msg, now)))
+            out.messages.append(msg)
+        except InvalidRecord as err:
+            err.topic, err.partition, err.offset = msg.topic(), msg.partition(), msg.offset()
+            out.rejected.append((msg, err))
+    return out
+
+
+def decode_features(msgs: Sequence[Any], n_features: int, now: float) -> Decoded:
+    """Feature records of a batch; invalid ones are set aside with their reason."""
+    return _decode(msgs, lambda value, ts: decode_feature(value, n_features, ts), now)
+
+
+def decode_labels(msgs: Sequence[Any], classes: Mapping[Any, int], now: float) -> Decoded:
+    """Labels of a batch; invalid ones are set aside with their reason."""
+    return _decode(msgs, lambda value, ts: decode_label(value, classes, ts), now)
+
+
+def dead_letter(msg: Any, err: InvalidRecord) -> tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]:
+    """(key, value, headers) for the dead-letter topic: the original bytes, untouched, and why.
+
+    Headers: ``activestream.dlq.reason``, ``.detail``, ``.topic``, ``.partition``, ``.offset``,
+    after the record's own headers.
+    """
+    meta = (err.reason, err.detail[:1000], msg.topic(), str(msg.partition()), str(msg.offset()))
+    headers = list(msg.headers() or [])
+    headers += [(f"activestream.dlq.{name}", value.encode()) for name, value in zip(DLQ_HEADERS, meta, strict=True)]
+    return msg.key(), msg.value(), headers
+
+
+def uncertainty(score: float, gap: float | None) -> float:
+    """1 / (1 + distance to the decision boundary): 1 on the boundary, → 0 far from it.
+
+    The distance is |margin| for a binary model and the top-1 minus top-2 score gap for a
+    multiclass one.
+    """
+    distance = abs(score) if gap is None else gap
+    return 1.0 / (1.0 + distance)
+

@@ -1,0 +1,64 @@
+"""Running totals kept in the checkpoint and mirrored into the Prometheus counters.
+
+Counters survive a restart: a restored service starts its counters at the checkpoint's totals, so
+cumulative panels (labelling cost against budget) do not fall back to zero, and records replayed
+after a crash are counted once. Keys are dotted: ``labels.applied``, ``predictions.<class>``,
+``dead_letters.<topic>.<reason>``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+from consumer.metrics import Metrics
+
+__all__ = ["Totals"]
+
+
+class Totals:
+    def __init__(self, metrics: Metrics) -> None:
+        self._m = metrics
+        self.values: defaultdict[str, float] = defaultdict(float)
+
+    def _counter(self, key: str):
+        m = self._m
+        head, _, rest = key.partition(".")
+        if head == "predictions":
+            return m.predictions.labels(rest)
+        if head == "labels":
+            return m.labels.labels(rest)
+        if head == "dead_letters":
+            topic, _, reason = rest.rpartition(".")
+            return m.dead_letters.labels(reason=reason, topic=topic)
+        return {
+            "records_scored": m.records_scored,
+            "label_requests": m.label_requests,
+            "label_requests_suppressed": m.requests_suppressed,
+            "label_requests_expired": m.requests_expired,
+            "labelling_cost": m.labelling_cost,
+            "labelled_mistakes": m.labelled_mistakes,
+            "importance_weighted_labels": m.weighted_labels,
+            "importance_weighted_mistakes": m.weighted_mistakes,
+        }[key]
+
+    def add(self, key: str, amount: float = 1.0) -> None:
+        if amount:
+            self.values[key] += amount
+            self._counter(key).inc(amount)
+
+    def get(self, key: str) -> float:
+        return self.values.get(key, 0.0)
+
+    def estimated_error_rate(self) -> float:
+        """Self-normalised importance-weighted error rate over all scored records: each labelled
+        record stands for 1/q records, q its query probability (Horvitz-Thompson / Hájek)."""
+        weight = self.get("importance_weighted_labels")
+        return self.get("importance_weighted_mistakes") / weight if weight else float("nan")
+
+    def to_json(self) -> str:
+        return json.dumps(dict(self.values), sort_keys=True)
+
+    def restore(self, text: str) -> None:
+        for key, value in json.loads(text).items():
+            self.add(key, value)

@@ -1,0 +1,383 @@
+"""The service loop, driven iteration by iteration against an in-memory broker."""
+
+from __future__ import annotations
+
+import numpy as np
+import orjson
+import pytest
+from confluent_kafka import KafkaError
+
+from consumer.errors import IncompatibleCheckpoint, ProduceFailed
+from tests.unit.consumer.conftest import Harness
+
+X = [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.5], [0.3, 0.0, 0.0, 1.0]]
+
+
+def feed(h: Harness, n: int, prefix: str = "r") -> dict[str, int]:
+    """n feature records with a learnable label; returns the ground truth by id."""
+    rng = np.random.default_rng(len(prefix) + n)
+    truth = {}
+    for i in range(n):
+        x = rng.standard_normal(4)
+        rid = f"{prefix}{i}"
+        truth[rid] = 1 if x[0] + 0.5 * x[1] > 0 else -1
+        h.feature(rid, x.tolist())
+    return truth
+
+
+def test_batch_is_scored_and_predictions_and_requests_emitted(harness):
+    harness.service.start()
+    feed(harness, 50)
+    harness.service.run_once()
+    predictions = harness.out("predictions")
+    assert [p["id"] for p in predictions] == [f"r{i}" for i in range(50)]
+    requested = harness.requested_ids()
+    assert requested == [p["id"] for p in predictions if p["label_requested"]]
+    assert len(harness.service.pending) == len(requested) > 0
+    assert harness.service.offsets.next[("features", 0)] == 50
+    request = harness.out("label-requests")[0]
+    assert set(request) == {"v", "id", "features", "prediction", "score", "probability", "uncertainty", "cost",
+                            "requested_at", "expires_at", "model_version"}
+    assert request["expires_at"] - request["requested_at"] == harness.settings.labels.ttl_s
+
+
+def test_decisions_are_deterministic_per_id(harness, tmp_path):
+    harness.service.start()
+    feed(harness, 40)
+    harness.service.run_once()
+    twin = Harness(tmp_path / "twin")
+    twin.service.start()
+    feed(twin, 40)
+    twin.service.run_once()
+    assert harness.requested_ids() == twin.requested_ids()
+
+
+def test_label_joins_its_request_and_is_applied_once(harness):
+    h = harness
+    h.service.start()
+    truth = feed(h, 60)
+    h.service.run_once()
+    ids = h.requested_ids()
+    for rid in ids:
+        h.label(rid, truth[rid])
+    h.service.run_once()
+    assert h.service.learner.labels_ == len(ids)
+    assert h.service.totals.get("labels.applied") == len(ids)
+    w = h.service.learner.rule.w_.copy()
+    for rid in ids[:5]:
+        h.label(rid, truth[rid])  # the same labels again
+    h.service.run_once()
+    assert h.service.totals.get("labels.duplicate") == 5
+    assert h.service.learner.labels_ == len(ids)
+    np.testing.assert_array_equal(h.service.learner.rule.w_, w)
+    assert len(h.service.pending) == 0
+
+
+def test_duplicates_all_applies_every_label(tmp_path):
+    h = Harness(tmp_path, labels={"duplicates": "all"})
+    h.service.start()
+    truth = feed(h, 30)
+    h.service.run_once()
+    rid = h.requested_ids()[0]
+    h.label(rid, truth[rid])
+    h.label(rid, truth[rid])
+    h.service.run_once()
+    assert h.service.totals.get("labels.applied") == 2
+
+
+def test_label_for_unknown_id_is_counted_not_applied(harness):
+    harness.service.start()
+    harness.label("never-seen", 1)
+    harness.service.run_once()
+    assert harness.service.totals.get("labels.unknown") == 1
+    assert harness.service.learner.labels_ == 0
+
+
+def test_expired_request_makes_a_late_label_expired(harness):
+    h = harness
+    h.service.start()
+    truth = feed(h, 20)
+    h.service.run_once()
+    ids = h.requested_ids()
+    h.clock.advance(h.settings.labels.ttl_s + 1)
+    h.service.run_once()
+    assert len(h.service.pending) == 0
+    assert h.service.totals.get("label_requests_expired") == len(ids)
+    h.label(ids[0], truth[ids[0]])
+    h.service.run_once()
+    assert h.service.totals.get("labels.expired") == 1
+    assert h.service.learner.labels_ == 0
+
+
+def test_on_expiry_default_learns_the_expiry_label(tmp_path):
+    h = Harness(tmp_path, labels={"on_expiry": "default", "expiry_label": -1, "ttl_s": 10})
+    h.service.start()
+    feed(h, 10)
+    h.service.run_once()
+    n = len(h.requested_ids())
+    h.clock.advance(11)
+    h.service.run_once()
+    assert h.service.totals.get("labels.defaulted") == n
+    assert h.service.learner.labels_ == n
+
+
+def test_retract_expired_produces_a_tombstone_per_request(tmp_path):
+    h = Harness(tmp_path, labels={"retract_expired": True, "ttl_s": 10})
+    h.service.start()
+    feed(h, 10)
+    h.service.run_once()
+    ids = h.requested_ids()
+    h.clock.advance(11)
+    h.service.run_once()
+    h.service.emitter.serve()
+    tombstones = [m.key().decode() for m in h.broker.messages("label-requests") if m.value() is None]
+    assert tombstones == ids
+
+
+BAD_RECORDS = {
+    "malformed_json": b"{not json",
+    "empty_value": None,
+    "not_an_object": b"[1, 2]",
+    "missing_id": orjson.dumps({"features": [0, 0, 0, 0]}),
+    "bad_id": orjson.dumps({"id": {"a": 1}, "features": [0, 0, 0, 0]}),
+    "missing_features": orjson.dumps({"id": "x"}),
+    "bad_features": orjson.dumps({"id": "x", "features": "abc"}),
+    "bad_value": orjson.dumps({"id": "x", "features": [1, "a", 0, 0]}),
+    "bad_index": orjson.dumps({"id": "x", "features": {"indices": [9], "values": [1.0]}}),
+    "dimension_mismatch": orjson.dumps({"id": "x", "features": [1, 2]}),
+    "bad_timestamp": orjson.dumps({"id": "x", "features": [0, 0, 0, 1], "ts": "yesterday"}),
+    "unsupported_version": orjson.dumps({"v": 7, "id": "x", "features": [0, 0, 0, 1]}),
+}
+
+
+def test_every_kind_of_bad_record_reaches_the_dead_letter_topic_while_good_ones_flow(harness):
+    h = harness
+    h.service.start()
+    h.feature("good-1", X[0])
+    for reason, value in BAD_RECORDS.items():
+        h.raw_feature(value, key=reason.encode())
+    h.feature("good-2", X[1])
+    h.service.run_once()
+    assert [p["id"] for p in h.out("predictions")] == ["good-1", "good-2"]
+    dead = h.broker.messages("dead-letters")
+    assert [dict(m.headers())["activestream.dlq.reason"].decode() for m in dead] == list(BAD_RECORDS)
+    for msg, (reason, value) in zip(dead, BAD_RECORDS.items(), strict=True):
+        headers = dict(msg.headers())
+        assert msg.value() == value and msg.key() == reason.encode()
+        assert headers["activestream.dlq.topic"] == b"features"
+        assert headers["activestream.dlq.partition"] == b"0"
+        assert int(headers["activestream.dlq.offset"]) >= 1
+    assert h.service.totals.get("dead_letters.features.malformed_json") == 1
+    assert h.service.offsets.next[("features", 0)] == len(BAD_RECORDS) + 2
+
+
+def test_bad_label_reaches_the_dead_letter_topic(harness):
+    harness.service.start()
+    harness.label("x", "not-a-class")
+    harness.broker.append("labels", b"garbage")
+    harness.service.run_once()
+    harness.deliver()
+    reasons = [dict(m.headers())["activestream.dlq.reason"] for m in harness.broker.messages("dead-letters")]
+    assert reasons == [b"unknown_class", b"malformed_json"]
+
+
+def test_budget_caps_requests_per_window_of_record_time(tmp_path):
+    h = Harness(tmp_path, labels={"budget": 3, "budget_window_s": 100})
+    h.service.start()
+    for i in range(20):
+        h.feature(f"a{i}", X[i % 4], ts=1000.0 + i)  # window 10
+    h.service.run_once()
+    assert len(h.requested_ids()) == 3
+    assert h.service.totals.get("label_requests_suppressed") == 17
+    for i in range(5):
+        h.feature(f"b{i}", X[i % 4], ts=1100.0 + i)  # window 11: a fresh budget
+    h.service.run_once()
+    assert len(h.requested_ids()) == 6
+
+
+def test_a_duplicate_feature_id_is_not_requested_twice(harness):
+    harness.service.start()
+    harness.feature("same", X[0])
+    harness.feature("same", X[0])
+    harness.service.run_once()
+    assert harness.requested_ids() == ["same"]
+    assert len(harness.out("predictions")) == 2
+
+
+def test_importance_weighted_totals_sum_inverse_probabilities(harness):
+    h = harness
+    h.service.start()
+    truth = feed(h, 80)
+    h.service.run_once()
+    requests = h.out("label-requests")
+    for r in requests:
+        h.label(r["id"], truth[r["id"]])
+    h.service.run_once()
+    weights = np.array([1 / r["probability"] for r in requests])
+    mistakes = np.array([r["prediction"] != truth[r["id"]] for r in requests])
+    assert h.service.totals.get("importance_weighted_labels") == pytest.approx(weights.sum())
+    assert h.service.totals.get("importance_weighted_mistakes") == pytest.approx(weights[mistakes].sum())
+    assert h.service.totals.get("labelled_mistakes") == mistakes.sum()
+
+
+def test_restart_from_checkpoint_resumes_offsets_with_the_same_model(harness):
+    h = harness
+    h.service.start()
+    truth = feed(h, 40)
+    h.service.run_once()
+    for rid in h.requested_ids()[:10]:
+        h.label(rid, truth[rid])
+    h.service.run_once()
+    h.service.checkpoint()
+    before = h.service.learner.state_dict()
+    pending = len(h.service.pending)
+    h.service._close(final_checkpoint=False)
+
+    again = h.new_service()
+    again.start()
+    after = again.learner.state_dict()
+    for key in before:
+        if key != "meta":
+            np.testing.assert_array_equal(before[key], after[key], err_msg=key)
+    assert len(again.pending) == pending
+    assert again.offsets.next[("features", 0)] == 40 and again.offsets.next[("labels", 0)] == 10
+    n_predictions = len(h.out("predictions"))
+    again.run_once()
+    assert len(h.out("predictions")) == n_predictions  # nothing scored twice
+    feed(h, 5, prefix="new")
+    again.run_once()
+    assert [p["id"] for p in h.out("predictions")[n_predictions:]] == [f"new{i}" for i in range(5)]
+
+
+def test_crash_after_checkpoint_keeps_decisions_and_applies_each_label_once(harness):
+    h = harness
+    first = h.service
+    first.start()
+    feed(h, 30, prefix="a")
+    first.run_once()
+    first.checkpoint()
+    feed(h, 30, prefix="b")
+    first.run_once()  # decided after the checkpoint
+    b_requests = [r for r in h.requested_ids() if r.startswith("b")]
+    for rid in b_requests:
+        h.label(rid, 1)
+    first.run_once()
+    first.emitter.serve()
+    labels_before_crash = first.learner.labels_
+    w_before_crash = first.learner.rule.w_.copy()
+    outputs_before = (len(h.out("predictions")), len(h.out("label-requests")))
+    # crash: no checkpoint, nothing closed cleanly
+    second = h.new_service()
+    second.start()
+    assert len(second.recovery) == 30
+    for _ in range(3):
+        second.run_once()
+    assert second.learner.labels_ == labels_before_crash
+    np.testing.assert_allclose(second.learner.rule.w_, w_before_crash, rtol=1e-12, atol=1e-12)
+    assert (len(h.out("predictions")), len(h.out("label-requests"))) == outputs_before  # nothing produced twice
+    assert second.totals.get("labels.applied") == labels_before_crash
+    assert second.totals.get("labels.unknown") == 0
+
+
+def test_backpressure_holds_the_decided_batch_and_pauses_features(tmp_path):
+    h = Harness(tmp_path, max_in_flight=10)
+    h.service.start()
+    producer = h.clients.producers[0]
+    producer.hold = True
+    feed(h, 8)
+    h.service.run_once()  # 8+ messages in flight, not acknowledged
+    feed(h, 8, prefix="s")
+    h.service.run_once()
+    assert h.service._batch is not None and h.service._paused
+    assert h.service.metrics.backpressure._value.get() >= 1
+    producer.hold = False
+    h.service.run_once()
+    h.service.run_once()
+    h.service.emitter.serve()
+    assert h.service._batch is None and not h.service._paused
+    assert len(h.out("predictions")) == 16
+
+
+def test_a_retriable_delivery_error_is_resent(harness):
+    h = harness
+    h.service.start()
+    h.clients.producers[0].fail = [KafkaError(KafkaError._MSG_TIMED_OUT)]
+    feed(h, 5)
+    h.service.run_once()
+    h.service.emitter.serve()
+    h.service.emitter.serve()
+    assert sorted(p["id"] for p in h.out("predictions")) == [f"r{i}" for i in range(5)]
+    assert h.service.metrics.produce_errors.labels(topic="label-requests")._value.get() + \
+        h.service.metrics.produce_errors.labels(topic="predictions")._value.get() == 1
+
+
+def test_a_fatal_delivery_error_stops_before_any_commit(harness):
+    h = harness
+    h.service.start()
+    h.clients.producers[0].fail = [KafkaError(KafkaError.MSG_SIZE_TOO_LARGE)]
+    feed(h, 5)
+    h.service.run_once()
+    with pytest.raises(ProduceFailed, match=r"predictions|label-requests"):
+        h.service.checkpoint()
+    assert h.broker.committed == {}
+    assert h.service.store.paths() == []
+
+
+def test_stop_request_ends_with_a_final_checkpoint_and_commit(harness):
+    h = harness
+    feed(h, 10)
+    h.service.start()
+    h.service.run_once()
+    h.service.request_stop()
+    h.service._shutdown()
+    assert len(h.service.store.paths()) == 1
+    assert h.broker.committed[("activestream", "features", 0)] == 10
+
+
+def test_run_returns_zero_after_a_requested_stop(harness):
+    harness.service.request_stop()
+    assert harness.service.run() == 0
+    assert len(harness.service.store.paths()) == 1
+
+
+def test_checkpoint_of_other_hyper_parameters_is_refused_naming_the_file(harness):
+    h = harness
+    h.service.start()
+    feed(h, 5)
+    h.service.run_once()
+    path = h.service.checkpoint()
+    h.service._close(final_checkpoint=False)
+    other = h.new_service(learner_params={"delta": 2.0})
+    with pytest.raises(IncompatibleCheckpoint, match=rf"{path.name}.*delta: saved 1\.0 vs this 2\.0"):
+        other.start()
+    allowed = h.new_service(learner_params={"delta": 2.0},
+                            checkpoint=h.settings.checkpoint.model_copy(update={"allow_param_change": True}))
+    allowed.start()
+    assert allowed.learner.rounds_ == 5
+
+
+def test_a_corrupt_newest_checkpoint_is_skipped(harness):
+    h = harness
+    h.service.start()
+    feed(h, 5)
+    h.service.run_once()
+    h.service.checkpoint()
+    feed(h, 5, prefix="x")
+    h.service.run_once()
+    newest = h.service.checkpoint()
+    h.service._close(final_checkpoint=False)
+    newest.write_bytes(newest.read_bytes()[:-100])
+    again = h.new_service()
+    again.start()
+    assert again.restored_from.name != newest.name
+    assert again.offsets.next[("features", 0)] == 5
+
+
+def test_revocation_writes_a_checkpoint(harness):
+    h = harness
+    h.service.start()
+    feed(h, 5)
+    h.service.run_once()
+    h.service._on_revoke(h.service._features, h.service._features.assignment())
+    assert len(h.service.store.paths()) == 1
+    assert not h.service.health.assigned
