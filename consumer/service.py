@@ -73,7 +73,7 @@ def build_learner(settings: Settings):
     try:
         return make(name, **params, n_features=settings.n_features, seed=settings.query_seed)
     except (ValueError, TypeError) as exc:
-        where = "ACTIVESTREAM_CLASSES" if "classes" in str(exc) else "ACTIVESTREAM_LEARNER_PARAMS"
+        where = "ACTIVESTREAM_CLASSES" if str(exc).startswith("classes") else "ACTIVESTREAM_LEARNER_PARAMS"
         raise ConfigError(f"{where}: {exc}") from None
 
 

@@ -1,4 +1,4 @@
-"""Shared fixtures: where the benchmark datasets live."""
+"""Shared fixtures: where the benchmark datasets live, and one real broker per test session."""
 
 from __future__ import annotations
 
@@ -16,3 +16,16 @@ def datasets_dir() -> Path:
     if not (DATASETS / "MANIFEST.md").exists():
         pytest.skip(f"benchmark datasets not found at {DATASETS}")
     return DATASETS
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap():
+    """A real Kafka-protocol broker for the whole session: Tansu on a free 127.0.0.1 port, or
+    $KAFKA_BOOTSTRAP (e.g. an Apache Kafka). Tests create their own topics and groups."""
+    if env := os.environ.get("KAFKA_BOOTSTRAP"):
+        yield env
+        return
+    from consumer.demo.broker import Broker
+
+    with Broker() as broker:
+        yield broker.bootstrap

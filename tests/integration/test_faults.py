@@ -1,0 +1,95 @@
+"""Fault injection with librdkafka's mock cluster: request errors, a broker outage, a leader move.
+Nothing is lost and the loop keeps turning."""
+
+from __future__ import annotations
+
+import uuid
+
+import orjson
+import pytest
+from confluent_kafka import KafkaError
+
+from consumer.service import Service
+from tests.kafka_helpers import produce_features, read_all, run_until, settings_for, stream
+from tests.rdmock import ApiKey, MockCluster
+
+TOPIC_KEYS = ("features", "predictions", "label_requests", "labels", "dead_letters")
+
+
+@pytest.fixture
+def cluster():
+    mc = MockCluster(brokers=3)
+    yield mc
+    mc.close()
+
+
+def mock_topics(cluster: MockCluster) -> dict[str, str]:
+    tag = uuid.uuid4().hex[:6]
+    topics = {k: f"{k}-{tag}" for k in TOPIC_KEYS}
+    for name in topics.values():
+        cluster.create_topic(name, partitions=2, replication=3)
+    return topics
+
+
+def predictions(bootstrap: str, topics: dict[str, str], n: int) -> list[str]:
+    return [orjson.loads(m.value())["id"] for m in read_all(bootstrap, topics["predictions"], expect=n)]
+
+
+def test_produce_request_errors_are_retried_without_loss(cluster, tmp_path):
+    topics = mock_topics(cluster)
+    records, _ = stream(400)
+    produce_features(cluster.bootstraps, topics["features"], records)
+    service = Service(settings_for(cluster.bootstraps, topics, tmp_path, kafka_producer={"retry.backoff.ms": "20"}),
+                      serve_http=False)
+    service.start()
+    cluster.push_request_errors(ApiKey.Produce, KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.REQUEST_TIMED_OUT,
+                                KafkaError.NOT_ENOUGH_REPLICAS, KafkaError.LEADER_NOT_AVAILABLE)
+    run_until(service, lambda: service.totals.get("records_scored") >= 400, what="scored")
+    service.checkpoint()
+    service.request_stop()
+    service._shutdown()
+    assert sorted(predictions(cluster.bootstraps, topics, 400)) == sorted(rid for rid, _ in records)
+
+
+def test_a_broker_outage_delays_but_loses_nothing(cluster, tmp_path):
+    topics = mock_topics(cluster)
+    records, _ = stream(600)
+    produce_features(cluster.bootstraps, topics["features"], records)
+    settings = settings_for(cluster.bootstraps, topics, tmp_path, batch_size=50,
+                            kafka_producer={"message.timeout.ms": "1500", "retry.backoff.ms": "50"})
+    service = Service(settings, serve_http=False)
+    service.start()
+    run_until(service, lambda: service.totals.get("records_scored") >= 100, what="first records scored")
+    for broker in (1, 2, 3):
+        cluster.broker_down(broker)
+    errors = {"topic": topics["predictions"]}
+    # the loop keeps turning through the outage: prefetched records are scored, their deliveries
+    # time out and are queued for re-sending
+    run_until(service, lambda: (service.metrics.registry.get_sample_value(
+        "activestream_produce_errors_total", errors) or 0) > 0, timeout_s=30, what="deliveries failing")
+    assert service.health.live()[0]
+    for broker in (1, 2, 3):
+        cluster.broker_up(broker)
+    run_until(service, lambda: service.totals.get("records_scored") >= 600, timeout_s=60, what="all scored")
+    service.checkpoint()  # returns only once every output is acknowledged
+    service.request_stop()
+    service._shutdown()
+    assert set(predictions(cluster.bootstraps, topics, 600)) == {rid for rid, _ in records}
+
+
+def test_a_leader_move_is_followed(cluster, tmp_path):
+    topics = mock_topics(cluster)
+    records, _ = stream(300)
+    produce_features(cluster.bootstraps, topics["features"], records[:150])
+    service = Service(settings_for(cluster.bootstraps, topics, tmp_path), serve_http=False)
+    service.start()
+    run_until(service, lambda: service.totals.get("records_scored") >= 150, what="first half")
+    for partition in (0, 1):
+        cluster.set_leader(topics["predictions"], partition, 3)
+        cluster.set_leader(topics["features"], partition, 2)
+    produce_features(cluster.bootstraps, topics["features"], records[150:])
+    run_until(service, lambda: service.totals.get("records_scored") >= 300, what="second half")
+    service.checkpoint()
+    service.request_stop()
+    service._shutdown()
+    assert sorted(predictions(cluster.bootstraps, topics, 300)) == sorted(rid for rid, _ in records)

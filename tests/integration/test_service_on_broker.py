@@ -1,0 +1,218 @@
+"""The service against a real broker over TCP: the full loop, restarts, bad input, TTL, duplicates,
+SIGTERM, and labels overtaking a features backlog."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+import numpy as np
+import orjson
+from confluent_kafka import Producer
+
+from consumer.checkpoint import read_checkpoint
+from consumer.clock import ManualClock
+from consumer.service import Service
+from tests.kafka_helpers import (
+    Annotator,
+    produce_features,
+    read_all,
+    run_until,
+    settings_for,
+    stream,
+    unique_topics,
+)
+
+
+def test_full_loop_scores_requests_labels_and_learns(kafka_bootstrap, tmp_path):
+    topics = unique_topics(kafka_bootstrap, partitions=2)
+    records, truth = stream(3000)
+    service = Service(settings_for(kafka_bootstrap, topics, tmp_path, batch_size=200), serve_http=False)
+    annotator = Annotator(kafka_bootstrap, topics, truth).start()
+    service.start()
+    totals = service.totals
+    try:
+        for start in range(0, 3000, 300):  # records arrive over time; labels come back meanwhile
+            produce_features(kafka_bootstrap, topics["features"], records[start : start + 300])
+            run_until(service, lambda n=start + 300: totals.get("records_scored") >= n, what="chunk scored")
+            run_until(service, lambda: totals.get("labels.applied") >= 0.8 * totals.get("label_requests"),
+                      what="most labels back")
+        run_until(service, lambda: totals.get("labels.applied") == totals.get("label_requests"),
+                  what="every label back")
+    finally:
+        service.request_stop()
+        service._shutdown()
+        annotator.close()
+    predictions = [orjson.loads(m.value()) for m in read_all(kafka_bootstrap, topics["predictions"], expect=3000)]
+    assert sorted(p["id"] for p in predictions) == sorted(truth)
+    requested = [p["id"] for p in predictions if p["label_requested"]]
+    assert sorted(requested) == sorted(annotator.answered)
+    assert 0.05 < len(requested) / 3000 < 0.9
+    assert service.learner.labels_ == len(requested)
+    # the model learnt: late records are predicted better than early ones
+    by_id = {p["id"]: p["label"] for p in predictions}
+    late = np.mean([by_id[f"r{i}"] == truth[f"r{i}"] for i in range(2000, 3000)])
+    early = np.mean([by_id[f"r{i}"] == truth[f"r{i}"] for i in range(0, 200)])
+    assert late > 0.85 and late > early
+
+
+def test_restart_resumes_at_checkpoint_offsets_with_the_same_model(kafka_bootstrap, tmp_path):
+    topics = unique_topics(kafka_bootstrap)
+    records, truth = stream(1000)
+    produce_features(kafka_bootstrap, topics["features"], records[:600])
+    settings = settings_for(kafka_bootstrap, topics, tmp_path)
+    first = Service(settings, serve_http=False)
+    annotator = Annotator(kafka_bootstrap, topics, truth)
+    first.start()
+    run_until(first, lambda: first.totals.get("records_scored") >= 600, what="first 600 scored")
+    annotator.answer(timeout=1.0)
+    run_until(first, lambda: first.totals.get("labels.applied") >= len(annotator.answered), what="labels applied")
+    first.request_stop()
+    first._shutdown()
+    weights = first.learner.rule.w_.copy()
+
+    second = Service(settings, serve_http=False)
+    second.start()
+    assert second.restored_from is not None
+    np.testing.assert_array_equal(second.learner.rule.w_, weights)
+    assert second.offsets.next[(topics["features"], 0)] == 600
+    produce_features(kafka_bootstrap, topics["features"], records[600:])
+    run_until(second, lambda: second.totals.get("records_scored") >= 1000, what="the remaining 400")
+    second.request_stop()
+    second._shutdown()
+    annotator.close()
+    ids = [orjson.loads(m.value())["id"] for m in read_all(kafka_bootstrap, topics["predictions"], expect=1000)]
+    assert sorted(ids) == sorted(truth)  # each record scored once across the restart
+
+
+def test_bad_records_reach_the_dead_letter_topic_while_good_ones_flow(kafka_bootstrap, tmp_path):
+    topics = unique_topics(kafka_bootstrap)
+    p = Producer({"bootstrap.servers": kafka_bootstrap})
+    bad = [b"{oops", b"[]", b'{"features": [1]}', b'{"id": "x", "features": [1, 2]}', None,
+           b'{"id": "y", "features": {"indices": [99], "values": [1]}}']
+    records, _ = stream(50)
+    for i, (rid, x) in enumerate(records):
+        p.produce(topics["features"], key=rid.encode(), value=orjson.dumps({"id": rid, "features": x}))
+        if i < len(bad):
+            p.produce(topics["features"], key=b"bad", value=bad[i])
+    p.flush(10)
+    service = Service(settings_for(kafka_bootstrap, topics, tmp_path), serve_http=False)
+    service.start()
+    run_until(service, lambda: service.offsets.next.get((topics["features"], 0), 0) >= 56, what="all consumed")
+    service.request_stop()
+    service._shutdown()
+    dead = read_all(kafka_bootstrap, topics["dead_letters"], expect=len(bad))
+    assert [m.value() for m in dead] == bad
+    reasons = [dict(m.headers())["activestream.dlq.reason"].decode() for m in dead]
+    assert reasons == ["malformed_json", "not_an_object", "missing_id", "dimension_mismatch", "empty_value",
+                       "bad_index"]
+    assert len(read_all(kafka_bootstrap, topics["predictions"], expect=50)) == 50
+
+
+def test_label_ttl_expiry_and_duplicate_labels_are_counted_not_applied(kafka_bootstrap, tmp_path):
+    topics = unique_topics(kafka_bootstrap)
+    records, truth = stream(300)
+    produce_features(kafka_bootstrap, topics["features"], records)
+    clock = ManualClock()
+    settings = settings_for(kafka_bootstrap, topics, tmp_path, labels={"ttl_s": 60})
+    service = Service(settings, clock=clock, serve_http=False)
+    service.start()
+    run_until(service, lambda: service.totals.get("records_scored") >= 300, what="scored")
+    requests = [orjson.loads(m.value()) for m in read_all(kafka_bootstrap, topics["label_requests"])]
+    answered, late = requests[: len(requests) // 2], requests[len(requests) // 2 :]
+    p = Producer({"bootstrap.servers": kafka_bootstrap})
+    for r in answered:
+        for _ in range(2):  # every label twice
+            p.produce(topics["labels"], key=r["id"].encode(),
+                      value=orjson.dumps({"id": r["id"], "label": truth[r["id"]]}))
+    p.flush(10)
+    run_until(service, lambda: service.offsets.next.get((topics["labels"], 0), 0) >= 2 * len(answered),
+              what="labels consumed")
+    assert service.totals.get("labels.applied") == len(answered)
+    assert service.totals.get("labels.duplicate") == len(answered)
+    clock.advance(61)
+    service.run_once()
+    assert service.totals.get("label_requests_expired") == len(late)
+    for r in late:
+        p.produce(topics["labels"], key=r["id"].encode(), value=orjson.dumps({"id": r["id"], "label": 1}))
+    p.flush(10)
+    run_until(service, lambda: service.totals.get("labels.expired") >= len(late), what="late labels")
+    assert service.learner.labels_ == len(answered)
+    service.request_stop()
+    service._shutdown()
+
+
+def test_a_label_does_not_wait_behind_a_features_backlog(kafka_bootstrap, tmp_path):
+    topics = unique_topics(kafka_bootstrap)
+    records, truth = stream(40_000)
+    produce_features(kafka_bootstrap, topics["features"], records[:200])
+    service = Service(settings_for(kafka_bootstrap, topics, tmp_path, batch_size=500), serve_http=False)
+    service.start()
+    run_until(service, lambda: service.totals.get("records_scored") >= 200, what="first records")
+    rid = orjson.loads(read_all(kafka_bootstrap, topics["label_requests"])[0].value())["id"]
+    produce_features(kafka_bootstrap, topics["features"], records[200:])  # a 39,800-record backlog
+    labeller = Producer({"bootstrap.servers": kafka_bootstrap})
+    labeller.produce(topics["labels"], key=rid.encode(), value=orjson.dumps({"id": rid, "label": truth[rid]}))
+    labeller.flush(10)
+    sent = time.monotonic()
+    turns = run_until(service, lambda: service.totals.get("labels.applied") >= 1, what="the label applied")
+    waited = time.monotonic() - sent
+    scored = service.totals.get("records_scored")
+    service.request_stop()
+    service._shutdown()
+    # the label was applied while most of the backlog was still unread
+    assert scored < 10_000, f"the label waited for {scored - 200:.0f} feature records"
+    print(f"label applied after {waited * 1000:.0f} ms, {turns} loop turns, {scored - 200:.0f} backlog records")
+
+
+def test_sigterm_writes_a_final_checkpoint_and_exits_zero(kafka_bootstrap, tmp_path):
+    topics = unique_topics(kafka_bootstrap)
+    records, _ = stream(500)
+    produce_features(kafka_bootstrap, topics["features"], records)
+    settings = settings_for(kafka_bootstrap, topics, tmp_path / "ckpt", checkpoint={"every_s": 3600})
+    env = {**os.environ, "ACTIVESTREAM_BOOTSTRAP_SERVERS": kafka_bootstrap,
+           "ACTIVESTREAM_CHECKPOINT_DIR": str(settings.checkpoint_dir), "ACTIVESTREAM_METRICS_PORT": "0",
+           "ACTIVESTREAM_GROUP_ID": settings.group_id, "ACTIVESTREAM_N_FEATURES": "8",
+           "ACTIVESTREAM_CHECKPOINT__EVERY_S": "3600",
+           "ACTIVESTREAM_TOPICS": orjson.dumps(topics).decode(),
+           "ACTIVESTREAM_KAFKA_CONSUMER": orjson.dumps(settings.kafka_consumer).decode()}
+    proc = subprocess.Popen([sys.executable, "-m", "consumer", "run"], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        read_all(kafka_bootstrap, topics["predictions"], expect=500, timeout_s=60)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0, proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    checkpoints = sorted(settings.checkpoint_dir.glob("checkpoint-*.ckpt"))
+    assert len(checkpoints) == 1  # written at shutdown, not by the (hour-long) timer
+    state = read_checkpoint(checkpoints[0])
+    assert state["offsets.next"].tolist() == [500]
+    assert "stopping: final checkpoint" in proc.stderr.read()
+
+
+def test_metrics_and_probes_are_served_over_http(kafka_bootstrap, tmp_path):
+    topics = unique_topics(kafka_bootstrap)
+    records, _ = stream(100)
+    produce_features(kafka_bootstrap, topics["features"], records)
+    service = Service(settings_for(kafka_bootstrap, topics, tmp_path, metrics_port=0))
+    service.start()
+    base = f"http://127.0.0.1:{service.http.port}"
+    try:
+        lag = {"topic": topics["features"], "partition": "0"}
+        run_until(service, lambda: service.totals.get("records_scored") >= 100 and
+                  service.metrics.registry.get_sample_value("activestream_consumer_lag_records", lag) == 0.0,
+                  what="scored, lag observed")
+        with urllib.request.urlopen(base + "/readyz", timeout=5) as r:
+            assert r.status == 200
+        with urllib.request.urlopen(base + "/metrics", timeout=5) as r:
+            text = r.read().decode()
+        assert "activestream_records_scored_total 100.0" in text
+        assert f'activestream_consumer_lag_records{{partition="0",topic="{topics["features"]}"}} 0.0' in text
+    finally:
+        service.request_stop()
+        service._shutdown()

@@ -1,0 +1,28 @@
+"""Label budget per record-time window, and labelling cost."""
+
+from consumer.budget import CostModel, LabelBudget
+
+
+def test_budget_allows_at_most_n_per_window_and_resets_on_the_next():
+    budget = LabelBudget(2, window_s=60)
+    assert [budget.allow(t) for t in (0, 1, 2, 59)] == [True, True, False, False]
+    assert budget.allow(60) and budget.allow(61) and not budget.allow(62)
+    assert budget.remaining() == 0
+
+
+def test_no_budget_allows_everything():
+    budget = LabelBudget(None, 60)
+    assert all(budget.allow(t) for t in range(1000)) and budget.remaining() == float("inf")
+
+
+def test_budget_state_round_trip():
+    a = LabelBudget(3, 10)
+    a.allow(5)
+    b = LabelBudget(3, 10)
+    b.load_state_dict(a.state_dict())
+    assert b.remaining() == 2
+
+
+def test_cost_of_a_label_prefers_the_label_then_its_class():
+    costs = CostModel(1.0, {"1": 5.0})
+    assert costs.of(1) == 5.0 and costs.of(-1) == 1.0 and costs.of(1, stated=0.5) == 0.5

@@ -1,0 +1,93 @@
+"""Settings from the environment; bad values fail at start-up naming the variable."""
+
+import pytest
+
+from consumer.config import load_settings
+from consumer.errors import ConfigError
+from consumer.service import build_learner
+
+
+def test_pinned_variable_names_are_read(monkeypatch, tmp_path):
+    monkeypatch.setenv("ACTIVESTREAM_BOOTSTRAP_SERVERS", "kafka-1:9092,kafka-2:9092")
+    monkeypatch.setenv("ACTIVESTREAM_LEARNER", "PAA-II")
+    monkeypatch.setenv("ACTIVESTREAM_CHECKPOINT_DIR", str(tmp_path))
+    monkeypatch.setenv("ACTIVESTREAM_METRICS_PORT", "9200")
+    s = load_settings()
+    assert s.bootstrap_servers == "kafka-1:9092,kafka-2:9092" and s.learner == "PAA-II"
+    assert s.checkpoint_dir == tmp_path and s.metrics_port == 9200
+
+
+def test_nested_variables_and_kafka_passthrough(monkeypatch):
+    monkeypatch.setenv("ACTIVESTREAM_CHECKPOINT__EVERY_S", "5")
+    monkeypatch.setenv("ACTIVESTREAM_TOPICS__FEATURES", "clicks")
+    monkeypatch.setenv("ACTIVESTREAM_KAFKA__SASL_MECHANISM", "SCRAM-SHA-512")
+    monkeypatch.setenv("ACTIVESTREAM_KAFKA", '{"security.protocol": "SASL_SSL"}')
+    monkeypatch.setenv("ACTIVESTREAM_KAFKA_CONSUMER__FETCH_WAIT_MAX_MS", "20")
+    s = load_settings()
+    assert s.checkpoint.every_s == 5 and s.topics.features == "clicks"
+    assert s.kafka_consumer == {"fetch.wait.max.ms": "20"}
+
+
+def test_kafka_json_mapping(monkeypatch):
+    monkeypatch.setenv("ACTIVESTREAM_KAFKA", '{"security.protocol": "SASL_SSL", "sasl.username": "u"}')
+    assert load_settings().kafka == {"security.protocol": "SASL_SSL", "sasl.username": "u"}
+
+
+@pytest.mark.parametrize("name, value", [
+    ("ACTIVESTREAM_BATCH_SIZE", "-5"),
+    ("ACTIVESTREAM_METRICS_PORT", "99999"),
+    ("ACTIVESTREAM_CHECKPOINT__EVERY_S", "soon"),
+    ("ACTIVESTREAM_LABELS__DUPLICATES", "sometimes"),
+    ("ACTIVESTREAM_LABELS__TTL_S", "0"),
+    ("ACTIVESTREAM_N_FEATURES", "0"),
+])
+def test_a_bad_value_names_its_variable(monkeypatch, name, value):
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError, match=name):
+        load_settings()
+
+
+def test_unknown_variable_is_refused(monkeypatch):
+    monkeypatch.setenv("ACTIVESTREAM_LABELS__TTL", "10")
+    with pytest.raises(ConfigError, match="ACTIVESTREAM_LABELS__TTL"):
+        load_settings()
+
+
+def test_expiry_default_needs_a_label(monkeypatch):
+    monkeypatch.setenv("ACTIVESTREAM_LABELS__ON_EXPIRY", "default")
+    with pytest.raises(ConfigError, match="expiry_label"):
+        load_settings()
+
+
+def test_topics_must_be_distinct(monkeypatch):
+    monkeypatch.setenv("ACTIVESTREAM_TOPICS__LABELS", "features")
+    with pytest.raises(ConfigError, match="ACTIVESTREAM_TOPICS"):
+        load_settings()
+
+
+def test_learner_errors_name_their_variable():
+    with pytest.raises(ConfigError, match="ACTIVESTREAM_LEARNER: unknown learner 'paa-9'"):
+        build_learner(load_settings(learner="paa-9"))
+    with pytest.raises(ConfigError, match=r"ACTIVESTREAM_LEARNER_PARAMS: .*gamma"):
+        build_learner(load_settings(learner_params={"gamma": 1}))
+    with pytest.raises(ConfigError, match=r"ACTIVESTREAM_LEARNER_PARAMS: .*C must be"):
+        build_learner(load_settings(learner_params={"C": -1}))
+    with pytest.raises(ConfigError, match="ACTIVESTREAM_CLASSES"):
+        build_learner(load_settings(classes=[1, 2, 3]))
+    with pytest.raises(ConfigError, match="ACTIVESTREAM_N_FEATURES"):
+        build_learner(load_settings(learner_params={"n_features": 3}))
+
+
+def test_learner_params_are_case_insensitive_and_json_typed(monkeypatch):
+    monkeypatch.setenv("ACTIVESTREAM_LEARNER_PARAMS__C", "0.25")
+    monkeypatch.setenv("ACTIVESTREAM_LEARNER_PARAMS__DELTA", "0.5")
+    learner = build_learner(load_settings())
+    assert learner.rule.C == 0.25 and learner.query.delta == 0.5
+
+
+def test_cli_run_reports_config_errors_and_exits_2(monkeypatch, capsys):
+    from consumer.cli import main
+
+    monkeypatch.setenv("ACTIVESTREAM_BATCH_SIZE", "zero")
+    assert main(["run"]) == 2
+    assert "ACTIVESTREAM_BATCH_SIZE" in capsys.readouterr().err

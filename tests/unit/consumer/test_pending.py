@@ -1,0 +1,54 @@
+"""The pending store: one hand-out per id, ordered expiry, memory of applied and expired ids."""
+
+import numpy as np
+
+from consumer.pending import Entry, PendingStore, pack_strings, unpack_strings
+
+
+def entry(t: float, ttl: float = 10.0) -> Entry:
+    return Entry(np.array([1], np.int32), np.array([2.0]), 1, 0.5, 0.1, t, t + ttl, 1.0)
+
+
+def test_pop_hands_an_entry_out_once_then_remembers_it():
+    store = PendingStore(max_entries=10, memory_s=100)
+    store.add("a", entry(0))
+    assert store.status("a") == "pending"
+    store.pop("a", now=1)
+    assert store.status("a") == "applied" and "a" not in store
+    assert store.status("b") == "unknown"
+
+
+def test_expire_pops_in_request_order_and_forgets_after_memory():
+    store = PendingStore(max_entries=10, memory_s=5)
+    for i in range(4):
+        store.add(f"r{i}", entry(float(i)))
+    assert [rid for rid, _ in store.expire(now=11.5)] == ["r0", "r1"]
+    assert store.status("r0") == "expired" and len(store) == 2
+    store.expire(now=17.0)
+    assert store.status("r0") == "unknown"
+
+
+def test_a_full_store_pushes_out_its_oldest_entry():
+    store = PendingStore(max_entries=2, memory_s=100)
+    store.add("a", entry(0))
+    store.add("b", entry(1))
+    pushed = store.add("c", entry(2))
+    assert [rid for rid, _ in pushed] == ["a"] and store.status("a") == "expired"
+
+
+def test_state_round_trip_keeps_entries_and_memories():
+    store = PendingStore(max_entries=10, memory_s=100)
+    store.add("é-1", entry(0))
+    store.add("b", Entry(np.array([3, 7], np.int32), np.array([0.5, -1.0]), -1, 0.25, -0.3, 1.0, 11.0, 2.0))
+    store.add("c", entry(2))
+    store.pop("c", now=3)
+    copy = PendingStore(max_entries=10, memory_s=100)
+    copy.load_state_dict(store.state_dict())
+    assert copy.status("é-1") == "pending" and copy.status("c") == "applied"
+    b = copy.get("b")
+    assert b.idx.tolist() == [3, 7] and b.val.tolist() == [0.5, -1.0] and b.predicted == -1 and b.cost == 2.0
+
+
+def test_strings_pack_without_pickles():
+    strings = ["", "a", "ünïcode", "x" * 1000]
+    assert unpack_strings(*pack_strings(strings)) == strings
