@@ -3,6 +3,7 @@
 * ``activestream run``: the service, configured by ``ACTIVESTREAM_*`` environment variables.
 * ``activestream replay``: a dataset through a learner offline (a backtest, or a paper's protocol),
   printing prequential metrics as a table or one JSON object (``--json``).
+* ``activestream demo``: the whole loop on this machine (embedded broker, a simulated annotator).
 * ``activestream checkpoint inspect PATH``: what a checkpoint file (or the newest in a directory) holds.
 """
 
@@ -162,12 +163,57 @@ def _inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _demo(args: argparse.Namespace) -> int:
+    from consumer.demo.run import DemoOptions, run_demo
+
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    opts = DemoOptions(
+        data=args.data or [], learner=args.learner, records=args.records, label_delay_s=args.label_delay,
+        label_cost=args.label_cost, rate=args.rate, params=_params(args.param), port=args.port,
+        metrics_port=args.metrics_port, positive=_value(args.positive) if args.positive else None,
+    )
+    report = run_demo(opts)
+    if args.json:
+        sys.stdout.buffer.write(orjson.dumps(report) + b"\n")
+        return 0
+    print(f"activestream demo: {report['learner']} on {report['data']}")
+    rows = [
+        ("records / predictions", f"{report['records']} / {report['predictions']}"),
+        ("label requests (query ratio)", f"{report['label_requests']} ({report['query_ratio']:.1%})"),
+        ("labels applied / late (expired)", f"{report['labels_applied']} / {report['labels_expired']}"),
+        ("labelling cost", f"{report['labelling_cost']:.1f}"),
+        ("online accuracy / F1 vs truth", f"{report['accuracy']:.4f} / {report['f1']:.4f}"),
+        ("estimated accuracy (service)", f"{report['estimated_accuracy']:.4f}"),
+        ("dead letters", str(report["dead_letters"])),
+        ("time", f"{report['seconds']:.1f} s ({report['records_per_second']:,.0f} records/s)"),
+    ]
+    for name, value in rows:
+        print(f"  {name:<34} {value}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="activestream", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run the service (configured by ACTIVESTREAM_* environment variables)")
     run.set_defaults(func=_run)
+
+    demo = sub.add_parser("demo", help="run the whole loop locally: embedded broker, service, simulated annotator")
+    demo.add_argument("--data", action="append", help="LIBSVM file(s) to stream (default: a synthetic drifting stream)")
+    demo.add_argument("--learner", default="paa-1", help="registry name (default paa-1)")
+    demo.add_argument("--records", type=int, default=10_000, help="records to stream (default 10000)")
+    demo.add_argument("--label-delay", type=float, default=1.0, help="seconds before the annotator answers (1)")
+    demo.add_argument("--label-cost", type=float, default=1.0, help="cost of one label (1)")
+    demo.add_argument("--rate", type=float, default=1000.0,
+                      help="records per second fed (default 1000; 0: all at once). Labels come back after "
+                           "--label-delay, so rate × delay records are scored before their labels can help")
+    demo.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a learner hyper-parameter")
+    demo.add_argument("--positive", help="the positive label of a binary dataset (default: 1)")
+    demo.add_argument("--port", type=int, help="broker port (default: a free one)")
+    demo.add_argument("--metrics-port", type=int, default=0, help="/metrics port (default: a free one)")
+    demo.add_argument("--json", action="store_true", help="print the final report as one JSON object")
+    demo.set_defaults(func=_demo)
 
     ck = sub.add_parser("checkpoint", help="work with checkpoint files")
     ck_sub = ck.add_subparsers(dest="action", required=True)

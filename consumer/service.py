@@ -234,8 +234,10 @@ class Service:
                         client.close()
                     except (KafkaException, RuntimeError) as exc:
                         log.warning("closing %s: %s", name, exc)
-            if getattr(self, "emitter", None) is not None and not final_checkpoint:
-                self.emitter.flush(5.0)
+            if getattr(self, "emitter", None) is not None:
+                if not final_checkpoint:
+                    self.emitter.flush(5.0)
+                self._producer.close()
             if self.http is not None:
                 self.http.close()
 

@@ -90,7 +90,7 @@ class Broker:
 
 def create_topics(bootstrap: str, names: list[str], partitions: int = 1) -> None:
     """Create topics (existing ones are left alone)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
     futures = admin.create_topics([NewTopic(n, partitions, 1) for n in names])
     for name, future in futures.items():
         try:

@@ -56,3 +56,24 @@ def test_replay_needs_positive_label_when_it_cannot_tell(tmp_path):
     assert replay("--learner", "pa-1", "--data", str(f)).returncode == 2
     out = replay("--learner", "pa-1", "--data", str(f), "--positive", "4", "--json")
     assert json.loads(out.stdout)["classes"] == [3, 4]
+
+
+def test_checkpoint_inspect_prints_what_a_checkpoint_holds(tmp_path):
+    from tests.unit.consumer.conftest import Harness
+
+    h = Harness(tmp_path)
+    h.service.start()
+    h.feature("a", [1.0, 0.0, 0.0, 0.0])
+    h.service.run_once()
+    path = h.service.checkpoint()
+    for target in (path, path.parent):
+        out = subprocess.run([sys.executable, "-m", "consumer", "checkpoint", "inspect", str(target)],
+                             capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        report = json.loads(out.stdout)
+        assert report["path"] == str(path) and report["learner"]["learner"] == "paa-1"
+        assert report["offsets"] == [{"topic": "features", "partition": 0, "next_offset": 1}]
+        assert report["counters"]["rounds"] == 1 and report["totals"]["records_scored"] == 1
+    out = subprocess.run([sys.executable, "-m", "consumer", "checkpoint", "inspect", str(tmp_path / "none")],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and ("no checkpoint" in out.stderr or "cannot read" in out.stderr)
