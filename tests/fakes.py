@@ -208,6 +208,11 @@ class FakeProducer:
         self.poll()
         return len(self._queue)
 
+    def close(self) -> bool:
+        self.flush()
+        self.closed = True
+        return True
+
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> _ClusterMeta:
         names = [topic] if topic else list(self.broker.partitions)
         return _ClusterMeta({t: _TopicMeta({p: None for p in range(self.broker.partitions.get(t, 1))})
