@@ -35,8 +35,9 @@ _CONSUMER_DEFAULTS = {
     "fetch.wait.max.ms": "50",  # a tailing consumer sees new records within ~50 ms
     "topic.metadata.refresh.interval.ms": "30000",
 }
-_PRODUCER_DEFAULTS = {
+_PRODUCER_DEFAULTS: dict[str, Any] = {
     "enable.idempotence": "true",  # broker-side dedup of internal retries, order kept per partition
+    "delivery.report.only.error": True,  # a successful delivery costs no Python callback (a client-side bool)
     "linger.ms": "5",
     "message.timeout.ms": "120000",  # then the emitter re-sends it itself
     "queue.buffering.max.messages": "1000000",
@@ -73,32 +74,24 @@ def producer_config(settings: Settings) -> dict[str, Any]:
     return conf
 
 
-@dataclass(slots=True)
-class _Outgoing:
-    topic: str
-    key: bytes | None
-    value: bytes | None
-    headers: list[tuple[str, bytes]] | None
-    attempts: int = 0
-
-
 class Emitter:
-    """Produces messages, tracks their delivery, re-sends failed ones, and refuses to take more
-    than ``max_in_flight`` unacknowledged messages (:class:`Backpressure`).
+    """Produces messages, re-sends failed ones, and refuses to take more than ``max_in_flight``
+    unacknowledged messages (:class:`Backpressure`).
 
-    A delivery that fails with a retriable error (timeout, broker down, leader moved) is produced
-    again on the next :meth:`serve`; one that fails for good (message too large, not authorised)
-    is recorded and raised as :class:`ProduceFailed` by :meth:`serve` and :meth:`flush`, so the
-    checkpoint that would commit past it never happens.
+    Only failed deliveries are reported (``delivery.report.only.error``), so a successful message
+    costs no Python callback. A delivery that fails with a retriable error (timeout, broker down,
+    leader moved) is produced again on the next :meth:`serve`; one that fails for good (message
+    too large, not authorised) is recorded and raised as :class:`ProduceFailed` by :meth:`serve` and
+    :meth:`flush`, so the checkpoint that would commit past it never happens.
     """
 
     def __init__(self, producer: Producer, metrics: Metrics, max_in_flight: int) -> None:
         self._producer = producer
         self._metrics = metrics
         self.max_in_flight = max_in_flight
-        self._retry: list[_Outgoing] = []
+        self._retry: list[tuple[str, bytes | None, bytes | None, Any]] = []
         self._fatal: list[str] = []
-        self.delivered: dict[tuple[str, int], int] = {}  # (topic, partition) → next offset after our last
+        self._on_delivery = self._delivered  # one bound method for every message
 
     def __len__(self) -> int:
         """Messages produced and not yet acknowledged (or waiting to be re-sent)."""
@@ -112,43 +105,46 @@ class Emitter:
 
     def send(self, topic: str, key: bytes | None, value: bytes | None,
              headers: list[tuple[str, bytes]] | None = None) -> None:
-        self._produce(_Outgoing(topic, key, value, headers))
-
-    def _produce(self, out: _Outgoing) -> None:
-        out.attempts += 1
-
-        def on_delivery(err: KafkaError | None, msg: Message) -> None:
-            if err is None:
-                key = (msg.topic(), msg.partition())
-                if msg.offset() >= self.delivered.get(key, 0):
-                    self.delivered[key] = msg.offset() + 1
-                return
-            self._metrics.produce_errors.labels(topic=out.topic).inc()
-            if err.code() in _FATAL or err.fatal():
-                self._fatal.append(f"{out.topic}: {err.str()}")
-                log.error("delivery to %s failed for good: %s", out.topic, err.str())
-            else:
-                log.warning("delivery to %s failed (%s), attempt %d; re-sending", out.topic, err.str(), out.attempts)
-                self._retry.append(out)
-
         while True:
             try:
-                self._producer.produce(out.topic, value=out.value, key=out.key, headers=out.headers,
-                                       on_delivery=on_delivery)
+                self._producer.produce(topic, value=value, key=key, headers=headers, on_delivery=self._on_delivery)
                 return
             except BufferError:  # librdkafka's own queue is full: wait for acknowledgements
                 self._producer.poll(0.05)
             except KafkaException as exc:
-                self._fatal.append(f"{out.topic}: {exc}")
-                raise ProduceFailed(f"cannot produce to {out.topic}: {exc}") from None
+                self._fatal.append(f"{topic}: {exc}")
+                raise ProduceFailed(f"cannot produce to {topic}: {exc}") from None
+
+    def send_many(self, messages: list[tuple[str, bytes | None, bytes | None, Any]]) -> None:
+        """Produce (topic, key, value, headers) messages in order."""
+        produce, callback = self._producer.produce, self._on_delivery
+        for k, (topic, key, value, headers) in enumerate(messages):
+            try:
+                produce(topic, value=value, key=key, headers=headers, on_delivery=callback)
+            except (BufferError, KafkaException):  # queue full or a client error: the careful path
+                for rest in messages[k:]:
+                    self.send(*rest)
+                return
+
+    def _delivered(self, err: KafkaError | None, msg: Message) -> None:
+        if err is None:
+            return
+        topic = msg.topic()
+        self._metrics.produce_errors.labels(topic=topic).inc()
+        if err.code() in _FATAL or err.fatal():
+            self._fatal.append(f"{topic}: {err.str()}")
+            log.error("delivery to %s failed for good: %s", topic, err.str())
+        else:
+            log.warning("delivery to %s failed (%s); re-sending", topic, err.str())
+            self._retry.append((topic, msg.key(), msg.value(), msg.headers()))
 
     def serve(self, timeout: float = 0.0) -> None:
         """Run delivery callbacks, re-send what failed, raise if something failed for good."""
         self._producer.poll(timeout)
         if self._retry:
             retry, self._retry = self._retry, []
-            for out in retry:
-                self._produce(out)
+            for topic, key, value, headers in retry:
+                self.send(topic, key, value, headers)
         if self._fatal:
             raise ProduceFailed("; ".join(self._fatal))
 

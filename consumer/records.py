@@ -32,22 +32,27 @@ A record that cannot be used raises :class:`~consumer.errors.InvalidRecord` with
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import chain
 from typing import Any
 
 import numpy as np
 import orjson
+import scipy.sparse as sp
 
 from consumer.errors import InvalidRecord
 from learners.hashing import hash_features
+from learners.inputs import Rows
 
 __all__ = [
     "REASONS",
     "SCHEMA_VERSION",
+    "FeatureBatch",
     "Label",
     "decode_feature",
+    "decode_feature_batch",
     "decode_label",
     "encode_label_request",
     "encode_prediction",
@@ -180,6 +185,113 @@ def decode_feature(value: bytes | None, n_features: int, default_ts: float) -> F
         raise InvalidRecord("missing_features", "the record has no features")
     idx, val = _features(obj["features"], n_features)
     return Feature(rid, idx, val, _timestamp(obj, default_ts), obj["features"])
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureBatch:
+    """The usable records of a batch of feature messages, as one CSR batch."""
+
+    ids: list[str]
+    rows: Rows
+    ts: list[float]
+    features: list[Any]  # each record's "features" as received
+    positions: list[int]  # where each record sits in the input sequence
+    rejected: list[tuple[int, InvalidRecord]]  # (position, why) of the unusable ones
+
+
+def _flat(raw: Any, n_features: int) -> tuple[Any, list] | None:
+    """A record's features as flat (indices, values), for the common shapes; None otherwise."""
+    kind = type(raw)
+    if kind is dict:
+        if len(raw) == 2 and "indices" in raw and "values" in raw:
+            indices, values = raw["indices"], raw["values"]
+            if type(indices) is list and type(values) is list and len(indices) == len(values):
+                return indices, values
+            return None
+        try:
+            idx, val = hash_features(raw, n_features)
+        except ValueError:
+            return None
+        return idx.tolist(), val.tolist()
+    if kind is list and len(raw) == n_features:
+        return range(n_features), raw  # zeros are dropped for the whole batch at once
+    return None
+
+
+def decode_feature_batch(values: Sequence[bytes | None], n_features: int,
+                         default_ts: Callable[[int], float]) -> FeatureBatch:
+    """Decode many feature records at once; ``default_ts(k)`` is record k's time when it has no "ts".
+
+    The common case takes a short path: JSON, the id, the features' shape and a numeric timestamp
+    per record, then the numbers, index ranges and duplicate indices for the whole batch in numpy.
+    Anything else about a record (a missing id, an ISO timestamp, a wrong shape...) sends that
+    record through :func:`decode_feature`, which holds every rule and names every rejection; a
+    batch whose numbers fail the numpy checks is decoded record by record the same way.
+    """
+    good, rejected = [], []
+    loads = orjson.loads
+    for k, value in enumerate(values):
+        try:
+            obj = loads(value)
+        except (orjson.JSONDecodeError, TypeError):
+            obj = None
+        flat = None
+        if type(obj) is dict and obj.get("v", SCHEMA_VERSION) == SCHEMA_VERSION:
+            rid, stamp = obj.get("id"), obj.get("ts")
+            if stamp is None:
+                stamp = default_ts(k)
+            if type(rid) is str and rid and (type(stamp) is float or type(stamp) is int):
+                flat = _flat(obj.get("features"), n_features)
+        if flat is None:  # the careful path decides, and says why if it refuses
+            try:
+                f = decode_feature(value, n_features, default_ts(k))
+            except InvalidRecord as err:
+                rejected.append((k, err))
+                continue
+            rid, stamp, flat, obj = f.id, f.ts, (f.idx.tolist(), f.val.tolist()), {"features": f.features}
+        good.append((k, rid, stamp, obj["features"], flat[0], flat[1]))
+    if not good:
+        return FeatureBatch([], Rows.stack([], n_features), [], [], [], rejected)
+    positions, ids, ts, raw, idx_parts, val_parts = (list(column) for column in zip(*good, strict=True))
+    rows = _batch_rows(idx_parts, val_parts, [len(v) for v in val_parts], n_features)
+    if rows is None:
+        return _decode_one_by_one(values, n_features, default_ts)
+    return FeatureBatch(ids, rows, [float(t) for t in ts], raw, positions, rejected)
+
+
+def _batch_rows(idx_parts: list, val_parts: list, lengths: list[int], n_features: int) -> Rows | None:
+    """The CSR batch, or None when some number in it is not valid."""
+    try:
+        indices = np.array(list(chain.from_iterable(idx_parts)))
+        data = np.array(list(chain.from_iterable(val_parts)), dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if indices.size and (indices.dtype.kind not in "iu" or indices.min() < 0 or indices.max() >= n_features):
+        return None
+    if not np.isfinite(data).all():
+        return None
+    indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    csr = sp.csr_matrix((data, indices.astype(np.int32, copy=False), indptr), shape=(len(lengths), n_features))
+    csr.eliminate_zeros()  # dense rows arrive with their zeros
+    if not csr.has_canonical_format:
+        csr.sum_duplicates()
+    return Rows.from_arrays(csr.indptr, csr.indices, csr.data, n_features)
+
+
+def _decode_one_by_one(values: Sequence[bytes | None], n_features: int,
+                       default_ts: Callable[[int], float]) -> FeatureBatch:
+    good: list[Feature] = []
+    positions, rejected = [], []
+    for k, value in enumerate(values):
+        try:
+            good.append(decode_feature(value, n_features, default_ts(k)))
+            positions.append(k)
+        except InvalidRecord as err:
+            rejected.append((k, err))
+    rows = Rows.stack([(f.idx, f.val) for f in good], n_features)
+    return FeatureBatch([f.id for f in good], rows, [f.ts for f in good], [f.features for f in good], positions,
+                        rejected)
 
 
 @dataclass(frozen=True, slots=True)

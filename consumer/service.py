@@ -108,7 +108,8 @@ class _Batch:
     started: float
     outgoing: list[tuple[str, bytes | None, bytes | None, list | None]] = field(default_factory=list)
     pending: list[tuple[str, Entry]] = field(default_factory=list)
-    offsets: list[tuple[str, int, int]] = field(default_factory=list)
+    requested_ids: set[str] = field(default_factory=set)
+    offsets: dict[tuple[str, int], int] = field(default_factory=dict)  # next offset per partition
     predicted: list[Any] = field(default_factory=list)  # user labels, for the per-class counter
     probability: np.ndarray = field(default_factory=lambda: np.empty(0))
     record_ts: list[float] = field(default_factory=list)
@@ -285,6 +286,7 @@ class Service:
 
     # -- scoring -----------------------------------------------------------------------------------
     def _decide(self, messages: list[Any]) -> _Batch:
+        """Decode a batch, score it in one call, decide queries, and prepare every output."""
         s, learner, topics = self.settings, self.learner, self.settings.topics
         now = self.clock.now()
         batch = _Batch(started=self.clock.monotonic())
@@ -294,75 +296,88 @@ class Service:
                 good.append(msg)
             else:
                 log.warning("features consumer: %s", msg.error().str())
-        decoded = steps.decode_features(good, s.n_features, now)
-        for msg, err in decoded.rejected:
+        decoded, messages_of, rejected = steps.decode_features(good, s.n_features, now)
+        for msg, err in rejected:
             batch.outgoing.append((topics.dead_letters, *steps.dead_letter(msg, err)))
             batch.dead[(msg.topic(), err.reason)] += 1
-        batch.offsets = [(m.topic(), m.partition(), m.offset() + 1) for m in good]
-        records = decoded.records
-        if not records:
+        batch.offsets = steps.last_offsets(good)
+        n = len(decoded.ids)
+        if n == 0:
             return batch
-        rows = Rows.stack([(f.idx, f.val) for f in records], s.n_features)
-        decisions = learner.decide(rows, ids=[f.id for f in records])
-        version = learner.labels_
-        ttl = s.labels.ttl_s
-        probability = decisions.probability.copy()
-        requested_now: set[str] = set()
-        for i, (f, msg) in enumerate(zip(records, decoded.messages, strict=True)):
-            source = steps.source_of(msg)
-            headers = [(steps.SOURCE_HEADER, source)]
-            key = f.id.encode()
-            label = decisions.label[i].item() if hasattr(decisions.label[i], "item") else decisions.label[i]
-            score = float(decisions.scores.p[i])
-            gap = None if decisions.scores.gap is None else float(decisions.scores.gap[i])
-            recorded = self.recovery.take((msg.topic(), msg.partition(), msg.offset())) if self.recovery else None
-            if recorded is not None:
-                # decided before the restart: keep that decision, do not produce it again
-                made = recorded.prediction or recorded.request
-                label = made["label"] if recorded.prediction else made["prediction"]
-                score, probability[i] = made["score"], made["probability"]
-                wants = recorded.prediction["label_requested"] if recorded.prediction else True
-            else:
-                wants = bool(decisions.query[i])
-            requested = False
-            if wants and (f.id in self.pending or f.id in requested_now):
-                batch.suppressed += 1  # the same id is already waiting for its label
-            elif wants and recorded is not None and recorded.request is not None:
-                r = recorded.request
-                self.budget.allow(f.ts)  # it used the budget before the restart too
-                batch.pending.append((f.id, Entry(f.idx, f.val, int(learner.encode([label])[0]),
-                                                  float(probability[i]), score, r["requested_at"], r["expires_at"],
-                                                  r["cost"])))
-                requested = True
-            elif wants and self.budget.allow(f.ts):
-                cost = self.costs.of(label)
-                code = int(learner.encode([label])[0])
-                entry = Entry(f.idx, f.val, code, float(probability[i]), score, now, now + ttl, cost)
-                batch.outgoing.append((topics.label_requests, key, encode_label_request(
-                    f.id, f.features, label, score, float(probability[i]), steps.uncertainty(score, gap), cost,
-                    now, now + ttl, version), headers))
-                batch.pending.append((f.id, entry))
-                batch.requests += 1
-                requested = True
-            elif wants:
-                batch.suppressed += 1  # over the label budget of this window
-            if requested:
-                requested_now.add(f.id)
-            if recorded is None or recorded.prediction is None:
-                batch.outgoing.append((topics.predictions, key, encode_prediction(
-                    f.id, label, score, float(probability[i]), requested, version, f.ts, now), headers))
-            batch.predicted.append(label)
-            batch.record_ts.append(f.ts)
-        batch.probability = probability
-        batch.records = len(records)
+        d = learner.decide(decoded.rows, ids=decoded.ids)
+        labels, scores, probs = d.label.tolist(), d.scores.p.tolist(), d.probability.tolist()
+        wants, codes = d.query.tolist(), d.predicted.tolist()
+        ids, ts = decoded.ids, decoded.ts
+        sources = [steps.source_of(m) for m in messages_of]
+        produced = [False] * n  # the prediction is already in the topic (recovery)
+        requested = [False] * n
+        if self.recovery.recorded:
+            for i, msg in enumerate(messages_of):
+                recorded = self.recovery.take((msg.topic(), msg.partition(), msg.offset()))
+                if recorded is not None:
+                    self._keep_recorded(i, recorded, labels, scores, probs, wants, codes, produced, requested,
+                                        decoded, batch)
+        for i in (i for i in range(n) if wants[i] and not requested[i]):
+            requested[i] = self._request(i, labels[i], scores[i], probs[i], codes[i], ts[i], now, d, decoded,
+                                         sources[i], batch)
+        version, topic, source_header = learner.labels_, topics.predictions, steps.SOURCE_HEADER
+        batch.outgoing.extend(
+            (topic, ids[i].encode(), encode_prediction(ids[i], labels[i], scores[i], probs[i], requested[i], version,
+                                                       ts[i], now), [(source_header, sources[i])])
+            for i in range(n) if not produced[i]
+        )
+        batch.predicted = labels
+        batch.probability = np.asarray(probs)
+        batch.record_ts = ts
+        batch.records = n
         return batch
+
+    def _request(self, i: int, label: Any, score: float, probability: float, code: int, ts: float, now: float,
+                 decisions: Any, decoded: Any, source: bytes, batch: _Batch) -> bool:
+        """Ask for record i's label unless it is already pending or over the budget; True if asked."""
+        rid = decoded.ids[i]
+        if rid in self.pending or rid in batch.requested_ids:
+            batch.suppressed += 1  # the same id is already waiting for its label
+            return False
+        if not self.budget.allow(ts):
+            batch.suppressed += 1  # over the label budget of this window
+            return False
+        s = self.settings
+        cost = self.costs.of(label)
+        idx, val = decoded.rows.row(i)
+        expires_at = now + s.labels.ttl_s
+        batch.pending.append((rid, Entry(idx.copy(), val.copy(), code, probability, score, now, expires_at, cost)))
+        batch.requested_ids.add(rid)
+        gap = None if decisions.scores.gap is None else float(decisions.scores.gap[i])
+        batch.outgoing.append((s.topics.label_requests, rid.encode(), encode_label_request(
+            rid, decoded.features[i], label, score, probability, steps.uncertainty(score, gap), cost, now, expires_at,
+            self.learner.labels_), [(steps.SOURCE_HEADER, source)]))
+        batch.requests += 1
+        return True
+
+    def _keep_recorded(self, i: int, recorded: Any, labels: list, scores: list, probs: list, wants: list,
+                       codes: list, produced: list, requested: list, decoded: Any, batch: _Batch) -> None:
+        """Record i was decided before the restart: keep that decision, do not produce it again."""
+        made = recorded.prediction or recorded.request
+        labels[i] = made["label"] if recorded.prediction else made["prediction"]
+        scores[i], probs[i] = made["score"], made["probability"]
+        codes[i] = int(self.learner.encode([labels[i]])[0])
+        produced[i] = recorded.prediction is not None
+        wants[i] = recorded.prediction["label_requested"] if recorded.prediction else True
+        if wants[i] and recorded.request is not None:
+            r = recorded.request
+            self.budget.allow(decoded.ts[i])  # it used the budget before the restart too
+            idx, val = decoded.rows.row(i)
+            batch.pending.append((decoded.ids[i], Entry(idx.copy(), val.copy(), codes[i], probs[i], scores[i],
+                                                        r["requested_at"], r["expires_at"], r["cost"])))
+            batch.requested_ids.add(decoded.ids[i])
+            requested[i] = True  # asked before the restart: nothing more to do for it
 
     def _emit(self, batch: _Batch) -> None:
         """Send a decided batch; raises :class:`Backpressure` before sending anything if it would
         exceed the in-flight limit."""
         self.emitter.reserve(len(batch.outgoing))
-        for topic, key, value, headers in batch.outgoing:
-            self.emitter.send(topic, key, value, headers)
+        self.emitter.send_many(batch.outgoing)
         now = self.clock.now()
         for rid, entry in batch.pending:
             for pushed_id, _ in self.pending.add(rid, entry):
@@ -371,14 +386,14 @@ class Service:
             parked = self.recovery.unpark(rid)
             if parked:
                 self._apply_labels([Label(rid, p["label"], p["cost"], p["ts"]) for p in parked], now)
-        for topic, partition, next_offset in batch.offsets:
+        for (topic, partition), next_offset in batch.offsets.items():
             self.offsets.store(topic, partition, next_offset)
         self._account_batch(batch, now)
 
     def _account_batch(self, batch: _Batch, now: float) -> None:
         m, t = self.metrics, self.totals
         t.add("records_scored", batch.records)
-        for label, n in Tally(str(x) for x in batch.predicted).items():
+        for label, n in Tally(batch.predicted).items():
             t.add(f"predictions.{label}", n)
         t.add("label_requests", batch.requests)
         t.add("label_requests_suppressed", batch.suppressed)
@@ -529,7 +544,7 @@ class Service:
         state: dict[str, np.ndarray] = {f"learner.{k}": v for k, v in self.learner.state_dict().items()}
         state.update({f"pending.{k}": v for k, v in self.pending.state_dict().items()})
         state.update({f"budget.{k}": v for k, v in self.budget.state_dict().items()})
-        for name, offsets in (("offsets", self.offsets.next), ("outputs", self._output_watermarks())):
+        for name, offsets in (("offsets", self.offsets.next), ("outputs", self._output_ends())):
             keys = sorted(offsets)
             state[f"{name}.topics"], state[f"{name}.topics_offsets"] = pack_strings([t for t, _ in keys])
             state[f"{name}.partitions"] = np.array([p for _, p in keys], dtype=np.int64)
@@ -546,11 +561,21 @@ class Service:
         }, sort_keys=True))
         return state
 
-    def _output_watermarks(self) -> dict[tuple[str, int], int]:
-        marks = dict(self._output_floor)
-        for key, offset in self.emitter.delivered.items():
-            marks[key] = max(marks.get(key, 0), offset)
-        return marks
+    def _output_ends(self) -> dict[tuple[str, int], int]:
+        """Where each partition of the output topics ends now (after a flush: past all our outputs).
+
+        Some brokers answer with less than the true end (the base offset of the last batch); a low
+        value only makes recovery read a little more, since it matches outputs by their source."""
+        ends = {}
+        topics = self.settings.topics
+        for topic in (topics.predictions, topics.label_requests):
+            for p in self._partitions(topic):
+                try:
+                    _, high = self._features.get_watermark_offsets(TopicPartition(topic, p), timeout=5)
+                except KafkaException:
+                    high = self._output_floor.get((topic, p), 0)
+                ends[(topic, p)] = max(0, high)
+        return ends
 
     def _commit_offsets(self) -> None:
         for consumer in (self._features, self._labels):
@@ -600,7 +625,6 @@ class Service:
     def _recover_decisions(self) -> None:
         """Read back what was produced after the checkpoint (see :mod:`consumer.recovery`)."""
         if self.restored_from is None:
-            self._remember_output_ends()
             return
         topics = self.settings.topics
         for topic, kind in ((topics.predictions, "prediction"), (topics.label_requests, "request")):
@@ -617,14 +641,3 @@ class Service:
         if info is None or info.error is not None:
             return []
         return sorted(info.partitions)
-
-    def _remember_output_ends(self) -> None:
-        """Where the output topics end now: recovery after the next crash starts reading there."""
-        topics = self.settings.topics
-        for topic in (topics.predictions, topics.label_requests):
-            for p in self._partitions(topic):
-                try:
-                    _, high = self._features.get_watermark_offsets(TopicPartition(topic, p), timeout=5)
-                except KafkaException:
-                    continue
-                self._output_floor[(topic, p)] = max(0, high)

@@ -13,16 +13,18 @@ from typing import Any
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
 
 from consumer.errors import InvalidRecord
-from consumer.records import Feature, Label, decode_feature, decode_label
+from consumer.records import Feature, FeatureBatch, Label, decode_feature_batch, decode_label
 
 __all__ = [
     "SOURCE_HEADER",
     "Decoded",
     "Feature",
+    "FeatureBatch",
     "Label",
     "dead_letter",
     "decode_features",
     "decode_labels",
+    "last_offsets",
     "message_time",
     "parse_source",
     "source_of",
@@ -69,9 +71,24 @@ def _decode(msgs: Sequence[Any], decode, now: float) -> Decoded:
     return out
 
 
-def decode_features(msgs: Sequence[Any], n_features: int, now: float) -> Decoded:
-    """Feature records of a batch; invalid ones are set aside with their reason."""
-    return _decode(msgs, lambda value, ts: decode_feature(value, n_features, ts), now)
+def decode_features(msgs: Sequence[Any], n_features: int, now: float) -> tuple[FeatureBatch, list[Any], list]:
+    """A batch of feature messages → (the decoded batch, the message of each usable record,
+    [(message, InvalidRecord)] for the others)."""
+    batch = decode_feature_batch([m.value() for m in msgs], n_features, lambda k: message_time(msgs[k], now))
+    rejected = []
+    for k, err in batch.rejected:
+        msg = msgs[k]
+        err.topic, err.partition, err.offset = msg.topic(), msg.partition(), msg.offset()
+        rejected.append((msg, err))
+    return batch, [msgs[k] for k in batch.positions], rejected
+
+
+def last_offsets(msgs: Sequence[Any]) -> dict[tuple[str, int], int]:
+    """The next offset to read in each partition after these messages."""
+    out: dict[tuple[str, int], int] = {}
+    for msg in msgs:
+        out[(msg.topic(), msg.partition())] = msg.offset() + 1
+    return out
 
 
 def decode_labels(msgs: Sequence[Any], classes: Mapping[Any, int], now: float) -> Decoded:

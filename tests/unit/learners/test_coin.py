@@ -38,3 +38,15 @@ def test_record_key_is_the_same_in_another_process():
 def test_integer_keys_are_the_ids_themselves():
     assert record_key(12345) == 12345
     assert record_keys(np.array([3, 4])).tolist() == [3, 4]
+
+
+def test_string_keys_are_fnv1a_64():
+    def fnv1a(data: bytes) -> int:
+        h = 0xCBF29CE484222325
+        for b in data:
+            h = ((h ^ b) * 0x100000001B3) & (2**64 - 1)
+        return h
+
+    for rid in ["", "a", "order-42", "ünïcödé-7"]:
+        assert record_key(rid) == fnv1a(rid.encode())
+    assert record_keys(["a", "order-42"]).tolist() == [fnv1a(b"a"), fnv1a(b"order-42")]
