@@ -194,9 +194,13 @@ class FeatureBatch:
     ids: list[str]
     rows: Rows
     ts: list[float]
-    features: list[Any]  # each record's "features" as received
+    values: list[bytes | None]  # the input, every record as received
     positions: list[int]  # where each record sits in the input sequence
     rejected: list[tuple[int, InvalidRecord]]  # (position, why) of the unusable ones
+
+    def features(self, i: int) -> Any:
+        """Record i's "features" as received (read again: only label requests need it)."""
+        return orjson.loads(self.values[self.positions[i]])["features"]
 
 
 def _flat(raw: Any, n_features: int) -> tuple[Any, list] | None:
@@ -221,6 +225,57 @@ def _flat(raw: Any, n_features: int) -> tuple[Any, list] | None:
 def decode_feature_batch(values: Sequence[bytes | None], n_features: int,
                          default_ts: Callable[[int], float]) -> FeatureBatch:
     """Decode many feature records at once; ``default_ts(k)`` is record k's time when it has no "ts".
+
+    Sparse ``{"indices", "values"}`` and dense records with plain ids are read by the compiled scanner
+    of :mod:`consumer.fastjson`; the others (named features, unusual ids or timestamps, anything
+    wrong) by :func:`_python_batch`, and those it cannot vouch for by :func:`decode_feature`.
+    """
+    from consumer.fastjson import scan_batch
+
+    values = list(values)
+    blob, status, id_lo, id_hi, ts, has_ts, row_len, indices, data = scan_batch(values, n_features)
+    careful = np.flatnonzero(status).tolist()
+    fast = np.flatnonzero(status == 0)
+    if len(careful) == len(values):
+        return _python_batch(values, n_features, default_ts)
+    ids = [blob[lo:hi].decode() for lo, hi in zip(id_lo[fast].tolist(), id_hi[fast].tolist(), strict=True)]
+    stamps = np.where(has_ts[fast], ts[fast], 0.0).tolist()
+    for j in np.flatnonzero(~has_ts[fast]).tolist():
+        stamps[j] = float(default_ts(int(fast[j])))
+    fast_rows = _canonical(indices, data, row_len[fast], n_features)
+    if not careful:
+        return FeatureBatch(ids, fast_rows, stamps, values, fast.tolist(), [])
+    slow = _python_batch([values[k] for k in careful], n_features, lambda j: default_ts(careful[j]))
+    return _merge(values, fast.tolist(), ids, stamps, fast_rows, careful, slow, n_features)
+
+
+def _canonical(indices: np.ndarray, data: np.ndarray, lengths: np.ndarray, n_features: int) -> Rows:
+    """CSR rows without zeros (dense records bring theirs) and with duplicate indices summed."""
+    indptr = np.zeros(lengths.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    csr = sp.csr_matrix((data, indices.astype(np.int32), indptr), shape=(lengths.size, n_features))
+    csr.eliminate_zeros()
+    if not csr.has_canonical_format:
+        csr.sum_duplicates()
+    return Rows.from_arrays(csr.indptr, csr.indices, csr.data, n_features)
+
+
+def _merge(values: list, fast_pos: list[int], fast_ids: list[str], fast_ts: list[float], fast_rows: Rows,
+           careful: list[int], slow: FeatureBatch, n_features: int) -> FeatureBatch:
+    """Both readers' records back in input order."""
+    slow_pos = [careful[j] for j in slow.positions]
+    order = sorted([(k, 0, j) for j, k in enumerate(fast_pos)] + [(k, 1, j) for j, k in enumerate(slow_pos)])
+    parts = (fast_rows, slow.rows)
+    ids = [(fast_ids, slow.ids)[src][j] for _, src, j in order]
+    ts = [(fast_ts, slow.ts)[src][j] for _, src, j in order]
+    rows = Rows.stack([parts[src].row(j) for _, src, j in order], n_features)
+    rejected = [(careful[j], err) for j, err in slow.rejected]
+    return FeatureBatch(ids, rows, ts, values, [k for k, _, _ in order], rejected)
+
+
+def _python_batch(values: Sequence[bytes | None], n_features: int,
+                  default_ts: Callable[[int], float]) -> FeatureBatch:
+    """Decode records with orjson, for the shapes the compiled scanner leaves out.
 
     The common case takes a short path: JSON, the id, the features' shape and a numeric timestamp
     per record, then the numbers, index ranges and duplicate indices for the whole batch in numpy.
@@ -251,12 +306,12 @@ def decode_feature_batch(values: Sequence[bytes | None], n_features: int,
             rid, stamp, flat, obj = f.id, f.ts, (f.idx.tolist(), f.val.tolist()), {"features": f.features}
         good.append((k, rid, stamp, obj["features"], flat[0], flat[1]))
     if not good:
-        return FeatureBatch([], Rows.stack([], n_features), [], [], [], rejected)
-    positions, ids, ts, raw, idx_parts, val_parts = (list(column) for column in zip(*good, strict=True))
+        return FeatureBatch([], Rows.stack([], n_features), [], list(values), [], rejected)
+    positions, ids, ts, _, idx_parts, val_parts = (list(column) for column in zip(*good, strict=True))
     rows = _batch_rows(idx_parts, val_parts, [len(v) for v in val_parts], n_features)
     if rows is None:
         return _decode_one_by_one(values, n_features, default_ts)
-    return FeatureBatch(ids, rows, [float(t) for t in ts], raw, positions, rejected)
+    return FeatureBatch(ids, rows, [float(t) for t in ts], list(values), positions, rejected)
 
 
 def _batch_rows(idx_parts: list, val_parts: list, lengths: list[int], n_features: int) -> Rows | None:
@@ -290,8 +345,7 @@ def _decode_one_by_one(values: Sequence[bytes | None], n_features: int,
         except InvalidRecord as err:
             rejected.append((k, err))
     rows = Rows.stack([(f.idx, f.val) for f in good], n_features)
-    return FeatureBatch([f.id for f in good], rows, [f.ts for f in good], [f.features for f in good], positions,
-                        rejected)
+    return FeatureBatch([f.id for f in good], rows, [f.ts for f in good], list(values), positions, rejected)
 
 
 @dataclass(frozen=True, slots=True)

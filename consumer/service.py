@@ -350,7 +350,7 @@ class Service:
         batch.requested_ids.add(rid)
         gap = None if decisions.scores.gap is None else float(decisions.scores.gap[i])
         batch.outgoing.append((s.topics.label_requests, rid.encode(), encode_label_request(
-            rid, decoded.features[i], label, score, probability, steps.uncertainty(score, gap), cost, now, expires_at,
+            rid, decoded.features(i), label, score, probability, steps.uncertainty(score, gap), cost, now, expires_at,
             self.learner.labels_), [(steps.SOURCE_HEADER, source)]))
         batch.requests += 1
         return True

@@ -1,0 +1,364 @@
+"""A compiled reader for the common shapes of feature records, for a whole batch at once.
+
+It accepts exactly::
+
+    {"id": "<plain string>", "features": {"indices": [<ints>], "values": [<numbers>]}, "ts": <number>, "v": 1}
+    {"id": "<plain string>", "features": [<n_features numbers>], ...}
+
+in any key order, with any JSON whitespace, ``ts`` and ``v`` optional. Every other record — an id
+with escapes or non-ASCII bytes, named features, extra keys, anything malformed, a number outside
+strict JSON grammar, an index out of range — is marked for the careful decoder
+(:func:`consumer.records.decode_feature`), which knows every rule and names every rejection. So
+this reader can only make the common case fast; it never decides that a record is bad.
+
+Numbers are exact: a number with at most 19 significant digits and a small exponent is computed
+with correctly rounded float64 arithmetic (Clinger's fast path); any other is re-read by Python's
+``float`` from its text.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from learners.datasets import _POW10
+
+__all__ = ["scan_batch", "scan_features"]
+
+_MAX_FAST_MANTISSA = 2**53
+
+OK, CAREFUL = 0, 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _ws(buf, i, end):
+    while i < end and (buf[i] == 32 or buf[i] == 9 or buf[i] == 10 or buf[i] == 13):
+        i += 1
+    return i
+
+
+@njit(cache=True, nogil=True)
+def _number(buf, i, end):
+    """A strict JSON number at buf[i:]. Returns (value, next, status, is_integer):
+    status 0 exact, 1 exact value needs Python's float, -1 not a JSON number."""
+    neg = False
+    if i < end and buf[i] == 45:  # '-'
+        neg = True
+        i += 1
+    if i >= end or not (48 <= buf[i] <= 57):
+        return 0.0, i, -1, False
+    if buf[i] == 48 and i + 1 < end and 48 <= buf[i + 1] <= 57:
+        return 0.0, i, -1, False  # a leading zero
+    mant = np.uint64(0)
+    digits = 0
+    exp10 = 0
+    exact = True
+    integer = True
+    while i < end and 48 <= buf[i] <= 57:
+        if digits < 19:
+            mant = mant * np.uint64(10) + np.uint64(buf[i] - 48)
+            if mant != 0:
+                digits += 1
+        else:
+            exp10 += 1
+            exact = False
+        i += 1
+    if i < end and buf[i] == 46:  # '.'
+        integer = False
+        i += 1
+        if i >= end or not (48 <= buf[i] <= 57):
+            return 0.0, i, -1, False
+        while i < end and 48 <= buf[i] <= 57:
+            if digits < 19:
+                mant = mant * np.uint64(10) + np.uint64(buf[i] - 48)
+                if mant != 0:
+                    digits += 1
+                exp10 -= 1
+            else:
+                exact = False
+            i += 1
+    if i < end and (buf[i] == 101 or buf[i] == 69):  # 'e' 'E'
+        integer = False
+        i += 1
+        eneg = False
+        if i < end and (buf[i] == 45 or buf[i] == 43):
+            eneg = buf[i] == 45
+            i += 1
+        if i >= end or not (48 <= buf[i] <= 57):
+            return 0.0, i, -1, False
+        e = 0
+        while i < end and 48 <= buf[i] <= 57:
+            if e < 100000:
+                e = e * 10 + (buf[i] - 48)
+            i += 1
+        exp10 += -e if eneg else e
+    if integer and digits >= 19:
+        return 0.0, i, -1, False  # an integer JSON parsers may refuse (beyond 64 bits): not ours to judge
+    if mant != 0 and (exp10 + digits > 308 or exp10 + digits < -320):
+        return 0.0, i, -1, False  # overflow or deep underflow: not ours to judge
+    if mant == 0:
+        value = 0.0
+        status = 0
+    elif exact and mant <= _MAX_FAST_MANTISSA and -22 <= exp10 <= 22:
+        value = float(mant) * _POW10[exp10] if exp10 >= 0 else float(mant) / _POW10[-exp10]
+        status = 0
+    else:
+        value = 0.0
+        status = 1
+    return (-value if neg else value), i, status, integer
+
+
+_KEYS = [np.frombuffer(name, dtype=np.uint8) for name in (b"id", b"features", b"ts", b"v", b"indices", b"values")]
+K_ID, K_FEATURES, K_TS, K_V, K_INDICES, K_VALUES = _KEYS
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _is(buf, start, n, key):
+    if n != key.size:
+        return False
+    for j in range(n):  # noqa: SIM110 (compiled: a generator would not be)
+        if buf[start + j] != key[j]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _key(buf, i, end):
+    """A plain ASCII object key at buf[i:] (after its opening quote). Returns (code, next):
+    code 1 id, 2 features, 3 ts, 4 v, 5 indices, 6 values, 0 anything else, -1 not plain."""
+    start = i
+    while i < end and buf[i] != 34:
+        c = buf[i]
+        if c == 92 or c < 32 or c >= 128:
+            return -1, i
+        i += 1
+    if i >= end:
+        return -1, i
+    n = i - start
+    code = 0
+    if _is(buf, start, n, K_ID):
+        code = 1
+    elif _is(buf, start, n, K_FEATURES):
+        code = 2
+    elif _is(buf, start, n, K_TS):
+        code = 3
+    elif _is(buf, start, n, K_V):
+        code = 4
+    elif _is(buf, start, n, K_INDICES):
+        code = 5
+    elif _is(buf, start, n, K_VALUES):
+        code = 6
+    return code, i + 1
+
+
+@njit(cache=True, nogil=True)
+def _array(buf, i, end, out, at, fix_at, fix_lo, fix_hi, nfix, integers, fix_base):
+    """A JSON array of numbers at buf[i:] (after '['), written to out[at:]. Returns
+    (next, count, nfix, ok)."""
+    count = 0
+    i = _ws(buf, i, end)
+    if i < end and buf[i] == 93:  # ']'
+        return i + 1, 0, nfix, True
+    while True:
+        i = _ws(buf, i, end)
+        lo = i
+        value, i, status, is_int = _number(buf, i, end)
+        if status < 0 or (integers and not is_int):
+            return i, count, nfix, False
+        if status == 1:
+            if integers:
+                return i, count, nfix, False  # an index with more than 19 digits
+            fix_at[nfix], fix_lo[nfix], fix_hi[nfix] = fix_base + at + count, lo, i
+            nfix += 1
+        out[at + count] = value
+        count += 1
+        i = _ws(buf, i, end)
+        if i >= end:
+            return i, count, nfix, False
+        if buf[i] == 44:  # ','
+            i += 1
+        elif buf[i] == 93:
+            return i + 1, count, nfix, True
+        else:
+            return i, count, nfix, False
+
+
+@njit(cache=True, nogil=True)
+def scan_features(buf, bounds, n_features, status, id_lo, id_hi, ts, has_ts, row_len,
+                  idx_buf, val_buf, fix_at, fix_lo, fix_hi):
+    """Scan records ``buf[bounds[k]:bounds[k+1]]``. Fills, per record: status (0 read here,
+    1 for the careful decoder), the id's byte span, ts, where its features sit in idx_buf/val_buf.
+    Returns the number of numbers to re-read with Python's float (fix_*)."""
+    nfix = 0
+    at = 0
+    tmp_idx = np.empty(idx_buf.size, dtype=np.float64)  # indices parsed as numbers first
+    for k in range(bounds.size - 1):
+        i, end = bounds[k], bounds[k + 1]
+        status[k] = CAREFUL
+        row_len[k] = 0
+        has_ts[k] = False
+        i = _ws(buf, i, end)
+        if i >= end or buf[i] != 123:  # '{'
+            continue
+        i += 1
+        seen_id = False
+        seen_features = False
+        seen_v = False
+        good = True
+        fix_mark = nfix
+        while good:
+            i = _ws(buf, i, end)
+            if i >= end or buf[i] != 34:
+                good = False
+                break
+            code, i = _key(buf, i + 1, end)
+            i = _ws(buf, i, end)
+            if code <= 0 or i >= end or buf[i] != 58:  # ':'
+                good = False
+                break
+            i = _ws(buf, i + 1, end)
+            if i >= end:
+                good = False
+                break
+            if code == 1:  # "id": a plain, non-empty ASCII string
+                if seen_id or buf[i] != 34:
+                    good = False
+                    break
+                lo = i + 1
+                i = lo
+                while i < end and buf[i] != 34:
+                    c = buf[i]
+                    if c == 92 or c < 32 or c >= 128:
+                        good = False
+                        break
+                    i += 1
+                if not good or i >= end or i == lo:
+                    good = False
+                    break
+                id_lo[k], id_hi[k] = lo, i
+                i += 1
+                seen_id = True
+            elif code == 3:  # "ts": a number
+                if has_ts[k]:
+                    good = False
+                    break
+                lo = i
+                value, i, st, _ = _number(buf, i, end)
+                if st != 0:
+                    good = False  # an unusual timestamp: the careful decoder reads it
+                    break
+                ts[k] = value
+                has_ts[k] = True
+            elif code == 4:  # "v": exactly 1
+                if seen_v or buf[i] != 49:
+                    good = False
+                    break
+                i += 1
+                seen_v = True
+            elif code == 2:  # "features"
+                if seen_features:
+                    good = False
+                    break
+                seen_features = True
+                if buf[i] == 91:  # '[': dense
+                    i, count, nfix, ok = _array(buf, i + 1, end, val_buf, at, fix_at, fix_lo, fix_hi, nfix,
+                                                False, 0)
+                    if not ok or count != n_features:
+                        good = False
+                        break
+                    for j in range(count):
+                        idx_buf[at + j] = j
+                    row_len[k] = count
+                elif buf[i] == 123:  # '{': indices and values
+                    i += 1
+                    n_idx = -1
+                    n_val = -1
+                    while True:
+                        i = _ws(buf, i, end)
+                        if i >= end or buf[i] != 34:
+                            good = False
+                            break
+                        sub, i = _key(buf, i + 1, end)
+                        i = _ws(buf, i, end)
+                        if i >= end or buf[i] != 58:
+                            good = False
+                            break
+                        i = _ws(buf, i + 1, end)
+                        if i >= end or buf[i] != 91:
+                            good = False
+                            break
+                        if sub == 5 and n_idx < 0:
+                            i, n_idx, nfix, ok = _array(buf, i + 1, end, tmp_idx, at, fix_at, fix_lo, fix_hi,
+                                                        nfix, True, 0)
+                        elif sub == 6 and n_val < 0:
+                            i, n_val, nfix, ok = _array(buf, i + 1, end, val_buf, at, fix_at, fix_lo, fix_hi,
+                                                        nfix, False, 0)
+                        else:
+                            good = False
+                            break
+                        if not ok:
+                            good = False
+                            break
+                        i = _ws(buf, i, end)
+                        if i < end and buf[i] == 44:
+                            i += 1
+                            continue
+                        if i < end and buf[i] == 125:  # '}'
+                            i += 1
+                            break
+                        good = False
+                        break
+                    if not good or n_idx < 0 or n_val != n_idx:
+                        good = False
+                        break
+                    for j in range(n_idx):
+                        index = tmp_idx[at + j]
+                        if index < 0 or index >= n_features:
+                            good = False
+                            break
+                        idx_buf[at + j] = np.int64(index)
+                    if not good:
+                        break
+                    row_len[k] = n_idx
+                else:
+                    good = False
+                    break
+            i = _ws(buf, i, end)
+            if i < end and buf[i] == 44:
+                i += 1
+                continue
+            if i < end and buf[i] == 125:
+                i += 1
+                break
+            good = False
+        if good and seen_id and seen_features and _ws(buf, i, end) == end:
+            status[k] = OK
+            at += row_len[k]
+        else:
+            nfix = fix_mark  # forget what this record asked to re-read
+            row_len[k] = 0
+    return nfix, at
+
+
+def scan_batch(values: list[bytes | None], n_features: int):
+    """Run :func:`scan_features` over a batch. Returns (blob, status, id_lo, id_hi, ts, has_ts,
+    row_len, indices, data) with every number exact."""
+    n = len(values)
+    blob = b"".join(v or b"" for v in values)
+    bounds = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum([len(v) if v else 0 for v in values], out=bounds[1:])
+    # a record holds at most two arrays, each with one number more than its commas
+    capacity = blob.count(b",") + 2 * n + 1
+    buf = np.frombuffer(blob, dtype=np.uint8)
+    status = np.empty(n, dtype=np.int8)
+    id_lo, id_hi = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    ts, has_ts = np.zeros(n), np.zeros(n, dtype=np.bool_)
+    row_len = np.zeros(n, dtype=np.int64)
+    indices, data = np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.float64)
+    fix_at = np.empty(capacity, dtype=np.int64)
+    fix_lo, fix_hi = np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int64)
+    nfix, used = scan_features(buf, bounds, n_features, status, id_lo, id_hi, ts, has_ts, row_len,
+                               indices, data, fix_at, fix_lo, fix_hi)
+    for at, lo, hi in zip(fix_at[:nfix].tolist(), fix_lo[:nfix].tolist(), fix_hi[:nfix].tolist(), strict=True):
+        data[at] = float(blob[lo:hi])
+    return blob, status, id_lo, id_hi, ts, has_ts, row_len, indices[:used], data[:used]
