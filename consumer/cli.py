@@ -109,7 +109,7 @@ def _print_report(r: dict[str, Any]) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from consumer.config import load_settings
-    from consumer.errors import CheckpointError, ConfigError, IncompatibleCheckpoint
+    from consumer.errors import ConfigError
     from consumer.service import Service
 
     try:
@@ -121,11 +121,7 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     signal.signal(signal.SIGTERM, service.request_stop)
     signal.signal(signal.SIGINT, service.request_stop)
-    try:
-        return service.run()
-    except (IncompatibleCheckpoint, CheckpointError) as exc:
-        print(f"activestream run: {exc}", file=sys.stderr)
-        return 2
+    return service.run()  # 0 clean stop, 2 configuration or checkpoint refused, 1 failure
 
 
 def _inspect(args: argparse.Namespace) -> int:

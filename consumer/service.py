@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections import Counter as Tally
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -144,6 +145,9 @@ class Service:
         self._clients = clients or KafkaClients(s)
         self._serve_http = serve_http
         self._stop_requested = False
+        self._stopped = threading.Event()  # the same request, for waits that should end on it
+        self._partitions_seen: dict[str, list[int]] = {}
+        self.recovery_attempts = 0
         self._batch: _Batch | None = None
         self._paused = False
         self._started = False
@@ -159,13 +163,18 @@ class Service:
 
     # -- lifecycle -------------------------------------------------------------------------------
     def run(self) -> int:
-        """Serve until asked to stop; 0 after a clean shutdown, 1 after a failure."""
+        """Serve until asked to stop; 0 after a clean shutdown, 2 when the configuration or the
+        checkpoint on disk does not allow starting, 1 after any other failure."""
         try:
             self.start()
             while not self._stop_requested:
                 self.run_once()
             self._shutdown()
             return 0
+        except (ConfigError, IncompatibleCheckpoint) as exc:
+            log.error("%s", exc)
+            self._close(final_checkpoint=False)
+            return 2
         except Exception:
             log.exception("activestream stopped on an error")
             self._close(final_checkpoint=False)
@@ -174,11 +183,15 @@ class Service:
     def request_stop(self, *_: object) -> None:
         """Signal handler: set a flag and nothing else; the loop finishes its iteration."""
         self._stop_requested = True
+        self._stopped.set()
 
     def start(self) -> None:
         """Restore the newest checkpoint, open the clients, subscribe, read back recent decisions."""
         s = self.settings
-        self.store.prepare()
+        try:
+            self.store.prepare()
+        except CheckpointError as exc:
+            raise ConfigError(f"ACTIVESTREAM_CHECKPOINT_DIR: {exc}") from None
         self._restore()
         if self._serve_http:
             self.http = HealthServer(self.health, self.metrics.registry, s.metrics_port).start()
@@ -256,7 +269,11 @@ class Service:
         self._expire(self.clock.now())
         self._observe_lag()
         if self.policy.due(self.clock.monotonic() - self._last_checkpoint_at, self._labels_since_checkpoint):
-            self.checkpoint()
+            try:
+                self.checkpoint()
+            except CheckpointError as exc:  # e.g. the broker is away: keep serving, try again later
+                log.warning("checkpoint failed, retrying in %.0f s: %s", self.policy.every_s, exc)
+                self._last_checkpoint_at = self.clock.monotonic()
         self.health.beat()
         self.metrics.loop_last_iteration.set(self.clock.now())
 
@@ -569,7 +586,11 @@ class Service:
         ends = {}
         topics = self.settings.topics
         for topic in (topics.predictions, topics.label_requests):
-            for p in self._partitions(topic):
+            try:
+                partitions = self._partitions(topic)
+            except KafkaException as exc:
+                raise CheckpointError(f"cannot list the partitions of {topic}: {exc}") from None
+            for p in partitions:
                 try:
                     _, high = self._features.get_watermark_offsets(TopicPartition(topic, p), timeout=5)
                 except KafkaException:
@@ -623,21 +644,41 @@ class Service:
                                                          state[f"{name}.next"], strict=True)}
 
     def _recover_decisions(self) -> None:
-        """Read back what was produced after the checkpoint (see :mod:`consumer.recovery`)."""
+        """Read back what was produced after the checkpoint (see :mod:`consumer.recovery`); while the
+        broker cannot be reached, keep trying (the loop is not running yet: /readyz says so)."""
         if self.restored_from is None:
             return
         topics = self.settings.topics
-        for topic, kind in ((topics.predictions, "prediction"), (topics.label_requests, "request")):
-            partitions = self._partitions(topic)
-            start = {p: o for (t, p), o in self._output_floor.items() if t == topic}
-            messages = read_tail(self._clients.reader, topic, start, partitions, timeout_s=120.0)
-            self.recovery.add_outputs(messages, kind)
+        backoff = 1.0
+        while True:
+            self.recovery_attempts += 1
+            try:
+                for topic, kind in ((topics.predictions, "prediction"), (topics.label_requests, "request")):
+                    partitions = self._partitions(topic, required=True)
+                    start = {p: o for (t, p), o in self._output_floor.items() if t == topic}
+                    messages = read_tail(self._clients.reader, topic, start, partitions, timeout_s=120.0)
+                    self.recovery.add_outputs(messages, kind)
+                break
+            except (KafkaException, TimeoutError) as exc:
+                log.warning("reading back recent decisions failed (%s); retrying in %.0f s", exc, backoff)
+                self.recovery = Recovery()
+                self.health.beat()
+                if self._stopped.wait(backoff):
+                    return
+                backoff = min(30.0, 2 * backoff)
         self.recovery.forget_before(self.offsets.next)
         log.info("recovery: %d decisions made after the checkpoint will be kept", len(self.recovery))
 
-    def _partitions(self, topic: str) -> list[int]:
-        metadata = self._producer.list_topics(topic, timeout=10)
+    def _partitions(self, topic: str, required: bool = False) -> list[int]:
+        """The topic's partitions; the last known list when the broker does not answer (unless
+        ``required``, where the error is raised)."""
+        try:
+            metadata = self._producer.list_topics(topic, timeout=10)
+        except KafkaException:
+            if required or topic not in self._partitions_seen:
+                raise
+            return self._partitions_seen[topic]
         info = metadata.topics.get(topic)
-        if info is None or info.error is not None:
-            return []
-        return sorted(info.partitions)
+        found = [] if info is None or info.error is not None else sorted(info.partitions)
+        self._partitions_seen[topic] = found
+        return found

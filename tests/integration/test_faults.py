@@ -93,3 +93,39 @@ def test_a_leader_move_is_followed(cluster, tmp_path):
     service.request_stop()
     service._shutdown()
     assert sorted(predictions(cluster.bootstraps, topics, 300)) == sorted(rid for rid, _ in records)
+
+
+def test_a_restart_while_the_broker_is_away_waits_for_it(cluster, tmp_path):
+    import threading
+    import time
+
+    topics = mock_topics(cluster)
+    records, _ = stream(200)
+    produce_features(cluster.bootstraps, topics["features"], records[:100])
+    settings = settings_for(cluster.bootstraps, topics, tmp_path)
+    first = Service(settings, serve_http=False)
+    first.start()
+    run_until(first, lambda: first.totals.get("records_scored") >= 100, what="first half")
+    first.request_stop()
+    first._shutdown()
+    for broker in (1, 2, 3):
+        cluster.broker_down(broker)
+    second = Service(settings, serve_http=False)
+    runner = threading.Thread(target=second.run, daemon=True)
+    runner.start()
+    deadline = time.monotonic() + 30
+    while second.recovery_attempts < 2:  # it tried to read back recent decisions, and tries again
+        assert runner.is_alive() and time.monotonic() < deadline, "no retry while the broker is away"
+        assert not second.health.ready()[0] and second.health.live()[0]
+        time.sleep(0.05)  # watching another thread
+    for broker in (1, 2, 3):
+        cluster.broker_up(broker)
+    produce_features(cluster.bootstraps, topics["features"], records[100:])
+    deadline = time.monotonic() + 60
+    while second.totals.get("records_scored") < 200:
+        assert runner.is_alive() and time.monotonic() < deadline, "the service did not resume"
+        time.sleep(0.1)
+    second.request_stop()
+    runner.join(30)
+    assert not runner.is_alive()
+    assert sorted(predictions(cluster.bootstraps, topics, 200)) == sorted(rid for rid, _ in records)

@@ -381,3 +381,43 @@ def test_revocation_writes_a_checkpoint(harness):
     h.service._on_revoke(h.service._features, h.service._features.assignment())
     assert len(h.service.store.paths()) == 1
     assert not h.service.health.assigned
+
+
+def test_a_failed_periodic_checkpoint_keeps_the_loop_running(tmp_path, monkeypatch):
+    import consumer.service
+
+    monkeypatch.setattr(consumer.service, "_FLUSH_TIMEOUT_S", 0.05)
+    h = Harness(tmp_path, checkpoint={"every_s": 10})
+    h.service.start()
+    producer = h.clients.producers[0]
+    producer.hold = True  # the broker is away: nothing is acknowledged
+    feed(h, 5)
+    h.service.run_once()
+    h.clock.advance(11)
+    h.service.run_once()  # the checkpoint is due and fails; the loop goes on
+    assert h.service.metrics.checkpoint_failures._value.get() == 1
+    assert h.service.store.paths() == [] and h.broker.committed == {}
+    producer.hold = False
+    h.clock.advance(11)
+    h.service.run_once()
+    assert len(h.service.store.paths()) == 1
+    assert h.broker.committed[("activestream", "features", 0)] == 5
+
+
+def test_an_unwritable_checkpoint_directory_stops_start_up_naming_the_variable(tmp_path, caplog):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    h = Harness(tmp_path, checkpoint_dir=blocker / "ckpt")
+    assert h.service.run() == 2
+    assert "ACTIVESTREAM_CHECKPOINT_DIR" in caplog.text
+
+
+def test_an_incompatible_checkpoint_makes_run_exit_2(harness, caplog):
+    h = harness
+    h.service.start()
+    feed(h, 3)
+    h.service.run_once()
+    h.service.checkpoint()
+    h.service._close(final_checkpoint=False)
+    assert h.new_service(learner_params={"delta": 9.0}).run() == 2
+    assert "ALLOW_PARAM_CHANGE" in caplog.text
