@@ -33,7 +33,9 @@ class Scores:
 
     p: np.ndarray  # signed margin (binary) or top-1 score, shape (n,)
     gap: np.ndarray | None = None  # top-1 minus top-2 score (multiclass)
-    v: np.ndarray | None = None  # xᵀΣx (SOAL) or xᵀH⁻¹x (D-ADA); None if the rule has no such term
+    # the rule's scale term of x: xᵀΣx (SOAL), xᵀH⁻¹x (D-ADA), the squared radius X'² (Perceptron,
+    # for SEL-ada); None if the rule has no such term
+    v: np.ndarray | None = None
     top: np.ndarray | None = None  # index of the highest-scoring class (multiclass)
 
 
