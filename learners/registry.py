@@ -25,7 +25,7 @@ from learners.base import Learner, QueryStrategy, UpdateRule
 from learners.queries import AlwaysQuery, FixedRateQuery, MarginQuery, SelAdaQuery
 from learners.rules import PARule, PerceptronRule
 
-__all__ = ["ALGORITHMS", "LEARNER_DEFAULTS", "PAPER_PROTOCOL", "Spec", "canonical_name", "make"]
+__all__ = ["ALGORITHMS", "LEARNER_DEFAULTS", "PAPER_PROTOCOL", "Spec", "canonical_name", "make", "paper_protocol"]
 
 # The data model a learner gets by default: an intercept and ties broken towards the negative
 # class. On w8a (8.4 % empty rows) these two choices move PAA-I's F1 at 10 % labels from 0.38
@@ -34,6 +34,8 @@ LEARNER_DEFAULTS: dict[str, Any] = {"bias": 1.0, "normalize": False, "tie": "neg
 
 # The protocol of the papers' experiments: a linear model without intercept on raw features.
 PAPER_PROTOCOL: dict[str, Any] = {"bias": 0.0, "normalize": False, "tie": "negative"}
+# ... and the query rule of Sect. 3.2 of the PAA paper, δ/(δ+|p|), for the learners that take it.
+PAPER_QUERY: dict[str, Any] = {"offset": 0.0}
 
 _PAA = "Lu, Zhao & Hoi, Online Passive-Aggressive Active learning, Mach. Learn. 103(2), 2016"
 
@@ -115,3 +117,11 @@ def make(name: str, **overrides: Any) -> Learner:
     rule = spec.rule(**{k: v for k, v in params.items() if k in rule_names})
     query = spec.query(**{k: v for k, v in params.items() if k in query_names})
     return Learner(rule, query, name=key, **{k: v for k, v in params.items() if k in own_names})
+
+
+def paper_protocol(name: str) -> dict[str, Any]:
+    """The overrides that make ``make(name, **paper_protocol(name))`` the learner as the papers ran
+    it: :data:`PAPER_PROTOCOL`, plus :data:`PAPER_QUERY` where the algorithm's query takes it."""
+    spec = ALGORITHMS[canonical_name(name)]
+    query = {k: v for k, v in PAPER_QUERY.items() if k in spec.query.param_names()}
+    return {**PAPER_PROTOCOL, **query}
