@@ -45,9 +45,17 @@ CONFIGS = {
 }
 
 
-def config_params(config: str, algorithm: str) -> dict[str, Any]:
-    """The learner parameters a configuration sets for one algorithm."""
-    return paper_protocol(algorithm) if config == "paper" else {}
+def config_params(config: str, algorithm: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The learner parameters a configuration (plus ``--param`` overrides) sets for one algorithm."""
+    return {**(paper_protocol(algorithm) if config == "paper" else {}), **(overrides or {})}
+
+
+def _overrides(pairs: Sequence[str]) -> dict[str, Any]:
+    out = {}
+    for pair in pairs:
+        key, _, text = pair.partition("=")
+        out[key] = json.loads(text) if text not in ("", None) else text
+    return out
 
 
 def paper_rows(path: Path = TABLES_JSON) -> dict[tuple[str, str, float], dict[str, Any]]:
@@ -88,12 +96,14 @@ def print_cell(cell: Cell, paper: dict[str, Any] | None) -> None:
 
 
 def markdown(cells: list[Cell], papers: dict, config: str, command: str, elapsed_s: float,
-             river: list[dict[str, Any]] | None = None) -> str:
+             river: list[dict[str, Any]] | None = None, overrides: dict[str, Any] | None = None,
+             raw: bool = False) -> str:
     """The result file: one table per dataset, ours beside the paper's, with the difference."""
     lines = [
-        f"# PAA paper, Tables 2-3 — `{config}` configuration",
+        f"# PAA paper, Tables 2-3 — `{config}` configuration{' (diagnostic run)' if overrides or raw else ''}",
         "",
-        f"Configuration: {CONFIGS[config]}.",
+        f"Configuration: {CONFIGS[config]}"
+        + (f", with {', '.join(f'{k}={v}' for k, v in overrides.items())} for every algorithm." if overrides else "."),
         "",
         f"Command: `{command}` ({elapsed_s / 60:.1f} min on the shared 2-core machine).",
         "",
@@ -107,7 +117,7 @@ def markdown(cells: list[Cell], papers: dict, config: str, command: str, elapsed
     for name in dict.fromkeys(c.dataset for c in cells):
         spec = DATASETS[name]
         note = f" ({spec.note})" if spec.note else ""
-        scaled = ", standardised features" if spec.standardized else ""
+        scaled = ", standardised features" if spec.standardized and not raw else ""
         lines += [f"## {name}{note}{scaled}, positive label {spec.positive}", "",
                   "| algorithm | queries | F1 ours | F1 paper | ΔF1 | query % ours | query % paper | "
                   "time ours (s) | time paper (s) | parameters |",
@@ -175,8 +185,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="permutations per point of the Fig. 1 curves (default 20)")
     parser.add_argument("--no-figure", action="store_true", help="skip the Fig. 1 sweep")
     parser.add_argument("--river", action="store_true", help="measure River's EntropySampler(PA) on a8a and w8a")
+    parser.add_argument("--param", action="append", default=[], metavar="KEY=JSON",
+                        help="override a learner parameter for every algorithm (a diagnostic run; the result "
+                             "files get the overrides in their name), e.g. --param normalize=true")
+    parser.add_argument("--raw", action="store_true",
+                        help="use svmguide1 and spambase as distributed, not standardised (a diagnostic run)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="directory for the results")
     args = parser.parse_args(argv)
+    overrides = _overrides(args.param)
 
     started = time.perf_counter()
     papers = paper_rows()
@@ -185,12 +201,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     river: list[dict[str, Any]] = []
     for name in args.datasets:
         spec = DATASETS[name]
-        data = spec.load()
+        data = spec.load(raw=args.raw)
         classes = spec.classes(data)
         print(f"{name}: {data.n} rows, {data.rows.n_features} features, classes {classes}", flush=True)
         for algorithm in args.algorithms:
             for rate in RATES:
-                cell = evaluate(algorithm, data, classes, rate, config=config_params(args.config, algorithm),
+                cell = evaluate(algorithm, data, classes, rate, config=config_params(args.config, algorithm, overrides),
                                 permutations=args.permutations)
                 cells.append(cell)
                 print_cell(cell, papers.get((name, ALGORITHMS[algorithm], rate)))
@@ -198,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             curves[name] = []
             for algorithm in args.algorithms:
                 at_10 = next(c for c in cells if c.dataset == name and c.algorithm == algorithm and c.rate == 0.1)
-                curves[name] += sweep(algorithm, data, classes, config=config_params(args.config, algorithm),
+                curves[name] += sweep(algorithm, data, classes, config=config_params(args.config, algorithm, overrides),
                                       C=at_10.params.get("C"), permutations=args.figure_permutations)
         if args.river and name in ("a8a", "w8a"):
             from benchmarks.river_peer import entropy_sampler
@@ -212,14 +228,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     elapsed = time.perf_counter() - started
     args.out.mkdir(parents=True, exist_ok=True)
     command = "python -m benchmarks.paa_tables " + " ".join(sys.argv[1:] if argv is None else argv)
-    stem = f"paa_table2_3_{args.config}"
-    (args.out / f"{stem}.md").write_text(markdown(cells, papers, args.config, command.strip(), elapsed, river) + "\n")
+    label = args.config + "".join(f"+{k}={v}" for k, v in overrides.items()) + ("+raw" if args.raw else "")
+    stem = f"paa_table2_3_{label}"
+    (args.out / f"{stem}.md").write_text(markdown(cells, papers, args.config, command.strip(), elapsed, river,
+                                                  overrides, args.raw) + "\n")
     (args.out / f"{stem}.json").write_text(json.dumps(
         {"config": args.config, "command": command.strip(), "cells": [c.as_dict() for c in cells], "river": river,
          "curves": {k: [asdict(p) for p in v] for k, v in curves.items()}},
         indent=1) + "\n")
     if curves:
-        figure(curves, args.out / f"paa_fig1_{args.config}.png", args.config, args.figure_permutations)
+        figure(curves, args.out / f"paa_fig1_{label}.png", label, args.figure_permutations)
     print(f"wrote {args.out / stem}.md ({elapsed / 60:.1f} min)")
     return 0
 

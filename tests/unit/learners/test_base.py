@@ -52,7 +52,7 @@ def test_decisions_weight_is_inverse_probability():
 
 
 def test_state_dict_refuses_another_learner_or_parameters():
-    a = make("paa-1", n_features=3)
+    a = make("paa-1", n_features=3, C=1.0)
     a.learn([1.0, 0, 0], 1)
     with pytest.raises(ValueError, match=r"C: saved 1\.0 vs this 2\.0"):
         make("paa-1", n_features=3, C=2.0).load_state_dict(a.state_dict())
