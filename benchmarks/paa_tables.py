@@ -5,7 +5,7 @@ the protocol of :mod:`benchmarks.paa_protocol`, prints each cell beside the publ
 writes ``benchmarks/results/paa_table2_3_<config>.md`` (and ``.json``) plus the F-measure against
 query-ratio curves of Fig. 1 as ``paa_fig1_<config>.png``::
 
-    python -m benchmarks.paa_tables --config paper      # the paper's data model (no intercept, ...)
+    python -m benchmarks.paa_tables --config paper      # the paper's data model (no intercept, unit-norm rows)
     python -m benchmarks.paa_tables --config best       # the learners' defaults
     python -m benchmarks.paa_tables --datasets a8a w8a --permutations 5 --no-figure   # a quick look
 
@@ -39,7 +39,7 @@ PAPER_KEY = "000_87adedaa0a64eee5"  # Lu, Zhao & Hoi 2016 in tables.json
 RATES = (0.1, 0.2)
 
 CONFIGS = {
-    "paper": "the paper's protocol: no intercept, raw rows (no L2 normalisation), sign(0) = −1, "
+    "paper": "the paper's protocol: no intercept, every row scaled to unit L2 norm, sign(0) = −1, "
              "query δ/(δ+|p|)",
     "best": "the registry defaults (`make(name)` with no overrides)",
 }

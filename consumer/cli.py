@@ -114,7 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                     help="a learner hyper-parameter, e.g. delta=0.5, C=0.25, bias=0, normalize=true")
     rp.add_argument("--paper-protocol", action="store_true",
-                    help="the papers' data model and query rule: no intercept, raw rows, sign(0) = -1, δ/(δ+|p|)")
+                    help="the papers' data model and query rule: no intercept, unit-norm rows, sign(0) = -1, "
+                         "δ/(δ+|p|)")
     rp.add_argument("--permutations", type=int, default=1, help="runs, each over a random permutation (default 1)")
     rp.add_argument("--in-order", action="store_true", help="replay in file order instead of shuffling")
     rp.add_argument("--seed", type=int, default=0, help="seed of the permutations (run k uses seed+k)")

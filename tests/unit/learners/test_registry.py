@@ -63,7 +63,7 @@ def test_query_that_needs_a_term_the_rule_lacks_is_refused():
 
 def test_paper_protocol_is_a_set_of_parameters():
     learner = make("paa-1", **PAPER_PROTOCOL)
-    assert learner.bias == 0.0 and learner.normalize is False
+    assert learner.bias == 0.0 and learner.normalize is True
 
 
 def test_paper_protocol_sets_the_query_offset_only_where_the_query_takes_it():
@@ -73,4 +73,4 @@ def test_paper_protocol_sets_the_query_offset_only_where_the_query_takes_it():
     assert paper_protocol("rpa-1") == PAPER_PROTOCOL and paper_protocol("sel-ada") == PAPER_PROTOCOL
     for name in ("paa-2", "rpe", "sel-ada", "pea"):
         learner = make(name, **paper_protocol(name))
-        assert learner.bias == 0.0 and not learner.normalize
+        assert learner.bias == 0.0 and learner.normalize
