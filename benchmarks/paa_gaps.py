@@ -138,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = "python -m benchmarks.paa_gaps " + " ".join(sys.argv[1:] if argv is None else argv)
     lines = ["# Evidence for the gaps to the PAA paper's Tables 2-3", "",
              f"Command: `{command.strip()}`; {args.permutations} permutations (seeds 0..{args.permutations - 1}), "
-             "the paper's data model (no intercept, raw rows) unless a row says otherwise.", ""]
+             "the paper's data model (no intercept, unit-norm rows) unless a row says otherwise.", ""]
     lines += w8a_section(args.permutations)
     lines += splice_section(args.permutations)
     lines += mushrooms_section(args.permutations)
