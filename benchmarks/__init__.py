@@ -1,0 +1,1 @@
+"""Paper reproductions and throughput benchmarks (never run by the test suite)."""

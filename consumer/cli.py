@@ -50,13 +50,13 @@ def _peak_rss_mb() -> float:
 def _replay(args: argparse.Namespace) -> int:
     from learners import make
     from learners.datasets import concat, resolve
-    from learners.registry import PAPER_PROTOCOL
+    from learners.registry import paper_protocol
     from learners.replay import find_budget, run
 
     started = time.perf_counter()
     data = concat([resolve(spec, zero_based=args.zero_based) for spec in args.data])
     read_seconds = time.perf_counter() - started
-    params = {**(PAPER_PROTOCOL if args.paper_protocol else {}), **_params(args.param)}
+    params = {**(paper_protocol(args.learner) if args.paper_protocol else {}), **_params(args.param)}
     params.setdefault("n_features", data.rows.n_features)
     probe = make(args.learner, **params)
     if probe.multiclass:
@@ -226,7 +226,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                     help="a learner hyper-parameter, e.g. delta=0.5, C=0.25, bias=0, normalize=true")
     rp.add_argument("--paper-protocol", action="store_true",
-                    help="the papers' data model: no intercept, raw features (same as --param bias=0)")
+                    help="the papers' data model and query rule: no intercept, unit-norm rows, sign(0) = -1, "
+                         "δ/(δ+|p|)")
     rp.add_argument("--permutations", type=int, default=1, help="runs, each over a random permutation (default 1)")
     rp.add_argument("--in-order", action="store_true", help="replay in file order instead of shuffling")
     rp.add_argument("--seed", type=int, default=0, help="seed of the permutations (run k uses seed+k)")

@@ -15,7 +15,7 @@ True
 from learners.base import Decisions, Learner, QueryStrategy, Scores, UpdateRule
 from learners.datasets import Dataset, read_libsvm
 from learners.hashing import hash_features
-from learners.registry import ALGORITHMS, PAPER_PROTOCOL, make
+from learners.registry import ALGORITHMS, PAPER_PROTOCOL, make, paper_protocol
 from learners.replay import find_budget, replay, run
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "find_budget",
     "hash_features",
     "make",
+    "paper_protocol",
     "read_libsvm",
     "replay",
     "run",

@@ -33,7 +33,9 @@ class Scores:
 
     p: np.ndarray  # signed margin (binary) or top-1 score, shape (n,)
     gap: np.ndarray | None = None  # top-1 minus top-2 score (multiclass)
-    v: np.ndarray | None = None  # xᵀΣx (SOAL) or xᵀH⁻¹x (D-ADA); None if the rule has no such term
+    # the rule's scale term of x: xᵀΣx (SOAL), xᵀH⁻¹x (D-ADA), the squared radius X'² (Perceptron,
+    # for SEL-ada); None if the rule has no such term
+    v: np.ndarray | None = None
     top: np.ndarray | None = None  # index of the highest-scoring class (multiclass)
 
 
@@ -353,6 +355,11 @@ class Learner(Parameterized):
         """User labels → internal codes (±1 or class index); unknown labels raise ``ValueError``."""
         arr = np.asarray(labels)
         flat = arr.reshape(-1)
+        if not self.multiclass and arr.dtype.kind in "iuf":
+            # a stream's labels: two comparisons instead of a sort (np.unique) when all are known
+            is_positive = flat == self.classes[1]
+            if (is_positive | (flat == self.classes[0])).all():
+                return np.where(is_positive, 1, -1).reshape(arr.shape)
         uniq, inverse = np.unique(flat, return_inverse=True)
         codes = np.empty(uniq.size, dtype=np.int64)
         for k, label in enumerate(uniq.tolist()):

@@ -17,12 +17,14 @@ import bz2
 import gzip
 import lzma
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from urllib.parse import parse_qsl
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 
 from learners.inputs import Rows
 
@@ -33,7 +35,7 @@ _MAX_FAST_MANTISSA = 2**53
 _NL, _CR, _SP, _TAB, _HASH, _COLON = 10, 13, 32, 9, 35, 58
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _parse_number(buf, i, n):
     """Parse a decimal number at buf[i:]. Returns (value, end, status): 0 exact, 1 re-read, -1 bad."""
     neg = False
@@ -94,7 +96,13 @@ def _parse_number(buf, i, n):
     return (-value if neg else value), i, status
 
 
-@njit(cache=True, nogil=True)
+_BYTES = types.Array(types.uint8, 1, "C", readonly=True)  # np.frombuffer of the file: read-only
+_I64 = types.int64[::1]
+
+
+# Eager signatures: the parser is loaded from the on-disk cache at import, like the kernels, so a
+# replay's timed read is parsing only.
+@njit(types.UniTuple(types.int64, 2)(_BYTES), cache=True, nogil=True)
 def _count(buf):
     """Upper bounds for the arrays: (lines, colons)."""
     lines = 1
@@ -107,7 +115,8 @@ def _count(buf):
     return lines, colons
 
 
-@njit(cache=True, nogil=True)
+@njit(types.UniTuple(types.int64, 5)(_BYTES, types.int64, types.float64[::1], _I64, types.int32[::1],
+                                     types.float64[::1], _I64, _I64, _I64, _I64), cache=True, nogil=True)
 def _parse(buf, one_based, labels, indptr, indices, data, fix_kind, fix_at, fix_lo, fix_hi):
     """Fill CSR arrays from LIBSVM text. Returns (rows, nnz, fixes, error_code, error_offset).
 
@@ -240,38 +249,117 @@ def _labels(values: np.ndarray) -> np.ndarray:
 
 
 def read_libsvm(source: str | os.PathLike | bytes, *, zero_based: bool = False,
-                n_features: int | None = None, name: str | None = None) -> Dataset:
+                n_features: int | None = None, name: str | None = None, threads: int | None = None) -> Dataset:
     """Read a LIBSVM/SVMlight file (or its bytes) into a :class:`Dataset`.
 
     Indices are 1-based as in LIBSVM unless ``zero_based``. ``n_features`` defaults to the largest
     index + 1. A malformed line raises ``ValueError`` naming the line and what is wrong with it.
+    Buffers over 4 MB are split at line ends and parsed by ``threads`` threads at once (default:
+    the CPU count, at most 4; the compiled parser releases the GIL).
     """
     raw = source if isinstance(source, bytes) else _read_bytes(source)
     if name is None:
         name = "bytes" if isinstance(source, bytes) else Path(source).name.split(".xz")[0]
-    buf = np.frombuffer(raw, dtype=np.uint8)
-    lines, colons = _count(buf)
-    labels = np.empty(lines, dtype=np.float64)
-    indptr = np.empty(lines + 1, dtype=np.int64)
-    indices = np.empty(colons, dtype=np.int32)
-    data = np.empty(colons, dtype=np.float64)
-    fix = [np.empty(lines + colons, dtype=np.int64) for _ in range(4)]
-    rows, nnz, fixes, err, at = _parse(buf, 0 if zero_based else 1, labels, indptr, indices, data, *fix)
-    if err:
+    if threads is None:
+        threads = min(os.cpu_count() or 1, 4) if len(raw) > _PARALLEL_BYTES else 1
+    parsed = _parse_chunks(raw, _chunks(raw, threads), 0 if zero_based else 1)
+    if parsed.error:
+        err, at = parsed.error
         line = raw.count(b"\n", 0, at) + 1
         text = raw[at : raw.find(b"\n", at) if raw.find(b"\n", at) >= 0 else None][:60].decode(errors="replace")
         raise ValueError(f"{name}, line {line}: {_ERRORS[err]} at {text!r}")
-    for kind, at_, lo, hi in zip(*(f[:fixes] for f in fix), strict=True):
-        value = float(raw[lo:hi])
-        (labels if kind == 1 else data)[at_] = value
-    data = data[:nnz]
-    if not np.isfinite(data).all() or not np.isfinite(labels[:rows]).all():
+    labels, data, indices = parsed.labels, parsed.data, parsed.indices
+    for kind, at_, lo, hi in parsed.fixes:
+        (labels if kind == 1 else data)[at_] = float(raw[lo:hi])
+    if not np.isfinite(data).all() or not np.isfinite(labels).all():
         raise ValueError(f"{name}: a value overflows float64")
-    width = int(indices[:nnz].max()) + 1 if nnz else 0
+    width = int(indices.max()) + 1 if indices.size else 0
     if n_features is not None and width > n_features:
         raise ValueError(f"{name} has feature index {width - 1}, beyond n_features={n_features}")
-    rows_ = Rows(indptr[: rows + 1].copy(), indices[:nnz].copy(), data.copy(), n_features or width)
-    return Dataset(_canonical(rows_), _labels(labels[:rows].copy()), name)
+    rows_ = Rows(parsed.indptr, indices, data, n_features or width)
+    return Dataset(_canonical(rows_), _labels(labels), name)
+
+
+_PARALLEL_BYTES = 1 << 22  # below this, one thread parses the whole buffer
+
+
+def _chunks(raw: bytes, k: int) -> list[tuple[int, int]]:
+    """Up to k byte ranges covering ``raw``, each ending at a line end (the last at the end)."""
+    bounds = [0]
+    for j in range(1, k):
+        cut = raw.find(b"\n", j * len(raw) // k)
+        if cut < 0:
+            break
+        if cut + 1 > bounds[-1]:
+            bounds.append(cut + 1)
+    if bounds[-1] < len(raw) or len(bounds) == 1:
+        bounds.append(len(raw))
+    return list(pairwise(bounds))
+
+
+@dataclass(frozen=True, slots=True)
+class _Parsed:
+    labels: np.ndarray
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    fixes: list[tuple[int, int, int, int]]  # (kind, at, lo, hi) in whole-buffer coordinates
+    error: tuple[int, int] | None  # (code, byte offset) of the first malformed token
+
+
+def _parse_chunks(raw: bytes, chunks: list[tuple[int, int]], one_based: int) -> _Parsed:
+    """Count, then parse, every chunk (in parallel threads when there are several) into slices of
+    shared arrays sized by the counts, then close the gaps the counts' slack leaves."""
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    views = [buf[lo:hi] for lo, hi in chunks]
+    with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
+        counts = list(pool.map(_count, views))
+        lines = np.array([c[0] for c in counts], dtype=np.int64)
+        colons = np.array([c[1] for c in counts], dtype=np.int64)
+        row_at = np.concatenate([[0], np.cumsum(lines)])
+        nnz_at = np.concatenate([[0], np.cumsum(colons)])
+        labels = np.empty(row_at[-1], dtype=np.float64)
+        indptr = np.empty(row_at[-1] + 1, dtype=np.int64)
+        indices = np.empty(nnz_at[-1], dtype=np.int32)
+        data = np.empty(nnz_at[-1], dtype=np.float64)
+        fix = [[np.empty(lines[j] + colons[j], dtype=np.int64) for _ in range(4)] for j in range(len(chunks))]
+
+        def parse(j: int):
+            r0, r1, k0, k1 = row_at[j], row_at[j + 1], nnz_at[j], nnz_at[j + 1]
+            # a chunk writes indptr[r0 .. r0 + rows]; rows < lines, so it never reaches the next chunk's slice
+            return _parse(views[j], one_based, labels[r0:r1], indptr[r0:r1 + 1], indices[k0:k1], data[k0:k1], *fix[j])
+
+        results = list(pool.map(parse, range(len(chunks))))
+    for (lo, _), (_, _, _, err, at) in zip(chunks, results, strict=True):
+        if err:
+            return _Parsed(labels, indptr, indices, data, [], (err, lo + at))
+    rows = np.array([r[0] for r in results], dtype=np.int64)
+    nnz = np.array([r[1] for r in results], dtype=np.int64)
+    out_rows = np.concatenate([[0], np.cumsum(rows)])
+    out_nnz = np.concatenate([[0], np.cumsum(nnz)])
+    if len(chunks) == 1:
+        labels, indptr = labels[: rows[0]], indptr[: rows[0] + 1]
+        indices, data = indices[: nnz[0]], data[: nnz[0]]
+    else:
+        labels = np.concatenate([labels[row_at[j]:row_at[j] + rows[j]] for j in range(len(chunks))])
+        indptr = np.concatenate([indptr[row_at[j]:row_at[j] + rows[j]] + out_nnz[j] for j in range(len(chunks))]
+                                + [out_nnz[-1:]])
+        if np.array_equal(nnz[:-1], colons[:-1]):  # the usual case: no gap between the chunks' features
+            indices, data = indices[: out_nnz[-1]], data[: out_nnz[-1]]
+        else:
+            indices = np.concatenate([indices[nnz_at[j]:nnz_at[j] + nnz[j]] for j in range(len(chunks))])
+            data = np.concatenate([data[nnz_at[j]:nnz_at[j] + nnz[j]] for j in range(len(chunks))])
+    fixes = [(int(kind), int(at + (out_rows[j] if kind == 1 else out_nnz[j])), int(lo + chunks[j][0]),
+              int(hi + chunks[j][0]))
+             for j, r in enumerate(results) for kind, at, lo, hi in zip(*(f[: r[2]] for f in fix[j]), strict=True)]
+    return _Parsed(_trim_to(labels), _trim_to(indptr), _trim_to(indices), _trim_to(data), fixes, None)
+
+
+def _trim_to(a: np.ndarray) -> np.ndarray:
+    """``a`` itself, or a compact copy that releases the slack when it is a small view of a much
+    larger buffer (comments and qid tokens inflate the counts)."""
+    base = a.base if a.base is not None else a
+    return a if a.size >= 0.9 * base.size else a.copy()
 
 
 def _canonical(rows: Rows) -> Rows:

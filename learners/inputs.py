@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit, types
 
 from learners.hashing import hash_features
 
@@ -209,16 +210,25 @@ def transform(rows: Rows, *, normalize: bool, bias: float) -> Rows:
     if bias == 0.0:
         return Rows(indptr, indices, data, rows.n_features)
     new_indptr = indptr + np.arange(n + 1, dtype=np.int64)
-    bias_at = new_indptr[1:] - 1
-    keep = np.ones(data.size + n, dtype=bool)
-    keep[bias_at] = False
     new_indices = np.empty(data.size + n, dtype=np.int32)
     new_data = np.empty(data.size + n, dtype=np.float64)
-    new_indices[keep] = indices
-    new_data[keep] = data
-    new_indices[bias_at] = rows.n_features
-    new_data[bias_at] = bias
+    _append_intercept(indptr, indices, np.ascontiguousarray(data), float(bias), rows.n_features,
+                      new_indptr, new_indices, new_data)
     return Rows(new_indptr, new_indices, new_data, rows.n_features + 1)
+
+
+@njit(types.void(types.int64[::1], types.int32[::1], types.float64[::1], types.float64, types.int64,
+                 types.int64[::1], types.int32[::1], types.float64[::1]), cache=True, nogil=True)
+def _append_intercept(indptr, indices, data, bias, column, new_indptr, new_indices, new_data):
+    """Copy every row into the new CSR arrays (``new_indptr`` already shifted by the row number),
+    followed by the intercept coordinate ``column`` = ``bias``. O(nnz)."""
+    for i in range(indptr.size - 1):
+        lo, hi, at = indptr[i], indptr[i + 1], new_indptr[i]
+        for k in range(lo, hi):
+            new_indices[at + k - lo] = indices[k]
+            new_data[at + k - lo] = data[k]
+        new_indices[at + hi - lo] = column
+        new_data[at + hi - lo] = bias
 
 
 def transform_row(idx: np.ndarray, val: np.ndarray, n_features: int, *, normalize: bool, bias: float):

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+import numpy as np
 from numba import njit
 
 from learners.base import UpdateRule
-from learners.kernels import UPDATE_SIG, axpy, kernel, sparse_dot, sq_norm
-from learners.rules.linear import binary_margin
+from learners.kernels import SCORE_SIG, UPDATE_SIG, axpy, kernel, sparse_dot, sq_norm
 
-__all__ = ["PerceptronRule", "perceptron_update"]
+__all__ = ["PerceptronRule", "perceptron_update", "squared_radius"]
 
 
 @njit(cache=True, nogil=True)
@@ -25,13 +27,31 @@ def perceptron_update(w, idx, val, y):
     return True
 
 
+@njit(cache=True, nogil=True)
+def squared_radius(X2, val):
+    """X'² = max(X²_{k−1}, ‖x_t‖²): Cesa-Bianchi, Gentile & Zaniboni 2006, Fig. 2. O(nnz)."""
+    return max(X2, sq_norm(val))
+
+
+@kernel(SCORE_SIG)
+def _score(S, a, P, idx, val):
+    return sparse_dot(S[0], idx, val), np.nan, squared_radius(a[0], val), -1
+
+
 @kernel(UPDATE_SIG)
 def _update(S, a, P, idx, val, y):
-    return perceptron_update(S[0], idx, val, y)
+    changed = perceptron_update(S[0], idx, val, y)
+    if changed:
+        a[0] = squared_radius(a[0], val)  # X_k = X' on an update round only (ibid., Fig. 2)
+    return changed
 
 
 class PerceptronRule(UpdateRule):
     """Perceptron update of a binary linear model: w ← w + y x when y w·x ≤ 0.
+
+    Besides the margin p = w·x, the rule reports v = X'² = max(X², ‖x‖²), where X² is the largest
+    squared norm among the rows it was updated on: the radius term of the adaptive selective
+    sampling Perceptron (SEL-ada), whose query parameter is b_t = β X'² √(1 + K).
 
     Parameters
     ----------
@@ -41,6 +61,8 @@ class PerceptronRule(UpdateRule):
     -----
     w_ : float64 (D,)
         The weight vector (the last entry is the intercept when the learner has one).
+    radius_sq : float
+        X², the largest ‖x‖² of a row that caused an update (0 before the first).
 
     Complexity
     ----------
@@ -52,13 +74,17 @@ class PerceptronRule(UpdateRule):
     >>> rule = PerceptronRule(); rule.allocate(2)
     >>> rule.update(np.array([1], dtype=np.int32), np.array([2.0]), -1), rule.w_.tolist()
     (True, [0.0, -2.0])
+    >>> rule.state_dict()["radius_sq"].item()
+    4.0
 
     References
     ----------
     Rosenblatt, Psychological Review 65(6), 1958. Cesa-Bianchi, Gentile & Zaniboni, JMLR 7, 2006.
     """
 
-    score_kernel = binary_margin
+    provides: ClassVar = frozenset({"p", "v"})
+    scalars: ClassVar = ("radius_sq",)
+    score_kernel = _score
     update_kernel = _update
 
     def __init__(self) -> None:

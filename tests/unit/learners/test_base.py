@@ -52,7 +52,7 @@ def test_decisions_weight_is_inverse_probability():
 
 
 def test_state_dict_refuses_another_learner_or_parameters():
-    a = make("paa-1", n_features=3)
+    a = make("paa-1", n_features=3, C=1.0)
     a.learn([1.0, 0, 0], 1)
     with pytest.raises(ValueError, match=r"C: saved 1\.0 vs this 2\.0"):
         make("paa-1", n_features=3, C=2.0).load_state_dict(a.state_dict())
@@ -78,3 +78,12 @@ def test_multiclass_needs_classes_and_binary_defaults_to_plus_minus_one():
     assert make("pa-1").classes == (-1, 1)
     with pytest.raises(ValueError, match="exactly 2"):
         make("pa-1", classes=[1, 2, 3])
+
+
+def test_numeric_binary_labels_encode_like_the_general_path():
+    learner = make("paa-1", n_features=3, classes=(0, 1))
+    labels = np.array([1, 0, 0, 1, 1])
+    assert learner.encode(labels).tolist() == [1, -1, -1, 1, 1]
+    assert learner.encode(labels.astype(float)).tolist() == [1, -1, -1, 1, 1]
+    with pytest.raises(ValueError, match="label 2 is not one of"):
+        learner.encode(np.array([0, 2, 1]))

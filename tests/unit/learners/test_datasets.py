@@ -118,3 +118,41 @@ def test_staged_datasets_read_as_the_manifest_says(datasets_dir, name):
     assert data.n == rows and data.rows.n_features == width
     labels, n = np.unique(data.labels, return_counts=True)
     assert dict(zip(labels.tolist(), n.tolist(), strict=True)) == counts
+
+
+def _mixed_text(n: int = 300, seed: int = 5) -> str:
+    """Rows with comments, blank lines, qid tokens and values the fast path must hand back (fixes)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        feats = sorted(rng.choice(50, size=rng.integers(0, 6), replace=False) + 1)
+        vals = [repr(float(v)) for v in rng.standard_normal(len(feats)) * 10.0 ** rng.integers(-25, 25, len(feats))]
+        label = rng.choice(["1", "-1", "0.30000000000000004"])
+        extra = " qid:7" if i % 17 == 0 else ""
+        out.append(f"{label}{extra} " + " ".join(f"{f}:{v}" for f, v in zip(feats, vals, strict=True)))
+        if i % 23 == 0:
+            out.append("# a comment: with a colon")
+        if i % 29 == 0:
+            out.append("")
+    return "\n".join(out)
+
+
+@pytest.mark.parametrize("threads", [2, 3, 7])
+@pytest.mark.parametrize("trailing_newline", [True, False])
+def test_reader_in_parallel_chunks_equals_one_thread(threads, trailing_newline):
+    text = (_mixed_text() + ("\n" if trailing_newline else "")).encode()
+    one, many = read_libsvm(text, threads=1), read_libsvm(text, threads=threads)
+    np.testing.assert_array_equal(many.labels, one.labels)
+    np.testing.assert_array_equal(many.rows.indptr, one.rows.indptr)
+    np.testing.assert_array_equal(many.rows.indices, one.rows.indices)
+    np.testing.assert_array_equal(many.rows.data, one.rows.data)
+    labels, rows = reference(text.decode())
+    assert many.labels.tolist() == labels and many.n == len(rows)
+
+
+def test_reader_in_parallel_chunks_names_the_bad_line():
+    text = _mixed_text() + "\n1 3:0.5 4:oops\n" + _mixed_text(seed=6)
+    line = text[: text.index("4:oops")].count("\n") + 1
+    for threads in (1, 4):
+        with pytest.raises(ValueError, match=rf"line {line}: a feature value"):
+            read_libsvm(text.encode(), threads=threads)

@@ -73,3 +73,12 @@ def test_transform_appends_intercept_and_normalizes():
 def test_transform_without_bias_keeps_width():
     rows = as_rows(np.array([[3.0, 4.0]]))
     assert transform(rows, normalize=False, bias=0.0).n_features == 2
+
+
+def test_transform_intercept_matches_dense_hstack_on_ragged_rows():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((40, 7)) * (rng.random((40, 7)) < 0.4)
+    X[3] = 0.0  # an empty row gets the intercept alone
+    t = transform(as_rows(X), normalize=False, bias=0.5)
+    np.testing.assert_array_equal(t.to_csr().toarray(), np.hstack([X, np.full((40, 1), 0.5)]))
+    assert t.row(3)[0].tolist() == [7]

@@ -63,4 +63,14 @@ def test_query_that_needs_a_term_the_rule_lacks_is_refused():
 
 def test_paper_protocol_is_a_set_of_parameters():
     learner = make("paa-1", **PAPER_PROTOCOL)
-    assert learner.bias == 0.0 and learner.normalize is False
+    assert learner.bias == 0.0 and learner.normalize is True
+
+
+def test_paper_protocol_sets_the_query_offset_only_where_the_query_takes_it():
+    from learners.registry import PAPER_PROTOCOL, paper_protocol
+
+    assert paper_protocol("PAA-I") == {**PAPER_PROTOCOL, "offset": 0.0}
+    assert paper_protocol("rpa-1") == PAPER_PROTOCOL and paper_protocol("sel-ada") == PAPER_PROTOCOL
+    for name in ("paa-2", "rpe", "sel-ada", "pea"):
+        learner = make(name, **paper_protocol(name))
+        assert learner.bias == 0.0 and learner.normalize

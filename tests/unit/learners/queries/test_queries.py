@@ -35,20 +35,28 @@ def test_fixed_rate_ignores_scores():
     assert AlwaysQuery().probability(Scores(p=P)).tolist() == [1.0] * P.size
 
 
-def test_sel_ada_delta_grows_with_sqrt_of_queried_mistakes():
+def test_sel_ada_b_grows_with_radius_and_sqrt_of_queried_mistakes():
     q = SelAdaQuery(delta=0.5)
     _, _, label = q.kernels
     for k in range(5):
-        delta_t = 0.5 * math.sqrt(1 + k)
-        assert q.probability(Scores(p=np.array([2.0])))[0] == pytest.approx(delta_t / (delta_t + 2.0))
+        for X2 in (0.25, 1.0, 9.0):
+            b = 0.5 * X2 * math.sqrt(1 + k)  # b_t = β X'² √(1 + K)
+            got = q.probability(Scores(p=np.array([2.0]), v=np.array([X2])))[0]
+            assert got == pytest.approx(b / (b + 2.0))
         label(*q.kernel_state(), True)
     label(*q.kernel_state(), False)  # a correct prediction does not count
     assert q.state_dict()["errors"] == 5
 
 
+def test_sel_ada_zero_margin_and_zero_radius_queries():
+    q = SelAdaQuery(delta=1.0)
+    got = q.probability(Scores(p=np.array([0.0, 0.0, 1.0]), v=np.array([0.0, 2.0, 0.0])))
+    assert got.tolist() == [1.0, 1.0, 0.0]
+
+
 def test_probability_does_not_advance_state():
     q = SelAdaQuery(delta=1.0)
-    q.probability(Scores(p=P))
+    q.probability(Scores(p=P, v=np.ones_like(P)))
     assert q.state_dict()["errors"] == 0
 
 
