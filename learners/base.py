@@ -19,7 +19,7 @@ from learners import drivers
 from learners.coin import draw, record_key, record_keys
 from learners.hashing import DEFAULT_DIMENSION
 from learners.inputs import Rows, as_row, as_rows, transform, transform_row
-from learners.kernels import no_label, no_round
+from learners.kernels import no_label, no_round, ready
 from learners.params import Interval, Options, Parameterized
 
 __all__ = ["Decisions", "Learner", "QueryStrategy", "Scores", "UpdateRule"]
@@ -102,12 +102,12 @@ class UpdateRule(Parameterized):
     def score_fn(self):
         """The compiled score kernel (read from the class: a dispatcher bound to an instance
         would become a method)."""
-        return type(self).score_kernel
+        return ready(type(self).score_kernel)
 
     @property
     def update_fn(self):
         """The compiled update kernel."""
-        return type(self).update_kernel
+        return ready(type(self).update_kernel)
 
     # -- the rule's two operations -----------------------------------------------------------
     def score(self, X: Rows) -> Scores:
@@ -183,7 +183,7 @@ class QueryStrategy(Parameterized):
     def kernels(self):
         """(probability, after_round, after_label) compiled kernels, read from the class."""
         cls = type(self)
-        return cls.probability_kernel, cls.round_kernel, cls.label_kernel
+        return ready(cls.probability_kernel), ready(cls.round_kernel), ready(cls.label_kernel)
 
     def probability(self, s: Scores) -> np.ndarray:
         """Query probabilities for a batch in order; pure (the query's state is not advanced)."""

@@ -28,7 +28,7 @@ __all__ = ["coin", "coins", "record_key", "record_keys"]
 _MASK64 = (1 << 64) - 1
 
 
-@njit(types.uint64(types.uint64), cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def splitmix64(z):
     """SplitMix64 finaliser (Steele, Lea & Flood 2014): a bijective, well-mixed 64-bit hash."""
     z = z + types.uint64(0x9E3779B97F4A7C15)
@@ -37,20 +37,19 @@ def splitmix64(z):
     return z ^ (z >> types.uint64(31))
 
 
-@njit(types.float64(types.uint64, types.uint64), cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def draw(seed, key):
     """The uniform draw in [0, 1) for one (seed, key): 53 high bits of the mixed key."""
     return float(splitmix64(splitmix64(seed) ^ key) >> types.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
-@njit(types.void(types.uint64, types.uint64[::1], types.float64[::1]), cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _draws(seed, keys, out):
     for i in range(keys.size):
         out[i] = draw(seed, keys[i])
 
 
-@njit(types.void(types.Array(types.uint8, 1, "C", readonly=True), types.int64[::1], types.uint64[::1]),
-      cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _fnv1a(blob, offsets, out):
     """FNV-1a 64 of each string ``blob[offsets[i]:offsets[i+1]]``."""
     for i in range(out.size):

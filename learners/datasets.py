@@ -27,6 +27,7 @@ import numpy as np
 from numba import njit, types
 
 from learners.inputs import Rows
+from learners.kernels import kernel, ready
 
 __all__ = ["Dataset", "concat", "read_libsvm", "resolve", "synthetic_sparse"]
 
@@ -100,9 +101,9 @@ _BYTES = types.Array(types.uint8, 1, "C", readonly=True)  # np.frombuffer of the
 _I64 = types.int64[::1]
 
 
-# Eager signatures: the parser is loaded from the on-disk cache at import, like the kernels, so a
-# replay's timed read is parsing only.
-@njit(types.UniTuple(types.int64, 2)(_BYTES), cache=True, nogil=True)
+# Fixed signatures, compiled (loaded from the cache) before the first parse, so threads parsing
+# chunks never race to compile.
+@kernel(types.UniTuple(types.int64, 2)(_BYTES))
 def _count(buf):
     """Upper bounds for the arrays: (lines, colons)."""
     lines = 1
@@ -115,8 +116,8 @@ def _count(buf):
     return lines, colons
 
 
-@njit(types.UniTuple(types.int64, 5)(_BYTES, types.int64, types.float64[::1], _I64, types.int32[::1],
-                                     types.float64[::1], _I64, _I64, _I64, _I64), cache=True, nogil=True)
+@kernel(types.UniTuple(types.int64, 5)(_BYTES, types.int64, types.float64[::1], _I64, types.int32[::1],
+                                     types.float64[::1], _I64, _I64, _I64, _I64))
 def _parse(buf, one_based, labels, indptr, indices, data, fix_kind, fix_at, fix_lo, fix_hi):
     """Fill CSR arrays from LIBSVM text. Returns (rows, nnz, fixes, error_code, error_offset).
 
@@ -313,7 +314,8 @@ def _parse_chunks(raw: bytes, chunks: list[tuple[int, int]], one_based: int) -> 
     buf = np.frombuffer(raw, dtype=np.uint8)
     views = [buf[lo:hi] for lo, hi in chunks]
     with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
-        counts = list(pool.map(_count, views))
+        count, parse = ready(_count), ready(_parse)
+        counts = list(pool.map(count, views))
         lines = np.array([c[0] for c in counts], dtype=np.int64)
         colons = np.array([c[1] for c in counts], dtype=np.int64)
         row_at = np.concatenate([[0], np.cumsum(lines)])
@@ -324,12 +326,12 @@ def _parse_chunks(raw: bytes, chunks: list[tuple[int, int]], one_based: int) -> 
         data = np.empty(nnz_at[-1], dtype=np.float64)
         fix = [[np.empty(lines[j] + colons[j], dtype=np.int64) for _ in range(4)] for j in range(len(chunks))]
 
-        def parse(j: int):
+        def parse_chunk(j: int):
             r0, r1, k0, k1 = row_at[j], row_at[j + 1], nnz_at[j], nnz_at[j + 1]
             # a chunk writes indptr[r0 .. r0 + rows]; rows < lines, so it never reaches the next chunk's slice
-            return _parse(views[j], one_based, labels[r0:r1], indptr[r0:r1 + 1], indices[k0:k1], data[k0:k1], *fix[j])
+            return parse(views[j], one_based, labels[r0:r1], indptr[r0:r1 + 1], indices[k0:k1], data[k0:k1], *fix[j])
 
-        results = list(pool.map(parse, range(len(chunks))))
+        results = list(pool.map(parse_chunk, range(len(chunks))))
     for (lo, _), (_, _, _, err, at) in zip(chunks, results, strict=True):
         if err:
             return _Parsed(labels, indptr, indices, data, [], (err, lo + at))

@@ -29,6 +29,7 @@ from learners.kernels import (
     UPDATE_FN,
     VAL,
     VEC,
+    Lazy,
 )
 
 __all__ = ["decide_rows", "learn_rows", "probabilities", "replay_rows", "score_rows"]
@@ -40,7 +41,7 @@ INDPTR = types.int64[::1]
 
 
 def _driver(signature):
-    return njit(signature, cache=True, nogil=True)
+    return lambda fn: Lazy(fn, signature)
 
 
 @njit(cache=True, nogil=True, inline="always")

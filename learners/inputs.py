@@ -20,9 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit, types
+from numba import types
 
 from learners.hashing import hash_features
+from learners.kernels import kernel, ready
 
 __all__ = ["Rows", "as_row", "as_rows", "transform", "transform_row"]
 
@@ -212,13 +213,13 @@ def transform(rows: Rows, *, normalize: bool, bias: float) -> Rows:
     new_indptr = indptr + np.arange(n + 1, dtype=np.int64)
     new_indices = np.empty(data.size + n, dtype=np.int32)
     new_data = np.empty(data.size + n, dtype=np.float64)
-    _append_intercept(indptr, indices, np.ascontiguousarray(data), float(bias), rows.n_features,
+    ready(_append_intercept)(indptr, indices, np.ascontiguousarray(data), float(bias), rows.n_features,
                       new_indptr, new_indices, new_data)
     return Rows(new_indptr, new_indices, new_data, rows.n_features + 1)
 
 
-@njit(types.void(types.int64[::1], types.int32[::1], types.float64[::1], types.float64, types.int64,
-                 types.int64[::1], types.int32[::1], types.float64[::1]), cache=True, nogil=True)
+@kernel(types.void(types.int64[::1], types.int32[::1], types.float64[::1], types.float64, types.int64,
+                 types.int64[::1], types.int32[::1], types.float64[::1]))
 def _append_intercept(indptr, indices, data, bias, column, new_indptr, new_indices, new_data):
     """Copy every row into the new CSR arrays (``new_indptr`` already shifted by the row number),
     followed by the intercept coordinate ``column`` = ``bias``. O(nnz)."""

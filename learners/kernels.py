@@ -32,10 +32,12 @@ __all__ = [
     "UPDATE_SIG",
     "VAL",
     "VEC",
+    "Lazy",
     "axpy",
     "kernel",
     "no_label",
     "no_round",
+    "ready",
     "sparse_dot",
     "sq_norm",
 ]
@@ -70,8 +72,39 @@ LABEL_FN = FunctionType(LABEL_SIG)
 
 
 def kernel(signature):
-    """Compile a kernel eagerly with its fixed signature, cached on disk, GIL released."""
-    return njit(signature, cache=True, nogil=True)
+    """A kernel with its fixed signature, compiled (or loaded from the on-disk cache) on first use.
+
+    Nothing is compiled at import: a process pays only for the kernels it runs (the registry holds
+    dozens). :func:`ready` compiles the one signature and then forbids any other, so a call with
+    wrongly typed arguments raises instead of silently compiling a second specialisation.
+    """
+
+    def wrap(fn):
+        dispatcher = njit(cache=True, nogil=True)(fn)
+        dispatcher.kernel_signature = signature
+        return dispatcher
+
+    return wrap
+
+
+def ready(dispatcher):
+    """The kernel, compiled for its signature (from the cache after the first time ever)."""
+    if not dispatcher.signatures:
+        dispatcher.compile(dispatcher.kernel_signature)
+        dispatcher.disable_compile()
+    return dispatcher
+
+
+class Lazy:
+    """A compiled loop whose fixed signature takes kernels as first-class functions, compiled on
+    its first call (so importing the library compiles nothing)."""
+
+    def __init__(self, fn, signature) -> None:
+        self._dispatcher = kernel(signature)(fn)
+        self.__doc__, self.__name__ = fn.__doc__, fn.__name__
+
+    def __call__(self, *args):
+        return ready(self._dispatcher)(*args)
 
 
 @njit(cache=True, nogil=True, inline="always")
