@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections import Counter as Tally
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -153,6 +154,7 @@ class Service:
         self._last_lag_at = -1e9
         self.restored_from: Path | None = None
         self.http: HealthServer | None = None
+        self._publish_settings()
         if s.labels.on_expiry == "default" and s.labels.expiry_label not in self.learner._codes:
             raise ConfigError(f"ACTIVESTREAM_LABELS__EXPIRY_LABEL: {s.labels.expiry_label!r} is not one of "
                               f"the classes {list(self.learner.classes)}")
@@ -465,6 +467,11 @@ class Service:
         t.add("labelled_mistakes", int(mistakes.sum()))
         t.add("importance_weighted_labels", float(weights.sum()))
         t.add("importance_weighted_mistakes", float(weights[mistakes].sum()))
+        if outcome == "applied":
+            decode = self.learner.decode  # both sides as the model's class values (1.0 and 1 are one class)
+            for (actual, guessed), n in Tally(zip(decode(codes).tolist(), decode(predicted).tolist(),
+                                                  strict=True)).items():
+                t.add(Totals.labelled_key(actual, guessed), n)
         self.metrics.label_delay.observe_many(now - np.array([e.requested_at for e in entries]))
         self._labels_since_checkpoint += len(joined)
 
@@ -482,6 +489,13 @@ class Service:
         self._publish_gauges()
 
     # -- observability -------------------------------------------------------------------------------
+    def _publish_settings(self) -> None:
+        """What alerts compare against: the budget, the checkpoint interval, the query rate target."""
+        s, m = self.settings, self.metrics
+        m.budget_requests.set(math.inf if s.labels.budget is None else s.labels.budget)
+        m.checkpoint_interval.set(s.checkpoint.every_s)
+        m.query_rate_target.set(math.nan if s.query_rate_target is None else s.query_rate_target)
+
     def _publish_gauges(self) -> None:
         m = self.metrics
         m.pending.set(len(self.pending))
