@@ -83,9 +83,10 @@ class Metrics:
         self.labelling_cost = Counter(p + "labelling_cost", "Cost of the labels applied", registry=r)
         self.label_delay = BulkHistogram(p + "label_delay_seconds", "From a label request to its label being applied",
                                          _DELAY_BUCKETS, r)
+        # correct ("true"/"false") is predicted == class, spelt out: PromQL cannot compare two labels.
         self.labelled_records = Counter(p + "labelled_records",
                                         "Applied labels by true class and by the class predicted for the record",
-                                        ["class", "predicted"], registry=r)
+                                        ["class", "predicted", "correct"], registry=r)
         self.labelled_mistakes = Counter(p + "labelled_mistakes",
                                          "Applied labels whose prediction had been wrong (online mistakes)",
                                          registry=r)

@@ -31,7 +31,8 @@ class Totals:
             return m.labels.labels(rest)
         if head == "labelled_records":
             actual, predicted = json.loads(rest)
-            return m.labelled_records.labels(**{"class": actual, "predicted": predicted})
+            return m.labelled_records.labels(**{"class": actual, "predicted": predicted,
+                                                "correct": str(actual == predicted).lower()})
         if head == "dead_letters":
             topic, _, reason = rest.rpartition(".")
             return m.dead_letters.labels(reason=reason, topic=topic)

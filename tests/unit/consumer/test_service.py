@@ -233,7 +233,8 @@ def test_labelled_records_count_applied_labels_by_true_and_predicted_class(harne
     for actual in (-1, 1):
         for predicted in (-1, 1):
             want = sum(1 for r in requests if truth[r["id"]] == actual and r["prediction"] == predicted)
-            got = sample("activestream_labelled_records_total", {"class": str(actual), "predicted": str(predicted)})
+            got = sample("activestream_labelled_records_total", {"class": str(actual), "predicted": str(predicted),
+                                                                 "correct": "true" if actual == predicted else "false"})
             assert (got or 0.0) == want, (actual, predicted)
     mistakes = sum(1 for r in requests if r["prediction"] != truth[r["id"]])
     assert 0 < mistakes < len(requests)  # both cells of the diagonal and off it are exercised
@@ -250,6 +251,18 @@ def test_labels_learnt_by_default_on_expiry_are_not_counted_as_labelled(tmp_path
     h.service.run_once()
     assert h.service.totals.get("labels.defaulted") > 0
     assert not [k for k in h.service.totals.values if k.startswith("labelled_records.")]
+
+
+def test_series_known_in_advance_exist_at_zero_before_any_record(harness):
+    sample = harness.service.metrics.registry.get_sample_value
+    assert sample("activestream_dead_letters_total", {"reason": "malformed_json", "topic": "features"}) == 0
+    assert sample("activestream_dead_letters_total", {"reason": "unknown_class", "topic": "labels"}) == 0
+    for outcome in ("applied", "duplicate", "expired", "unknown", "defaulted"):
+        assert sample("activestream_labels_total", {"outcome": outcome}) == 0
+    assert sample("activestream_produce_errors_total", {"topic": "predictions"}) == 0
+    assert sample("activestream_predictions_total", {"class": "-1"}) == 0
+    assert sample("activestream_labelled_records_total", {"class": "1", "predicted": "-1", "correct": "false"}) == 0
+    assert sample("activestream_labelled_records_total", {"class": "1", "predicted": "1", "correct": "true"}) == 0
 
 
 def test_what_alerts_compare_against_is_exported(tmp_path):
