@@ -9,6 +9,7 @@ service's own importance-weighted accuracy estimate beside it.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import tempfile
 import threading
@@ -26,10 +27,13 @@ from consumer.config import load_settings
 from consumer.demo.annotator import Annotator
 from consumer.demo.broker import CLIENT_SETTINGS, Broker, create_topics
 from consumer.demo.feed import DemoStream, Feeder, drifting_stream, from_dataset
+from consumer.demo.report import Sample, write_report
 from consumer.service import Service
 from learners.evaluation import binary_metrics, multiclass_metrics
 
 __all__ = ["DemoOptions", "run_demo"]
+
+_SAMPLE_EVERY_S = 0.25  # the report's curves: a point every quarter second
 
 TOPICS = {"features": "features", "predictions": "predictions", "label_requests": "label-requests",
           "labels": "labels", "dead_letters": "dead-letters"}
@@ -49,6 +53,7 @@ class DemoOptions:
     checkpoint_dir: str | None = None
     positive: Any = None
     timeout_s: float = 600.0
+    report: str | None = None  # write an HTML report with the demo's curves here
 
 
 def _stream(opts: DemoOptions) -> DemoStream:
@@ -73,12 +78,15 @@ class _Scoreboard:
         self._consumer.subscribe([topic], on_assign=lambda c, parts: (c.assign(parts), self.ready.set()))
         self._truth = truth
         self.predicted: dict[str, Any] = {}
+        self.correct = 0
 
     def poll(self, timeout: float) -> None:
         for msg in self._consumer.consume(5000, timeout):
             if msg.error() is None and msg.value() is not None:
                 p = orjson.loads(msg.value())
-                self.predicted.setdefault(p["id"], p["label"])
+                if p["id"] not in self.predicted:
+                    self.predicted[p["id"]] = p["label"]
+                    self.correct += self._truth[p["id"]] == p["label"]
 
     def accuracy(self) -> float:
         if not self.predicted:
@@ -113,11 +121,28 @@ class _Progress:
         self._out.flush()
 
 
+def _sample(started: float, board: _Scoreboard, t: Any) -> Sample:
+    return Sample(time.monotonic() - started, len(board.predicted), board.correct, t.get("records_scored"),
+                  t.get("label_requests"), t.get("labels.applied"), t.get("labels.expired"), t.get("labelling_cost"),
+                  t.get("importance_weighted_labels"), t.get("importance_weighted_mistakes"))
+
+
 def run_demo(opts: DemoOptions, progress=sys.stderr) -> dict[str, Any]:
     stream = _stream(opts)
     n = len(stream.values)
     started = time.monotonic()
-    checkpoint_dir = Path(opts.checkpoint_dir or tempfile.mkdtemp(prefix="activestream-demo-"))
+    with contextlib.ExitStack() as stack:
+        checkpoint_dir = opts.checkpoint_dir or stack.enter_context(
+            tempfile.TemporaryDirectory(prefix="activestream-demo-"))
+        report, samples = _run(opts, stream, n, started, Path(checkpoint_dir), progress)
+    if opts.report:
+        write_report(opts.report, report, samples)
+    return report
+
+
+def _run(opts: DemoOptions, stream: DemoStream, n: int, started: float, checkpoint_dir: Path,
+         progress) -> tuple[dict[str, Any], list[Sample]]:
+    samples: list[Sample] = []
     with Broker(port=opts.port) as broker:
         create_topics(broker.bootstrap, list(TOPICS.values()))
         settings = load_settings(
@@ -144,9 +169,12 @@ def run_demo(opts: DemoOptions, progress=sys.stderr) -> dict[str, Any]:
                 if time.monotonic() > deadline or not runner.is_alive():
                     raise RuntimeError("the demo's clients did not join their groups")
             feeder.start()
+            samples.append(_sample(started, board, t))
             while True:
                 board.poll(0.2)
                 bar.show(len(board.predicted), service, board)
+                if time.monotonic() - started - samples[-1].seconds >= _SAMPLE_EVERY_S:
+                    samples.append(_sample(started, board, t))
                 answered_all = annotator.requested == annotator.answered and annotator.waiting == 0
                 settled = t.get("labels.applied") + t.get("labels.expired") + t.get("labels.duplicate") >= \
                     annotator.answered
@@ -166,7 +194,12 @@ def run_demo(opts: DemoOptions, progress=sys.stderr) -> dict[str, Any]:
             runner.join(60)
             annotator.join(15)
             board.close()
-    return _report(opts, stream, service, board, time.monotonic() - started)
+    last = _sample(started, board, t)
+    if samples and samples[-1].predicted == last.predicted:
+        samples[-1] = last  # the final totals, at the same point of the stream
+    else:
+        samples.append(last)
+    return _report(opts, stream, service, board, time.monotonic() - started), samples
 
 
 def _report(opts: DemoOptions, stream: DemoStream, service: Service, board: _Scoreboard,

@@ -48,3 +48,13 @@ def test_demo_human_output_is_a_summary():
     out = demo("--records", "1000", "--rate", "0", "--label-delay", "0")
     assert out.returncode == 0, out.stderr[-2000:]
     assert "online accuracy / F1 vs truth" in out.stdout and "estimated accuracy (service)" in out.stdout
+
+
+def test_demo_report_writes_a_self_contained_page_with_its_curves(tmp_path):
+    page = tmp_path / "report.html"
+    out = demo("--records", "2000", "--rate", "2000", "--label-delay", "0.2", "--report", str(page), "--json")
+    assert out.returncode == 0, out.stderr[-2000:]
+    report = json.loads(out.stdout)
+    text = page.read_text()
+    assert text.count("<svg") == 4 and text.count("<polyline") >= 6
+    assert f"{report['accuracy']:.4f}" in text and "<script" not in text
