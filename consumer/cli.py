@@ -197,7 +197,7 @@ def _demo(args: argparse.Namespace) -> int:
         data=args.data or [], learner=args.learner, records=args.records, label_delay_s=args.label_delay,
         label_cost=args.label_cost, rate=args.rate, params=_params(args.param), port=args.port,
         metrics_port=args.metrics_port, positive=_value(args.positive) if args.positive else None,
-        report=args.report,
+        report=args.report, bootstrap=args.bootstrap, service_url=args.service,
     )
     report = run_demo(opts)
     if args.json:
@@ -237,7 +237,11 @@ def build_parser() -> argparse.ArgumentParser:
                            "--label-delay, so rate × delay records are scored before their labels can help")
     demo.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a learner hyper-parameter")
     demo.add_argument("--positive", help="the positive label of a binary dataset (default: 1)")
-    demo.add_argument("--port", type=int, help="broker port (default: a free one)")
+    demo.add_argument("--port", type=int, help="embedded broker port (default: a free one)")
+    demo.add_argument("--bootstrap", metavar="HOST:PORT", help="use this Kafka instead of the embedded broker")
+    demo.add_argument("--service", metavar="URL",
+                      help="feed a service that already runs (e.g. http://activestream:9108) instead of starting "
+                           "one; its totals are read from URL/metrics")
     demo.add_argument("--metrics-port", type=int, default=0, help="/metrics port (default: a free one)")
     demo.add_argument("--json", action="store_true", help="print the final report as one JSON object")
     demo.add_argument("--report", metavar="FILE.html",
