@@ -197,7 +197,7 @@ def _demo(args: argparse.Namespace) -> int:
         data=args.data or [], learner=args.learner, records=args.records, label_delay_s=args.label_delay,
         label_cost=args.label_cost, rate=args.rate, params=_params(args.param), port=args.port,
         metrics_port=args.metrics_port, positive=_value(args.positive) if args.positive else None,
-        report=args.report, bootstrap=args.bootstrap, service_url=args.service,
+        report=args.report, bootstrap=args.bootstrap, service_url=args.service, timeout_s=args.timeout,
     )
     report = run_demo(opts)
     if args.json:
@@ -243,6 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="feed a service that already runs (e.g. http://activestream:9108) instead of starting "
                            "one; its totals are read from URL/metrics")
     demo.add_argument("--metrics-port", type=int, default=0, help="/metrics port (default: a free one)")
+    demo.add_argument("--timeout", type=float, default=600.0, help="give up after this many seconds (600)")
     demo.add_argument("--json", action="store_true", help="print the final report as one JSON object")
     demo.add_argument("--report", metavar="FILE.html",
                       help="also write a self-contained HTML report with the demo's curves (accuracy against the "
