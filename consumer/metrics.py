@@ -1,8 +1,9 @@
 """Every Prometheus metric the service exports, declared once.
 
 Names follow Prometheus conventions: prefix ``activestream_``, base units (seconds), ``_total`` on
-counters. ``reason`` and ``topic`` are the only many-valued labels; ``class`` (bounded by the
-model's classes), ``outcome`` and ``partition`` (bounded by partition counts) are small sets.
+counters. ``reason`` and ``topic`` are the only many-valued labels; ``class`` and ``predicted``
+(bounded by the model's classes), ``correct``, ``outcome`` and ``partition`` (bounded by partition
+counts) are small sets.
 Rates and ratios (query rate, accuracy) are left to PromQL, e.g. the query rate is
 ``rate(activestream_label_requests_total[5m]) / rate(activestream_records_scored_total[5m])``.
 """
