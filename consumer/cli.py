@@ -5,6 +5,8 @@
   printing prequential metrics as a table or one JSON object (``--json``).
 * ``activestream demo``: the whole loop on this machine (embedded broker, a simulated annotator).
 * ``activestream checkpoint inspect PATH``: what a checkpoint file (or the newest in a directory) holds.
+* ``activestream healthcheck [--ready]``: exit 0 if the local service's ``/healthz`` (``/readyz``) answers
+  200: a container health check that needs no curl in the image.
 """
 
 from __future__ import annotations
@@ -159,6 +161,30 @@ def _inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _healthcheck(args: argparse.Namespace) -> int:
+    import urllib.error
+    import urllib.request
+
+    from consumer.config import load_settings
+    from consumer.errors import ConfigError
+
+    try:
+        port = args.port or load_settings().metrics_port
+    except ConfigError as exc:
+        print(f"activestream healthcheck: {exc}", file=sys.stderr)
+        return 2
+    url = f"http://127.0.0.1:{port}/{'readyz' if args.ready else 'healthz'}"
+    try:
+        with urllib.request.urlopen(url, timeout=args.timeout) as response:
+            print(response.read().decode().strip())
+            return 0
+    except urllib.error.HTTPError as err:  # 503: the probe's reason is in the body
+        print(f"{url}: {err.code} {err.read().decode().strip()}", file=sys.stderr)
+    except OSError as exc:
+        print(f"{url}: {exc}", file=sys.stderr)
+    return 1
+
+
 def _demo(args: argparse.Namespace) -> int:
     from consumer.demo.run import DemoOptions, run_demo
 
@@ -167,6 +193,7 @@ def _demo(args: argparse.Namespace) -> int:
         data=args.data or [], learner=args.learner, records=args.records, label_delay_s=args.label_delay,
         label_cost=args.label_cost, rate=args.rate, params=_params(args.param), port=args.port,
         metrics_port=args.metrics_port, positive=_value(args.positive) if args.positive else None,
+        report=args.report, bootstrap=args.bootstrap, service_url=args.service, timeout_s=args.timeout,
     )
     report = run_demo(opts)
     if args.json:
@@ -206,10 +233,24 @@ def build_parser() -> argparse.ArgumentParser:
                            "--label-delay, so rate × delay records are scored before their labels can help")
     demo.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a learner hyper-parameter")
     demo.add_argument("--positive", help="the positive label of a binary dataset (default: 1)")
-    demo.add_argument("--port", type=int, help="broker port (default: a free one)")
+    demo.add_argument("--port", type=int, help="embedded broker port (default: a free one)")
+    demo.add_argument("--bootstrap", metavar="HOST:PORT", help="use this Kafka instead of the embedded broker")
+    demo.add_argument("--service", metavar="URL",
+                      help="feed a service that already runs (e.g. http://activestream:9108) instead of starting "
+                           "one; its totals are read from URL/metrics")
     demo.add_argument("--metrics-port", type=int, default=0, help="/metrics port (default: a free one)")
+    demo.add_argument("--timeout", type=float, default=600.0, help="give up after this many seconds (600)")
     demo.add_argument("--json", action="store_true", help="print the final report as one JSON object")
+    demo.add_argument("--report", metavar="FILE.html",
+                      help="also write a self-contained HTML report with the demo's curves (accuracy against the "
+                           "truth and the service's estimate, query ratio, labels, cost)")
     demo.set_defaults(func=_demo)
+
+    health = sub.add_parser("healthcheck", help="exit 0 when the local service's /healthz (or /readyz) answers 200")
+    health.add_argument("--ready", action="store_true", help="check /readyz instead of /healthz")
+    health.add_argument("--port", type=int, help="the metrics port (default: ACTIVESTREAM_METRICS_PORT, 9108)")
+    health.add_argument("--timeout", type=float, default=4.0, help="seconds to wait for the answer (4)")
+    health.set_defaults(func=_healthcheck)
 
     ck = sub.add_parser("checkpoint", help="work with checkpoint files")
     ck_sub = ck.add_subparsers(dest="action", required=True)

@@ -105,6 +105,9 @@ class Settings(BaseSettings):
     classes: list[Any] | None = Field(None, description="binary: [negative, positive]; multiclass: all classes")
     n_features: int = Field(2**20, gt=0, lt=2**31 - 1)
     query_seed: int = Field(0, ge=0, lt=2**64)
+    query_rate_target: float | None = Field(
+        None, gt=0, le=1, description="the query rate expected (label requests / records); exported for alerts"
+    )
 
     labels: LabelSettings = LabelSettings()
     checkpoint_dir: Path = Path("/var/lib/activestream")

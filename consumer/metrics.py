@@ -1,8 +1,9 @@
 """Every Prometheus metric the service exports, declared once.
 
 Names follow Prometheus conventions: prefix ``activestream_``, base units (seconds), ``_total`` on
-counters. ``reason`` and ``topic`` are the only many-valued labels; ``class`` (bounded by the
-model's classes), ``outcome`` and ``partition`` (bounded by partition counts) are small sets.
+counters. ``reason`` and ``topic`` are the only many-valued labels; ``class`` and ``predicted``
+(bounded by the model's classes), ``correct``, ``outcome`` and ``partition`` (bounded by partition
+counts) are small sets.
 Rates and ratios (query rate, accuracy) are left to PromQL, e.g. the query rate is
 ``rate(activestream_label_requests_total[5m]) / rate(activestream_records_scored_total[5m])``.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, disable_created_metrics
 from prometheus_client.core import HistogramMetricFamily
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
@@ -83,6 +84,10 @@ class Metrics:
         self.labelling_cost = Counter(p + "labelling_cost", "Cost of the labels applied", registry=r)
         self.label_delay = BulkHistogram(p + "label_delay_seconds", "From a label request to its label being applied",
                                          _DELAY_BUCKETS, r)
+        # correct ("true"/"false") is predicted == class, spelt out: PromQL cannot compare two labels.
+        self.labelled_records = Counter(p + "labelled_records",
+                                        "Applied labels by true class and by the class predicted for the record",
+                                        ["class", "predicted", "correct"], registry=r)
         self.labelled_mistakes = Counter(p + "labelled_mistakes",
                                          "Applied labels whose prediction had been wrong (online mistakes)",
                                          registry=r)
@@ -98,6 +103,11 @@ class Metrics:
         self.budget_remaining = Gauge(p + "label_budget_remaining",
                                       "Label requests left in the current budget window (+Inf without budget)",
                                       registry=r)
+        self.budget_requests = Gauge(p + "label_budget_requests",
+                                     "Label requests allowed per budget window (+Inf without budget)", registry=r)
+        self.query_rate_target = Gauge(p + "query_rate_target",
+                                       "The query rate this deployment is expected to run at (NaN when not set)",
+                                       registry=r)
         self.model_version = Gauge(p + "model_version", "Labels applied to the model since it was created",
                                    registry=r)
         # health of the pipeline
@@ -111,6 +121,8 @@ class Metrics:
                                              buckets=_LATENCY_BUCKETS, registry=r)
         self.checkpoint_last_success = Gauge(p + "checkpoint_last_success_timestamp_seconds",
                                              "When the last checkpoint became durable", registry=r)
+        self.checkpoint_interval = Gauge(p + "checkpoint_interval_seconds",
+                                         "Configured time between checkpoints", registry=r)
         self.checkpoint_failures = Counter(p + "checkpoint_failures", "Checkpoints that failed", registry=r)
         self.consumer_lag = Gauge(p + "consumer_lag_records", "Records behind the end of each consumed partition",
                                   ["topic", "partition"], registry=r)
@@ -118,3 +130,6 @@ class Metrics:
         self.loop_last_iteration = Gauge(p + "loop_last_iteration_timestamp_seconds",
                                          "When the poll loop last completed an iteration", registry=r)
         self.ready = Gauge(p + "ready", "1 when restored and assigned partitions", registry=r)
+        # process_* (start time, memory, CPU, open files): the checkpoint-age alert counts from the
+        # process start until the first checkpoint of a new process.
+        ProcessCollector(registry=r)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 from collections import Counter as Tally
 from collections.abc import Iterable
@@ -39,7 +40,7 @@ from consumer.health import Health, HealthServer
 from consumer.kafka import Emitter, OffsetTracker, consumer_config, producer_config
 from consumer.metrics import Metrics
 from consumer.pending import Entry, PendingStore, pack_strings, unpack_strings
-from consumer.records import Label, encode_label_request, encode_prediction
+from consumer.records import REASONS, Label, encode_label_request, encode_prediction
 from consumer.recovery import Recovery, read_tail
 from consumer.totals import Totals
 from learners import make
@@ -53,6 +54,8 @@ log = logging.getLogger(__name__)
 FORMAT_VERSION = 1  # of the service's part of a checkpoint
 _FLUSH_TIMEOUT_S = 20.0  # within Kubernetes' 30 s grace period, with room to write and commit
 _LAG_EVERY_S = 1.0
+LABEL_OUTCOMES = ("applied", "duplicate", "expired", "unknown", "defaulted")
+_MAX_CLASSES_INITIALISED = 20  # labelled records: one series per (class, predicted) pair, k² of them
 
 
 def build_learner(settings: Settings):
@@ -157,6 +160,8 @@ class Service:
         self._last_lag_at = -1e9
         self.restored_from: Path | None = None
         self.http: HealthServer | None = None
+        self._publish_settings()
+        self._initialise_series()
         if s.labels.on_expiry == "default" and s.labels.expiry_label not in self.learner._codes:
             raise ConfigError(f"ACTIVESTREAM_LABELS__EXPIRY_LABEL: {s.labels.expiry_label!r} is not one of "
                               f"the classes {list(self.learner.classes)}")
@@ -482,6 +487,11 @@ class Service:
         t.add("labelled_mistakes", int(mistakes.sum()))
         t.add("importance_weighted_labels", float(weights.sum()))
         t.add("importance_weighted_mistakes", float(weights[mistakes].sum()))
+        if outcome == "applied":
+            decode = self.learner.decode  # both sides as the model's class values (1.0 and 1 are one class)
+            for (actual, guessed), n in Tally(zip(decode(codes).tolist(), decode(predicted).tolist(),
+                                                  strict=True)).items():
+                t.add(Totals.labelled_key(actual, guessed), n)
         self.metrics.label_delay.observe_many(now - np.array([e.requested_at for e in entries]))
         self._labels_since_checkpoint += len(joined)
 
@@ -499,6 +509,33 @@ class Service:
         self._publish_gauges()
 
     # -- observability -------------------------------------------------------------------------------
+    def _publish_settings(self) -> None:
+        """What alerts compare against: the budget, the checkpoint interval, the query rate target."""
+        s, m = self.settings, self.metrics
+        m.budget_requests.set(math.inf if s.labels.budget is None else s.labels.budget)
+        m.checkpoint_interval.set(s.checkpoint.every_s)
+        m.query_rate_target.set(math.nan if s.query_rate_target is None else s.query_rate_target)
+
+    def _initialise_series(self) -> None:
+        """Create the labelled series that can be known in advance at zero: a counter series born at
+        40 shows no increase to rate(), so a first burst of dead letters would go unseen by alerts."""
+        m, topics = self.metrics, self.settings.topics
+        for topic in (topics.features, topics.labels):
+            for reason in REASONS:
+                m.dead_letters.labels(reason=reason, topic=topic)
+        for outcome in LABEL_OUTCOMES:
+            m.labels.labels(outcome)
+        for topic in (topics.predictions, topics.label_requests, topics.dead_letters):
+            m.produce_errors.labels(topic=topic)
+        classes = [str(c) for c in self.learner.classes]
+        for c in classes:
+            m.predictions.labels(c)
+        if len(classes) <= _MAX_CLASSES_INITIALISED:
+            for actual in classes:
+                for predicted in classes:
+                    m.labelled_records.labels(**{"class": actual, "predicted": predicted,
+                                                 "correct": str(actual == predicted).lower()})
+
     def _publish_gauges(self) -> None:
         m = self.metrics
         m.pending.set(len(self.pending))

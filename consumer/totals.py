@@ -3,7 +3,8 @@
 Counters survive a restart: a restored service starts its counters at the checkpoint's totals, so
 cumulative panels (labelling cost against budget) do not fall back to zero, and records replayed
 after a crash are counted once. Keys are dotted: ``labels.applied``, ``predictions.<class>``,
-``dead_letters.<topic>.<reason>``.
+``dead_letters.<topic>.<reason>``, ``labelled_records.["<class>", "<predicted>"]`` (JSON: class names
+may hold dots).
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ class Totals:
             return m.predictions.labels(rest)
         if head == "labels":
             return m.labels.labels(rest)
+        if head == "labelled_records":
+            actual, predicted = json.loads(rest)
+            return m.labelled_records.labels(**{"class": actual, "predicted": predicted,
+                                                "correct": str(actual == predicted).lower()})
         if head == "dead_letters":
             topic, _, reason = rest.rpartition(".")
             return m.dead_letters.labels(reason=reason, topic=topic)
@@ -46,6 +51,11 @@ class Totals:
         if amount:
             self.values[key] += amount
             self._counter(key).inc(amount)
+
+    @staticmethod
+    def labelled_key(actual: object, predicted: object) -> str:
+        """The key counting applied labels of class ``actual`` whose record was predicted ``predicted``."""
+        return "labelled_records." + json.dumps([str(actual), str(predicted)])
 
     def get(self, key: str) -> float:
         return self.values.get(key, 0.0)

@@ -41,7 +41,7 @@ class Annotator(threading.Thread):
                 if msg.error() is not None or msg.value() is None:
                     continue
                 rid = orjson.loads(msg.value())["id"]
-                if rid not in self._seen:
+                if rid not in self._seen and rid in self._truth:  # not another run's request
                     self._seen.add(rid)
                     heapq.heappush(self._due, (time.monotonic() + self._delay_s, rid))
             now = time.monotonic()

@@ -32,7 +32,7 @@ class DemoStream:
     name: str
 
 
-def drifting_stream(n: int, seed: int = 0) -> DemoStream:
+def drifting_stream(n: int, seed: int = 0, id_prefix: str = "r") -> DemoStream:
     rng = np.random.default_rng(seed)
     d = 10
     w0, w1 = rng.standard_normal(d), rng.standard_normal(d)
@@ -47,20 +47,20 @@ def drifting_stream(n: int, seed: int = 0) -> DemoStream:
         if i >= 2 * n // 3:
             w = -w[::-1]  # an abrupt change
         margin = X[i] @ w + segment_effect[seg[i]] - 1.0 + 0.3 * rng.standard_normal()
-        rid = f"r{i}"
+        rid = f"{id_prefix}{i}"
         truth[rid] = 1 if margin > 0 else -1
         record = {f"f{k}": float(X[i, k]) for k in range(d)} | {"segment": str(seg[i])}
         values.append(orjson.dumps({"id": rid, "features": record}))
     return DemoStream(values, truth, [-1, 1], 2**20, f"synthetic drifting stream ({n} records)")
 
 
-def from_dataset(data: Dataset, classes: list, limit: int | None = None) -> DemoStream:
+def from_dataset(data: Dataset, classes: list, limit: int | None = None, id_prefix: str = "r") -> DemoStream:
     """A LIBSVM dataset as sparse feature records (``{"indices": [...], "values": [...]}``)."""
     n = data.n if limit is None else min(limit, data.n)
     values, truth = [], {}
     for i in range(n):
         idx, val = data.rows.row(i)
-        rid = f"r{i}"
+        rid = f"{id_prefix}{i}"
         values.append(orjson.dumps({"id": rid, "features": {"indices": idx.tolist(), "values": val.tolist()}}))
         truth[rid] = data.labels[i].item()
     return DemoStream(values, truth, classes, data.rows.n_features, data.name)

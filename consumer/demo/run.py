@@ -5,17 +5,21 @@ features topic, answers label requests with a simulated annotator (ground truth 
 cost), follows the predictions to score them against the ground truth, shows progress, and ends with
 a report: records, query ratio, labels, cost, online accuracy/F1 against the truth and the
 service's own importance-weighted accuracy estimate beside it.
+
+With ``--bootstrap`` it uses that Kafka instead of the embedded broker; with ``--service URL`` it
+runs no service of its own but feeds and answers one that already runs (``activestream run``) and
+reads that service's totals from its ``/metrics`` (the compose demo in ``deploy/compose``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import tempfile
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,10 +30,14 @@ from consumer.config import load_settings
 from consumer.demo.annotator import Annotator
 from consumer.demo.broker import CLIENT_SETTINGS, Broker, create_topics
 from consumer.demo.feed import DemoStream, Feeder, drifting_stream, from_dataset
+from consumer.demo.remote import RemoteTotals
+from consumer.demo.report import Sample, write_report
 from consumer.service import Service
 from learners.evaluation import binary_metrics, multiclass_metrics
 
 __all__ = ["DemoOptions", "run_demo"]
+
+_SAMPLE_EVERY_S = 0.25  # the report's curves: a point every quarter second
 
 TOPICS = {"features": "features", "predictions": "predictions", "label_requests": "label-requests",
           "labels": "labels", "dead_letters": "dead-letters"}
@@ -49,36 +57,45 @@ class DemoOptions:
     checkpoint_dir: str | None = None
     positive: Any = None
     timeout_s: float = 600.0
+    report: str | None = None  # write an HTML report with the demo's curves here
+    bootstrap: str | None = None  # an existing Kafka instead of the embedded broker
+    service_url: str | None = None  # a running service to feed (its metrics endpoint), instead of our own
+    clients: dict[str, str] | None = None  # the demo's own consumers' properties (default: by broker)
 
 
 def _stream(opts: DemoOptions) -> DemoStream:
+    # A service that runs on may have seen earlier runs' ids: give this run's records their own.
+    prefix = f"{uuid.uuid4().hex[:6]}-r" if opts.service_url else "r"
     if not opts.data:
-        return drifting_stream(opts.records)
+        return drifting_stream(opts.records, id_prefix=prefix)
     from learners import make
     from learners.datasets import concat, resolve
 
     data = concat([resolve(spec) for spec in opts.data])
     multiclass = make(opts.learner).multiclass
     classes = data.classes() if multiclass else list(data.binary_classes(opts.positive))
-    return from_dataset(data, classes, opts.records)
+    return from_dataset(data, classes, opts.records, id_prefix=prefix)
 
 
 class _Scoreboard:
     """Follows the predictions topic and scores every record against the ground truth."""
 
-    def __init__(self, bootstrap: str, topic: str, truth: dict) -> None:
+    def __init__(self, bootstrap: str, topic: str, truth: dict, clients: dict) -> None:
         self._consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"scoreboard-{uuid.uuid4().hex[:8]}",
-                                   **CLIENT_SETTINGS})
+                                   **clients})
         self.ready = threading.Event()
         self._consumer.subscribe([topic], on_assign=lambda c, parts: (c.assign(parts), self.ready.set()))
         self._truth = truth
         self.predicted: dict[str, Any] = {}
+        self.correct = 0
 
     def poll(self, timeout: float) -> None:
         for msg in self._consumer.consume(5000, timeout):
             if msg.error() is None and msg.value() is not None:
                 p = orjson.loads(msg.value())
-                self.predicted.setdefault(p["id"], p["label"])
+                if p["id"] not in self.predicted and p["id"] in self._truth:  # not another run's record
+                    self.predicted[p["id"]] = p["label"]
+                    self.correct += self._truth[p["id"]] == p["label"]
 
     def accuracy(self) -> float:
         if not self.predicted:
@@ -97,12 +114,11 @@ class _Progress:
         self._tty = hasattr(out, "isatty") and out.isatty()
         self._last = -1e9
 
-    def show(self, done: int, service: Service, board: _Scoreboard, final: bool = False) -> None:
+    def show(self, done: int, t: Any, board: _Scoreboard, final: bool = False) -> None:
         now = time.monotonic()
         if not (self._tty or final or now - self._last >= 2.0):
             return
         self._last = now
-        t = service.totals
         width = 24
         filled = int(width * done / max(self._total, 1))
         scored = t.get("records_scored")
@@ -113,65 +129,114 @@ class _Progress:
         self._out.flush()
 
 
+def _sample(started: float, board: _Scoreboard, t: Any) -> Sample:
+    return Sample(time.monotonic() - started, len(board.predicted), board.correct, t.get("records_scored"),
+                  t.get("label_requests"), t.get("labels.applied"), t.get("labels.expired"), t.get("labelling_cost"),
+                  t.get("importance_weighted_labels"), t.get("importance_weighted_mistakes"))
+
+
 def run_demo(opts: DemoOptions, progress=sys.stderr) -> dict[str, Any]:
     stream = _stream(opts)
-    n = len(stream.values)
     started = time.monotonic()
-    checkpoint_dir = Path(opts.checkpoint_dir or tempfile.mkdtemp(prefix="activestream-demo-"))
-    with Broker(port=opts.port) as broker:
-        create_topics(broker.bootstrap, list(TOPICS.values()))
-        settings = load_settings(
-            bootstrap_servers=broker.bootstrap, topics=TOPICS, checkpoint_dir=checkpoint_dir, learner=opts.learner,
-            learner_params=opts.params, n_features=stream.n_features, classes=stream.classes,
-            kafka_consumer=CLIENT_SETTINGS, metrics_port=opts.metrics_port, checkpoint={"every_s": 5.0},
-            labels={"ttl_s": max(60.0, 20 * opts.label_delay_s), "cost_per_request": opts.label_cost},
-        )
-        service = Service(settings)
-        runner = threading.Thread(target=service.run, name="activestream-service", daemon=True)
-        runner.start()
-        annotator = Annotator(broker.bootstrap, TOPICS["label_requests"], TOPICS["labels"], stream.truth,
-                              opts.label_delay_s, opts.label_cost, CLIENT_SETTINGS)
-        feeder = Feeder(broker.bootstrap, TOPICS["features"], stream, opts.rate)
-        board = _Scoreboard(broker.bootstrap, TOPICS["predictions"], stream.truth)
-        bar = _Progress(progress, n)
-        annotator.start()
-        deadline = time.monotonic() + opts.timeout_s
-        t = service.totals
+    with contextlib.ExitStack() as stack:
+        if opts.bootstrap:
+            bootstrap, clients = opts.bootstrap, {"auto.offset.reset": "latest"}  # a Kafka with history
+        else:
+            bootstrap, clients = stack.enter_context(Broker(port=opts.port)).bootstrap, CLIENT_SETTINGS
+        clients = opts.clients if opts.clients is not None else clients
+        create_topics(bootstrap, list(TOPICS.values()))
+        service = runner = None
+        if opts.service_url:
+            totals: Any = RemoteTotals(opts.service_url)
+            learner = opts.learner
+        else:
+            checkpoint_dir = opts.checkpoint_dir or stack.enter_context(
+                tempfile.TemporaryDirectory(prefix="activestream-demo-"))
+            service = Service(load_settings(
+                bootstrap_servers=bootstrap, topics=TOPICS, checkpoint_dir=checkpoint_dir, learner=opts.learner,
+                learner_params=opts.params, n_features=stream.n_features, classes=stream.classes,
+                kafka_consumer=CLIENT_SETTINGS if not opts.bootstrap else {}, metrics_port=opts.metrics_port,
+                checkpoint={"every_s": 5.0},
+                labels={"ttl_s": max(60.0, 20 * opts.label_delay_s), "cost_per_request": opts.label_cost},
+            ))
+            runner = threading.Thread(target=service.run, name="activestream-service", daemon=True)
+            runner.start()
+            totals, learner = service.totals, service.learner.name
+        board, samples = _Scoreboard(bootstrap, TOPICS["predictions"], stream.truth, clients), []
         try:
-            # everybody joins their consumer group before the first record is fed
-            while not (annotator.ready.is_set() and board.ready.is_set() and service.health.ready()[0]):
-                board.poll(0.1)
-                if time.monotonic() > deadline or not runner.is_alive():
-                    raise RuntimeError("the demo's clients did not join their groups")
-            feeder.start()
-            while True:
-                board.poll(0.2)
-                bar.show(len(board.predicted), service, board)
-                answered_all = annotator.requested == annotator.answered and annotator.waiting == 0
-                settled = t.get("labels.applied") + t.get("labels.expired") + t.get("labels.duplicate") >= \
-                    annotator.answered
-                if len(board.predicted) >= n and answered_all and settled:
-                    break
-                if not runner.is_alive():
-                    raise RuntimeError("the service stopped unexpectedly (see the log above)")
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"the demo did not finish within {opts.timeout_s:.0f} s")
+            _play(opts, stream, bootstrap, clients, service, runner, totals, board, samples, started, progress)
         finally:
-            bar.show(len(board.predicted), service, board, final=True)
-            if bar._tty:
-                progress.write("\n")
-            feeder.stop()
-            annotator.stop()
-            service.request_stop()
-            runner.join(60)
-            annotator.join(15)
+            if service is not None:
+                service.request_stop()
+                runner.join(60)
             board.close()
-    return _report(opts, stream, service, board, time.monotonic() - started)
+    report = _report(opts, stream, learner, totals, board, time.monotonic() - started)
+    if opts.report:
+        write_report(opts.report, report, samples)
+    return report
 
 
-def _report(opts: DemoOptions, stream: DemoStream, service: Service, board: _Scoreboard,
+def _play(opts: DemoOptions, stream: DemoStream, bootstrap: str, clients: dict, service: Service | None,
+          runner: threading.Thread | None, t: Any, board: _Scoreboard, samples: list[Sample], started: float,
+          progress) -> None:
+    """Feed the stream, answer its label requests, follow its predictions until all are settled."""
+    n = len(stream.values)
+    remote = service is None
+    annotator = Annotator(bootstrap, TOPICS["label_requests"], TOPICS["labels"], stream.truth,
+                          opts.label_delay_s, opts.label_cost, clients)
+    feeder = Feeder(bootstrap, TOPICS["features"], stream, opts.rate)
+    bar = _Progress(progress, n)
+    annotator.start()
+    deadline = time.monotonic() + opts.timeout_s
+
+    def alive() -> bool:
+        return remote or runner.is_alive()
+
+    def sample() -> None:
+        if remote:
+            t.refresh()
+        samples.append(_sample(started, board, t))
+
+    try:
+        # everybody joins their consumer group before the first record is fed
+        while not (annotator.ready.is_set() and board.ready.is_set() and (remote or service.health.ready()[0])):
+            board.poll(0.1)
+            if time.monotonic() > deadline or not alive():
+                raise RuntimeError("the demo's clients did not join their groups")
+        feeder.start()
+        sample()
+        while True:
+            board.poll(0.2)
+            if time.monotonic() - started - samples[-1].seconds >= _SAMPLE_EVERY_S:
+                sample()
+            bar.show(len(board.predicted), t, board)
+            answered_all = annotator.requested == annotator.answered and annotator.waiting == 0
+            settled = t.get("labels.applied") + t.get("labels.expired") + t.get("labels.duplicate") >= \
+                annotator.answered
+            if len(board.predicted) >= n and answered_all and settled:
+                break
+            if not alive():
+                raise RuntimeError("the service stopped unexpectedly (see the log above)")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the demo did not finish within {opts.timeout_s:.0f} s")
+    finally:
+        bar.show(len(board.predicted), t, board, final=True)
+        if bar._tty:
+            progress.write("\n")
+        feeder.stop()
+        annotator.stop()
+        annotator.join(15)
+    if remote:
+        t.refresh()
+    last = _sample(started, board, t)
+    if samples and samples[-1].predicted == last.predicted:
+        samples[-1] = last  # the final totals, at the same point of the stream
+    else:
+        samples.append(last)
+
+
+def _report(opts: DemoOptions, stream: DemoStream, learner: str, t: Any, board: _Scoreboard,
             seconds: float) -> dict[str, Any]:
-    t = service.totals
     ids = [k for k in stream.truth if k in board.predicted]
     truth = np.array([stream.truth[k] for k in ids], dtype=object)
     predicted = np.array([board.predicted[k] for k in ids], dtype=object)
@@ -187,7 +252,7 @@ def _report(opts: DemoOptions, stream: DemoStream, service: Service, board: _Sco
     scored = t.get("records_scored")
     dead = sum(v for k, v in t.values.items() if k.startswith("dead_letters."))
     return {
-        "data": stream.name, "learner": service.learner.name, "records": len(stream.values),
+        "data": stream.name, "learner": learner, "records": len(stream.values),
         "predictions": len(board.predicted), "label_requests": int(t.get("label_requests")),
         "labels_applied": int(t.get("labels.applied")), "labels_expired": int(t.get("labels.expired")),
         "requests_expired": int(t.get("label_requests_expired")),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -48,3 +49,56 @@ def test_demo_human_output_is_a_summary():
     out = demo("--records", "1000", "--rate", "0", "--label-delay", "0")
     assert out.returncode == 0, out.stderr[-2000:]
     assert "online accuracy / F1 vs truth" in out.stdout and "estimated accuracy (service)" in out.stdout
+
+
+def test_demo_report_writes_a_self_contained_page_with_its_curves(tmp_path):
+    page = tmp_path / "report.html"
+    out = demo("--records", "2000", "--rate", "2000", "--label-delay", "0.2", "--report", str(page), "--json")
+    assert out.returncode == 0, out.stderr[-2000:]
+    report = json.loads(out.stdout)
+    text = page.read_text()
+    assert text.count("<svg") == 4 and text.count("<polyline") >= 6
+    assert f"{report['accuracy']:.4f}" in text and "<script" not in text
+
+
+def test_demo_feeds_a_running_service_and_reports_only_its_own_run(tmp_path):
+    """--service: the demo runs no service of its own; two runs against one service each report theirs."""
+    import threading
+
+    from consumer.config import load_settings
+    from consumer.demo.broker import CLIENT_SETTINGS, Broker, create_topics
+    from consumer.demo.run import TOPICS, DemoOptions, run_demo
+    from consumer.service import Service
+
+    with Broker() as broker:
+        create_topics(broker.bootstrap, list(TOPICS.values()))
+        service = Service(load_settings(bootstrap_servers=broker.bootstrap, topics=TOPICS, metrics_port=0,
+                                        checkpoint_dir=tmp_path / "ckpt", kafka_consumer=CLIENT_SETTINGS))
+        runner = threading.Thread(target=service.run, daemon=True)
+        runner.start()
+        try:
+            opts = DemoOptions(records=1500, rate=3000, label_delay_s=0.2, bootstrap=broker.bootstrap,
+                               service_url=f"http://127.0.0.1:{_port(service)}/metrics", clients=CLIENT_SETTINGS,
+                               timeout_s=120)
+            reports = [run_demo(opts, progress=io.StringIO()) for _ in range(2)]
+        finally:
+            service.request_stop()
+            runner.join(60)
+    for report in reports:
+        assert report["records"] == report["predictions"] == 1500
+        assert report["labels_applied"] == report["label_requests"] > 0
+        assert report["query_ratio"] == report["label_requests"] / 1500
+        assert abs(report["accuracy"] - report["estimated_accuracy"]) < 0.15
+    total = service.totals
+    assert total.get("records_scored") == 3000
+    assert total.get("label_requests") == reports[0]["label_requests"] + reports[1]["label_requests"]
+
+
+def _port(service) -> int:
+    import time
+
+    deadline = time.monotonic() + 60
+    while service.http is None or not service.health.ready()[0]:
+        assert time.monotonic() < deadline, "the service did not become ready"
+        time.sleep(0.1)  # the service starts in its own thread
+    return service.http.port

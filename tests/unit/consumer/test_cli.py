@@ -1,10 +1,12 @@
-"""The `activestream replay` command."""
+"""The `activestream` commands: replay, checkpoint inspect, healthcheck."""
 
 import json
 import subprocess
 import sys
 
 import pytest
+
+from consumer.cli import main
 
 REQUIRED = {"f1", "accuracy", "mistake_rate", "query_ratio", "examples", "seconds", "examples_per_second",
             "f1_std", "accuracy_std", "mistake_rate_std", "query_ratio_std", "seconds_std", "examples_per_second_std"}
@@ -77,3 +79,22 @@ def test_checkpoint_inspect_prints_what_a_checkpoint_holds(tmp_path):
     out = subprocess.run([sys.executable, "-m", "consumer", "checkpoint", "inspect", str(tmp_path / "none")],
                          capture_output=True, text=True)
     assert out.returncode == 2 and ("no checkpoint" in out.stderr or "cannot read" in out.stderr)
+
+
+def test_healthcheck_exits_zero_on_200_and_one_with_the_reason_otherwise(capsys):
+    from consumer.clock import ManualClock
+    from consumer.health import Health, HealthServer
+    from consumer.metrics import Metrics
+
+    clock = ManualClock()
+    health = Health(clock, max_loop_age_s=30)
+    server = HealthServer(health, Metrics().registry, port=0, host="127.0.0.1").start()
+    try:
+        assert main(["healthcheck", "--port", str(server.port)]) == 0
+        assert main(["healthcheck", "--port", str(server.port), "--ready"]) == 1
+        assert "restoring checkpoint" in capsys.readouterr().err
+        clock.advance(31)
+        assert main(["healthcheck", "--port", str(server.port)]) == 1
+    finally:
+        server.close()
+    assert main(["healthcheck", "--port", str(server.port), "--timeout", "1"]) == 1  # nothing listens

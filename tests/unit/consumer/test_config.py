@@ -40,6 +40,7 @@ def test_kafka_json_mapping(monkeypatch):
     ("ACTIVESTREAM_LABELS__DUPLICATES", "sometimes"),
     ("ACTIVESTREAM_LABELS__TTL_S", "0"),
     ("ACTIVESTREAM_N_FEATURES", "0"),
+    ("ACTIVESTREAM_QUERY_RATE_TARGET", "1.5"),
 ])
 def test_a_bad_value_names_its_variable(monkeypatch, name, value):
     monkeypatch.setenv(name, value)

@@ -220,6 +220,64 @@ def test_importance_weighted_totals_sum_inverse_probabilities(harness):
     assert h.service.totals.get("labelled_mistakes") == mistakes.sum()
 
 
+def test_labelled_records_count_applied_labels_by_true_and_predicted_class(harness):
+    h = harness
+    h.service.start()
+    truth = feed(h, 80)
+    h.service.run_once()
+    requests = h.out("label-requests")
+    for r in requests:
+        h.label(r["id"], truth[r["id"]])
+    h.service.run_once()
+    sample = h.service.metrics.registry.get_sample_value
+    for actual in (-1, 1):
+        for predicted in (-1, 1):
+            want = sum(1 for r in requests if truth[r["id"]] == actual and r["prediction"] == predicted)
+            got = sample("activestream_labelled_records_total", {"class": str(actual), "predicted": str(predicted),
+                                                                 "correct": "true" if actual == predicted else "false"})
+            assert (got or 0.0) == want, (actual, predicted)
+    mistakes = sum(1 for r in requests if r["prediction"] != truth[r["id"]])
+    assert 0 < mistakes < len(requests)  # both cells of the diagonal and off it are exercised
+    counted = sum(v for k, v in h.service.totals.values.items() if k.startswith("labelled_records."))
+    assert counted == len(requests) == h.service.totals.get("labels.applied")
+
+
+def test_labels_learnt_by_default_on_expiry_are_not_counted_as_labelled(tmp_path):
+    h = Harness(tmp_path, labels={"ttl_s": 10, "on_expiry": "default", "expiry_label": -1})
+    h.service.start()
+    feed(h, 30)
+    h.service.run_once()
+    h.clock.advance(11)
+    h.service.run_once()
+    assert h.service.totals.get("labels.defaulted") > 0
+    assert not [k for k in h.service.totals.values if k.startswith("labelled_records.")]
+
+
+def test_series_known_in_advance_exist_at_zero_before_any_record(harness):
+    sample = harness.service.metrics.registry.get_sample_value
+    assert sample("activestream_dead_letters_total", {"reason": "malformed_json", "topic": "features"}) == 0
+    assert sample("activestream_dead_letters_total", {"reason": "unknown_class", "topic": "labels"}) == 0
+    for outcome in ("applied", "duplicate", "expired", "unknown", "defaulted"):
+        assert sample("activestream_labels_total", {"outcome": outcome}) == 0
+    assert sample("activestream_produce_errors_total", {"topic": "predictions"}) == 0
+    assert sample("activestream_predictions_total", {"class": "-1"}) == 0
+    assert sample("activestream_labelled_records_total", {"class": "1", "predicted": "-1", "correct": "false"}) == 0
+    assert sample("activestream_labelled_records_total", {"class": "1", "predicted": "1", "correct": "true"}) == 0
+
+
+def test_what_alerts_compare_against_is_exported(tmp_path):
+    sample = lambda h, name: h.service.metrics.registry.get_sample_value(name)  # noqa: E731
+    unset = Harness(tmp_path / "unset")
+    assert sample(unset, "activestream_label_budget_requests") == float("inf")
+    assert np.isnan(sample(unset, "activestream_query_rate_target"))
+    assert sample(unset, "activestream_checkpoint_interval_seconds") == 30.0
+    set_ = Harness(tmp_path / "set", labels={"budget": 25}, query_rate_target=0.2, checkpoint={"every_s": 12})
+    assert sample(set_, "activestream_label_budget_requests") == 25
+    assert sample(set_, "activestream_query_rate_target") == 0.2
+    assert sample(set_, "activestream_checkpoint_interval_seconds") == 12
+    assert sample(set_, "process_start_time_seconds") > 0
+
+
 def test_restart_from_checkpoint_resumes_offsets_with_the_same_model(harness):
     h = harness
     h.service.start()

@@ -1,0 +1,201 @@
+"""``activestream demo --report report.html``: one self-contained HTML page with the demo's curves.
+
+The charts are inline SVG written here: no JavaScript, no external assets, no plotting library in
+the service image (matplotlib stays a benchmark-only dependency). The page opens offline.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Sample", "Series", "line_chart", "render_report", "write_report"]
+
+_WIDTH, _HEIGHT = 720, 300
+_LEFT, _RIGHT, _TOP, _BOTTOM = 64, 16, 52, 42
+_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e")
+_SVG_STYLE = (
+    "text { font-family: system-ui, sans-serif; fill: #444; } .title { font-size: 15px; font-weight: 600; "
+    "fill: #222; } .tick, .legend { font-size: 11px; } .axis { font-size: 12px; } "
+    ".frame { fill: none; stroke: #999; } .grid { stroke: #e4e4e4; } .line { fill: none; stroke-width: 1.8; }"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """Running totals at one moment of the demo."""
+
+    seconds: float
+    predicted: int  # predictions seen by the scoreboard
+    correct: int  # ... that matched the ground truth
+    scored: float  # records the service scored
+    requests: float
+    applied: float
+    late: float  # labels that arrived after their request expired
+    cost: float
+    weighted_labels: float  # Σ 1/q over applied labels
+    weighted_mistakes: float
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    name: str
+    x: Sequence[float]
+    y: Sequence[float]
+
+
+def _ticks(low: float, high: float, count: int = 5) -> list[float]:
+    """Round tick values covering [low, high]."""
+    if high <= low:
+        high = low + 1.0
+    raw = (high - low) / count
+    step = 10 ** math.floor(math.log10(raw))
+    step *= next(m for m in (1, 2, 2.5, 5, 10) if raw <= m * step)
+    first = math.ceil(low / step - 1e-9) * step
+    return [first + k * step for k in range(int((high - first) / step + 1e-9) + 1)]
+
+
+def _label(value: float) -> str:
+    if value != 0 and (abs(value) >= 1e7 or abs(value) < 1e-3):
+        return f"{value:.1e}"
+    if value == round(value):
+        return f"{value:,.0f}"
+    return f"{value:,.4g}"
+
+
+def line_chart(title: str, series: Sequence[Series], x_label: str, y_label: str,
+               y_range: tuple[float, float] | None = None, percent: bool = False) -> str:
+    """An SVG line chart; NaN points break a line rather than drawing it to zero."""
+    xs = [x for s in series for x in s.x]
+    ys = [y for s in series for y in s.y if math.isfinite(y)]
+    x0, x1 = (min(xs), max(xs)) if xs else (0.0, 1.0)
+    y0, y1 = y_range or ((min(ys), max(ys)) if ys else (0.0, 1.0))
+    if y_range is None and y0 > 0 and y0 < 0.5 * y1:
+        y0 = 0.0
+    x1, y1 = (x1 if x1 > x0 else x0 + 1), (y1 if y1 > y0 else y0 + 1)
+    plot_w, plot_h = _WIDTH - _LEFT - _RIGHT, _HEIGHT - _TOP - _BOTTOM
+
+    def px(x: float) -> float:
+        return _LEFT + (x - x0) / (x1 - x0) * plot_w
+
+    def py(y: float) -> float:
+        return _TOP + plot_h - (y - y0) / (y1 - y0) * plot_h
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_WIDTH} {_HEIGHT}" role="img" '
+           f'aria-label="{html.escape(title)}">',
+           f"<style>{_SVG_STYLE}</style>",  # inside the SVG: a chart saved on its own keeps its look
+           f'<text x="{_LEFT}" y="20" class="title">{html.escape(title)}</text>',
+           f'<rect x="{_LEFT}" y="{_TOP}" width="{plot_w}" height="{plot_h}" class="frame"/>']
+    for t in _ticks(y0, y1):
+        if y0 <= t <= y1:
+            out.append(f'<line x1="{_LEFT}" x2="{_LEFT + plot_w}" y1="{py(t):.1f}" y2="{py(t):.1f}" class="grid"/>')
+            text = f"{t:.0%}" if percent else _label(t)
+            out.append(f'<text x="{_LEFT - 6}" y="{py(t) + 4:.1f}" class="tick" text-anchor="end">{text}</text>')
+    for t in _ticks(x0, x1, 6):
+        if x0 <= t <= x1:
+            out.append(f'<text x="{px(t):.1f}" y="{_TOP + plot_h + 16}" class="tick" '
+                       f'text-anchor="middle">{_label(t)}</text>')
+    out.append(f'<text x="{_LEFT + plot_w / 2}" y="{_HEIGHT - 6}" class="axis" text-anchor="middle">'
+               f'{html.escape(x_label)}</text>')
+    out.append(f'<text x="14" y="{_TOP + plot_h / 2}" class="axis" text-anchor="middle" '
+               f'transform="rotate(-90 14 {_TOP + plot_h / 2})">{html.escape(y_label)}</text>')
+    legend_x = float(_LEFT)
+    for k, s in enumerate(series):
+        color = _COLORS[k % len(_COLORS)]
+        run: list[str] = []
+        for x, y in [*zip(s.x, s.y, strict=True), (math.nan, math.nan)]:
+            if math.isfinite(y) and math.isfinite(x):
+                run.append(f"{px(x):.1f},{py(min(max(y, y0), y1)):.1f}")
+            elif run:
+                out.append(f'<polyline points="{" ".join(run)}" stroke="{color}" class="line"/>')
+                run = []
+        out.append(f'<line x1="{legend_x}" x2="{legend_x + 18}" y1="36" y2="36" stroke="{color}" class="line"/>'
+                   f'<text x="{legend_x + 22}" y="40" class="legend">{html.escape(s.name)}</text>')
+        legend_x += 40 + 6.2 * len(s.name)  # about the width of an 11 px label
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _rolling(samples: Sequence[Sample], numerator, denominator, window: float) -> list[float]:
+    """numerator / denominator over the last ``window`` records predicted, at each sample."""
+    out, start = [], 0
+    for s in samples:
+        while samples[start].predicted < s.predicted - window:
+            start += 1
+        base = samples[max(start - 1, 0)] if start else None
+        num = numerator(s) - (numerator(base) if base else 0.0)
+        den = denominator(s) - (denominator(base) if base else 0.0)
+        out.append(num / den if den > 0 else math.nan)
+    return out
+
+
+def charts(samples: Sequence[Sample], records: int) -> list[str]:
+    window = max(200.0, records / 10)
+    x = [float(s.predicted) for s in samples]
+    accuracy = _rolling(samples, lambda s: s.correct, lambda s: s.predicted, window)
+    estimated = _rolling(samples, lambda s: s.weighted_labels - s.weighted_mistakes, lambda s: s.weighted_labels,
+                         window)
+    query_ratio = _rolling(samples, lambda s: s.requests, lambda s: s.scored, window)
+    overall = [s.requests / s.scored if s.scored else math.nan for s in samples]
+    w = f"last {window:,.0f} records"
+    return [
+        line_chart(f"Accuracy over time ({w})", [Series("against the ground truth", x, accuracy),
+                                                  Series("service's importance-weighted estimate", x, estimated)],
+                   "records predicted", "accuracy", y_range=(0.0, 1.0), percent=True),
+        line_chart("Query ratio over time", [Series(w, x, query_ratio), Series("since the start", x, overall)],
+                   "records predicted", "label requests / records", percent=True),
+        line_chart("Labels", [Series("requested", x, [s.requests for s in samples]),
+                              Series("applied", x, [s.applied for s in samples]),
+                              Series("arrived after expiry", x, [s.late for s in samples])],
+                   "records predicted", "labels (cumulative)"),
+        line_chart("Labelling cost", [Series("cost of labels applied", x, [s.cost for s in samples])],
+                   "records predicted", "cost (cumulative)"),
+    ]
+
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 760px; color: #222; }
+h1 { font-size: 1.4em; } table { border-collapse: collapse; margin: 1em 0; }
+td, th { padding: 0.2em 0.8em; border-bottom: 1px solid #ddd; text-align: left; } td.n { text-align: right; }
+svg { width: 100%; height: auto; margin: 0.8em 0; } p.note { color: #555; font-size: 0.9em; }
+"""
+
+_ROWS = (
+    ("records / predictions", lambda r: f"{r['records']:,} / {r['predictions']:,}"),
+    ("label requests (query ratio)", lambda r: f"{r['label_requests']:,} ({r['query_ratio']:.1%})"),
+    ("labels applied / late (expired)", lambda r: f"{r['labels_applied']:,} / {r['labels_expired']:,}"),
+    ("labelling cost", lambda r: f"{r['labelling_cost']:,.1f}"),
+    ("online accuracy / F1 against the truth", lambda r: f"{r['accuracy']:.4f} / {r['f1']:.4f}"),
+    ("estimated accuracy (service)", lambda r: f"{r['estimated_accuracy']:.4f}"),
+    ("dead letters", lambda r: f"{r['dead_letters']:,}"),
+    ("time", lambda r: f"{r['seconds']:.1f} s ({r['records_per_second']:,.0f} records/s)"),
+)
+
+
+def render_report(report: dict[str, Any], samples: Sequence[Sample]) -> str:
+    rows = "\n".join(f"<tr><th>{html.escape(name)}</th><td class=n>{html.escape(show(report))}</td></tr>"
+                     for name, show in _ROWS)
+    body = "\n".join(charts(samples, report["records"])) if len(samples) >= 2 else "<p>Too short to plot.</p>"
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>activestream demo: {html.escape(report['learner'])}</title>
+<style>{_STYLE}</style></head>
+<body>
+<h1>activestream demo: {html.escape(report['learner'])} on {html.escape(report['data'])}</h1>
+<p>Labels came back {report['label_delay_s']:g} s after each request.</p>
+<table>{rows}</table>
+{body}
+<p class="note">Accuracy against the ground truth uses every prediction; the service's estimate knows
+only the labels it asked for, each weighted by 1/(its query probability).</p>
+</body></html>
+"""
+
+
+def write_report(path: str | Path, report: dict[str, Any], samples: Sequence[Sample]) -> Path:
+    path = Path(path)
+    path.write_text(render_report(report, samples), encoding="utf-8")
+    return path

@@ -1,0 +1,67 @@
+"""The demo's HTML report: inline SVG charts, no external asset."""
+
+from __future__ import annotations
+
+import math
+import re
+from html.parser import HTMLParser
+
+from consumer.demo.report import Sample, Series, _rolling, line_chart, render_report
+
+REPORT = {"data": "synthetic drifting stream (400 records)", "learner": "paa-1", "records": 400, "predictions": 400,
+          "label_requests": 120, "labels_applied": 110, "labels_expired": 4, "query_ratio": 0.3,
+          "labelling_cost": 55.0, "accuracy": 0.8125, "f1": 0.7, "estimated_accuracy": 0.79, "dead_letters": 2,
+          "seconds": 4.0, "records_per_second": 100.0, "label_delay_s": 0.5}
+
+
+def samples(n: int = 9) -> list[Sample]:
+    return [Sample(0.5 * k, 50 * k, 40 * k, 50 * k, 15 * k, 13 * k, k // 4, 6.5 * k, 40.0 * k, 8.0 * k)
+            for k in range(n)]
+
+
+class Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+def test_line_chart_breaks_lines_at_nan_and_keeps_points_inside_the_frame():
+    svg = line_chart("t", [Series("a", [0, 1, 2, 3, 4], [0.1, 0.5, math.nan, 0.7, 2.0])], "x", "y", y_range=(0, 1))
+    lines = re.findall(r'<polyline points="([^"]+)"', svg)
+    assert len(lines) == 2
+    frame = re.search(r'<rect x="(\d+)" y="(\d+)" width="(\d+)" height="(\d+)"', svg).groups()
+    x0, y0, w, h = map(float, frame)
+    for line in lines:
+        for point in line.split():
+            x, y = map(float, point.split(","))
+            assert x0 <= x <= x0 + w and y0 <= y <= y0 + h  # 2.0 is clipped to the top
+
+
+def test_rolling_ratio_covers_the_last_window_of_records():
+    s = samples()
+    got = _rolling(s, lambda x: x.correct, lambda x: x.predicted, window=100)
+    assert math.isnan(got[0])  # nothing predicted yet
+    # at sample 6 (300 predicted) the first sample inside the window is 4 (200 predicted): the ratio runs
+    # from the sample before it, 3
+    assert got[6] == (s[6].correct - s[3].correct) / (s[6].predicted - s[3].predicted)
+
+
+def test_report_is_one_self_contained_page_with_the_summary_and_four_charts():
+    page = render_report(REPORT, samples())
+    parser = Tags()
+    parser.feed(page)
+    tags = [t for t, _ in parser.tags]
+    assert tags.count("svg") == 4 and tags.count("polyline") >= 6
+    assert not [a for _, a in parser.tags if "src" in a or "href" in a], "an external reference"
+    assert set(re.findall(r"https?://[^\"' ]+", page)) == {"http://www.w3.org/2000/svg"}  # the SVG namespace only
+    assert "<script" not in page
+    for shown in ("0.8125 / 0.7000", "120 (30.0%)", "110 / 4", "0.7900", "paa-1"):
+        assert shown in page
+
+
+def test_a_demo_too_short_to_plot_still_reports():
+    page = render_report(REPORT, samples(1))
+    assert "<svg" not in page and "Too short to plot" in page
