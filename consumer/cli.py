@@ -66,7 +66,9 @@ def _replay(args: argparse.Namespace) -> int:
     else:
         params.setdefault("classes", list(data.binary_classes(_value(args.positive) if args.positive else None)))
     learner = make(args.learner, **params)
-    options = dict(permutations=args.permutations, seed=args.seed, delay=args.delay, shuffle=not args.in_order)
+    costs = _metric_weights(learner, args)
+    options = dict(permutations=args.permutations, seed=args.seed, delay=args.delay, shuffle=not args.in_order,
+                   costs=costs)
     if args.query_rate is not None:
         budget = learner.query.budget_param
         if budget in params:
@@ -77,7 +79,7 @@ def _replay(args: argparse.Namespace) -> int:
     total_seconds = time.perf_counter() - started
 
     keys = ("f1", "accuracy", "mistake_rate", "query_ratio", "precision", "recall", "sensitivity",
-            "specificity", "weighted_sum", "cost", "mistakes", "queries")
+            "specificity", "weighted_sum", "cost", "mistakes", "queries", "auc_roc")
     report: dict[str, Any] = {"learner": learner.name, "data": [d for d in args.data], "examples": data.n,
                               "permutations": args.permutations}
     for key in keys:
@@ -90,7 +92,7 @@ def _replay(args: argparse.Namespace) -> int:
         examples_per_second=float(speed.mean()), examples_per_second_std=float(speed.std()),
         read_seconds=read_seconds, total_seconds=total_seconds, peak_memory_mb=_peak_rss_mb(),
         params={k: v for k, v in learner.get_params().items() if k != "classes"},
-        classes=list(learner.classes),
+        classes=list(learner.classes), metric_weights=costs,
     )
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n")
@@ -99,10 +101,25 @@ def _replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _metric_weights(learner: Any, args: argparse.Namespace) -> dict[str, float]:
+    """η_p, η_n (weighted sum) and c_p, c_n (cost) of the binary metrics: --eta-p / --cost-p, else
+    those a cost-sensitive learner optimises, else 1/2 each."""
+    own = getattr(learner.rule, "metric_weights", None)
+    weights = own() if own else {"eta_p": 0.5, "eta_n": 0.5, "c_p": 0.5, "c_n": 0.5}
+    for flag, key in ((args.eta_p, "eta"), (args.cost_p, "c")):
+        if flag is not None:
+            if not 0.0 <= flag <= 1.0:
+                raise ValueError(f"--{'eta-p' if key == 'eta' else 'cost-p'} must be in [0, 1], got {flag}")
+            weights[f"{key}_p"], weights[f"{key}_n"] = flag, 1.0 - flag
+    return weights
+
+
 def _print_report(r: dict[str, Any]) -> None:
     print(f"{r['learner']} on {' + '.join(r['data'])}: {r['examples']} examples × {r['permutations']} runs")
-    for key in ("f1", "accuracy", "mistake_rate", "query_ratio", "sensitivity", "specificity"):
-        print(f"  {key:<20} {r[key]:.4f} ± {r[key + '_std']:.4f}")
+    for key in ("f1", "accuracy", "mistake_rate", "query_ratio", "sensitivity", "specificity", "weighted_sum",
+                "cost", "auc_roc"):
+        if r[key] == r[key]:  # NaN for a multiclass learner
+            print(f"  {key:<20} {r[key]:.4f} ± {r[key + '_std']:.4f}")
     print(f"  {'speed':<20} {r['examples_per_second']:,.0f} examples/s (replay), read {r['read_seconds']:.3f} s, "
           f"total {r['total_seconds']:.3f} s, peak RSS {r['peak_memory_mb']:.0f} MB")
     shown = {k: v for k, v in r["params"].items() if k not in ("n_features", "seed")}
@@ -274,6 +291,10 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--seed", type=int, default=0, help="seed of the permutations (run k uses seed+k)")
     rp.add_argument("--delay", type=int, default=0, help="labels arrive K records after their query (default 0)")
     rp.add_argument("--positive", help="the positive label of a binary dataset (default: 1)")
+    rp.add_argument("--eta-p", type=float, help="η_p of the weighted sum η_p·sensitivity + η_n·specificity, "
+                    "η_n = 1 - η_p (default: the learner's own, else 0.5)")
+    rp.add_argument("--cost-p", type=float, help="c_p, cost of a false negative in c_p·M_p + c_n·M_n, "
+                    "c_n = 1 - c_p (default: the learner's own, else 0.5)")
     rp.add_argument("--zero-based", action="store_true", help="LIBSVM indices start at 0")
     rp.add_argument("--json", action="store_true", help="print one JSON object")
     rp.set_defaults(func=_replay)

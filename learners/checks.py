@@ -21,8 +21,8 @@ __all__ = ["stream", "yield_checks"]
 D = 12  # features of the check stream
 
 
-def stream(multiclass: bool, n: int = 300, seed: int = 0) -> tuple[sp.csr_matrix, np.ndarray]:
-    """A small sparse stream with learnable labels (±1, or 0..2 for multiclass) and empty rows."""
+def stream(multiclass: bool, n: int = 300, seed: int = 0, n_classes: int = 3) -> tuple[sp.csr_matrix, np.ndarray]:
+    """A small sparse stream with learnable labels (±1, or 0..n_classes-1 for multiclass) and empty rows."""
     rng = np.random.default_rng(seed)
     X = sp.random(n, D, density=0.3, format="csr", random_state=rng)
     X.data = rng.standard_normal(X.data.size)
@@ -30,16 +30,15 @@ def stream(multiclass: bool, n: int = 300, seed: int = 0) -> tuple[sp.csr_matrix
     X[5] = 0.0  # an all-zero row, as in w8a
     X = X.tocsr()
     X.eliminate_zeros()
-    scores = X @ rng.standard_normal((D, 3 if multiclass else 1))
+    scores = X @ rng.standard_normal((D, n_classes if multiclass else 1))
     y = scores.argmax(axis=1) if multiclass else np.where(scores[:, 0] >= 0, 1, -1)
     return X, np.asarray(y).astype(np.int64)
 
 
 def _fresh(name: str, **overrides) -> Learner:
-    classes = [0, 1, 2] if ALGORITHMS[name].rule.multiclass else None
     params = {"n_features": D, "seed": 11, **overrides}
-    if classes:
-        params["classes"] = classes
+    if ALGORITHMS[name].rule.multiclass:
+        params.setdefault("classes", [0, 1, 2])
     return make(name, **params)
 
 
@@ -141,28 +140,42 @@ def check_clone_is_fresh(name: str) -> None:
     np.testing.assert_array_equal(twin.decide(X).scores.p, fresh.decide(X).scores.p)
 
 
-def check_one_at_a_time_equals_batch(name: str) -> None:
-    """ask/learn record by record == replay's compiled loop, decision for decision."""
+def _one_at_a_time_equals_batch(name: str, **overrides) -> None:
     from learners.datasets import Dataset
     from learners.inputs import as_rows
     from learners.replay import replay
 
-    X, y = stream(ALGORITHMS[name].rule.multiclass)
-    a = _fresh(name, **_budget(_fresh(name)))
+    classes = overrides.get("classes")
+    X, y = stream(ALGORITHMS[name].rule.multiclass, n_classes=len(classes) if classes else 3)
+    if classes:
+        y = np.asarray(classes)[y]
+    a = _fresh(name, **_budget(_fresh(name)), **overrides)
     asked = []
     for i in range(X.shape[0]):
         prediction, prob, query = a.ask(X[i], record_id=i)
         asked.append((prediction, prob, query))
         if query:
             a.learn(X[i], y[i], predicted=prediction)
-    b = _fresh(name, **_budget(_fresh(name)))
+    b = _fresh(name, **_budget(_fresh(name)), **overrides)
     trace = replay(b, Dataset(as_rows(X), y))
+    assert trace.queried.sum() > 0 and np.all((trace.probability >= 0) & (trace.probability <= 1))
     np.testing.assert_array_equal([q for _, _, q in asked], trace.queried)
     np.testing.assert_allclose([p for _, p, _ in asked], trace.probability, rtol=1e-12)
     np.testing.assert_array_equal([p for p, _, _ in asked], b.decode(trace.y_pred))
     for key, value in a.state_dict().items():
         if key.startswith(("rule.", "query.")):
             np.testing.assert_allclose(value, b.state_dict()[key], rtol=1e-12, atol=1e-12, err_msg=key)
+
+
+def check_one_at_a_time_equals_batch(name: str) -> None:
+    """ask/learn record by record == replay's compiled loop, decision for decision."""
+    _one_at_a_time_equals_batch(name)
+
+
+def check_two_class_multiclass_model_works(name: str) -> None:
+    """A multiclass entry built with two classes behaves like any other (binary entries: nothing to do)."""
+    if ALGORITHMS[name].rule.multiclass:
+        _one_at_a_time_equals_batch(name, classes=["no", "yes"])
 
 
 def check_bad_input_is_refused_without_touching_state(name: str) -> None:
@@ -204,6 +217,7 @@ CHECKS: tuple[Callable[[str], None], ...] = (
     check_zero_row_is_harmless,
     check_clone_is_fresh,
     check_one_at_a_time_equals_batch,
+    check_two_class_multiclass_model_works,
     check_bad_input_is_refused_without_touching_state,
 )
 

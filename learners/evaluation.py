@@ -10,6 +10,8 @@ Binary metrics (positive class = internal code +1):
   (F-measure = 2·P·R/(P+R), 0 when the model never predicts or never meets a positive);
 * weighted sum η_p·sensitivity + η_n·specificity (Lu, Zhao & Hoi 2016, Sect. 5);
 * cost c_p·M_p + c_n·M_n (ibid.);
+* AUC-ROC of the prequential margins, when they are given (the probability that a positive
+  scores above a negative, ties counting one half);
 * query ratio = queried rounds / rounds.
 
 Multiclass: mistakes, accuracy, mistake rate, macro-F1 and query ratio.
@@ -20,8 +22,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
+from scipy.stats import rankdata
 
-__all__ = ["Metrics", "binary_metrics", "multiclass_metrics"]
+__all__ = ["Metrics", "auc_roc", "binary_metrics", "multiclass_metrics"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +42,7 @@ class Metrics:
     specificity: float = float("nan")
     weighted_sum: float = float("nan")
     cost: float = float("nan")
+    auc_roc: float = float("nan")
     tp: int = 0
     fp: int = 0
     tn: int = 0
@@ -52,9 +56,23 @@ def _ratio(num: float, den: float) -> float:
     return num / den if den else 0.0
 
 
+def auc_roc(y_true: np.ndarray, scores: np.ndarray) -> float:
+    """Area under the ROC curve of ``scores`` for the positive class (code +1): the Mann-Whitney
+    statistic with mid-ranks for ties. NaN unless both classes are present. O(n log n)."""
+    pos = np.asarray(y_true) > 0
+    n_p = int(np.count_nonzero(pos))
+    n_n = pos.size - n_p
+    if n_p == 0 or n_n == 0:
+        return float("nan")
+    ranks = rankdata(np.asarray(scores, dtype=np.float64))
+    return float((ranks[pos].sum() - n_p * (n_p + 1) / 2.0) / (n_p * n_n))
+
+
 def binary_metrics(y_true: np.ndarray, y_pred: np.ndarray, queried: np.ndarray, *,
-                   eta_p: float = 0.5, eta_n: float = 0.5, c_p: float = 0.5, c_n: float = 0.5) -> Metrics:
-    """Prequential metrics of a binary stream; labels are internal codes ±1."""
+                   eta_p: float = 0.5, eta_n: float = 0.5, c_p: float = 0.5, c_n: float = 0.5,
+                   scores: np.ndarray | None = None) -> Metrics:
+    """Prequential metrics of a binary stream; labels are internal codes ±1. ``scores`` (the
+    margins the predictions came from) adds the AUC-ROC."""
     y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
     pos, pred_pos = y_true > 0, y_pred > 0
     tp = int(np.count_nonzero(pos & pred_pos))
@@ -70,7 +88,8 @@ def binary_metrics(y_true: np.ndarray, y_pred: np.ndarray, queried: np.ndarray, 
         f1=_ratio(2 * precision * recall, precision + recall), query_ratio=_ratio(queries, n),
         queries=queries, precision=precision, recall=recall, sensitivity=recall,
         specificity=specificity, weighted_sum=eta_p * recall + eta_n * specificity,
-        cost=c_p * fn + c_n * fp, tp=tp, fp=fp, tn=tn, fn=fn,
+        cost=c_p * fn + c_n * fp, auc_roc=float("nan") if scores is None else auc_roc(y_true, scores),
+        tp=tp, fp=fp, tn=tn, fn=fn,
     )
 
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from learners.base import Learner, QueryStrategy, UpdateRule
-from learners.queries import AlwaysQuery, FixedRateQuery, MarginQuery, SelAdaQuery
-from learners.rules import PARule, PerceptronRule
+from learners.queries import AlwaysQuery, DecayingMarginQuery, FixedRateQuery, GapQuery, MarginQuery, SelAdaQuery
+from learners.rules import CPARule, CSPARule, MaxScorePerceptronRule, MPARule, PARule, PAUMRule, PerceptronRule
 
 __all__ = ["ALGORITHMS", "LEARNER_DEFAULTS", "PAPER_PROTOCOL", "Spec", "canonical_name", "make", "paper_protocol"]
 
@@ -94,6 +94,42 @@ ALGORITHMS: dict[str, Spec] = {
                   cite=f"{_PAA}: PAA-I, Algorithm 2"),
     "paa-2": Spec(PARule, MarginQuery, fixed={"mode": 2}, defaults={"C": _C_PA2, "delta": _DELTA_PA},
                   cite=f"{_PAA}: PAA-II, Algorithm 2"),
+    # multiclass (Sect. 4): max-score Perceptron and MPA over one weight row per class
+    "mpe": Spec(MaxScorePerceptronRule, AlwaysQuery,
+                cite="Crammer & Singer, JMLR 3, 2003: max-score multiclass Perceptron"),
+    "mpa": Spec(MPARule, AlwaysQuery, fixed={"mode": 0},
+                cite=f"Crammer et al. 2006: multiclass PA, Eqs. (3)-(4) of {_PAA}"),
+    "mpa-1": Spec(MPARule, AlwaysQuery, fixed={"mode": 1}, defaults={"C": 1.0}, cite="Crammer et al. 2006: MPA-I"),
+    "mpa-2": Spec(MPARule, AlwaysQuery, fixed={"mode": 2}, defaults={"C": 1.0}, cite="Crammer et al. 2006: MPA-II"),
+    "mrpe": Spec(MaxScorePerceptronRule, FixedRateQuery, defaults={"rate": 0.1}, cite=f"MRPE of {_PAA}, Sect. 6.2.1"),
+    "mrpa": Spec(MPARule, FixedRateQuery, fixed={"mode": 0}, defaults={"rate": 0.1},
+                 cite=f"MRPA of {_PAA}, Sect. 6.2.1"),
+    "mrpa-1": Spec(MPARule, FixedRateQuery, fixed={"mode": 1}, defaults={"C": 1.0, "rate": 0.1},
+                   cite=f"MRPA-I of {_PAA}, Sect. 6.2.1"),
+    "mrpa-2": Spec(MPARule, FixedRateQuery, fixed={"mode": 2}, defaults={"C": 1.0, "rate": 0.1},
+                   cite=f"MRPA-II of {_PAA}, Sect. 6.2.1"),
+    "mpea": Spec(MaxScorePerceptronRule, GapQuery, defaults={"delta": 1.0},
+                 cite=f"MPEA of {_PAA}, Sect. 6.2.1: max-score Perceptron + top-2 gap query"),
+    "mpaa": Spec(MPARule, GapQuery, fixed={"mode": 0}, defaults={"delta": 1.0},
+                 cite=f"{_PAA}: MPAA, Algorithm 3 (gap query, Eq. 5)"),
+    "mpaa-1": Spec(MPARule, GapQuery, fixed={"mode": 1}, defaults={"C": 1.0, "delta": 1.0},
+                   cite=f"{_PAA}: MPAA-I, Algorithm 3"),
+    "mpaa-2": Spec(MPARule, GapQuery, fixed={"mode": 2}, defaults={"C": 1.0, "delta": 1.0},
+                   cite=f"{_PAA}: MPAA-II, Algorithm 3"),
+    # cost-sensitive (Sect. 5): ρ from the sum or cost objective; C = ρ unless set (Sect. 6.3.2)
+    "paum": Spec(PAUMRule, AlwaysQuery, defaults={"objective": "sum"},
+                 cite=f"Li et al., ICML 2002: Perceptron with uneven margins; baseline of {_PAA}, Sect. 6.3.2"),
+    "cpa": Spec(CPARule, AlwaysQuery, defaults={"objective": "sum"},
+                cite=f"Crammer et al. 2006: cost-sensitive PA, prediction-based; baseline of {_PAA}, Sect. 6.3.2"),
+    "csrnd": Spec(CSPARule, FixedRateQuery, defaults={"objective": "sum", "rate": 0.1},
+                  cite=f"CSRND of {_PAA}, Sect. 6.3.2: CSPAA update + random queries"),
+    "cspaa-sum": Spec(CSPARule, MarginQuery, fixed={"objective": "sum"}, defaults={"delta": 1.0},
+                      cite=f"{_PAA}: CSPAA_sum, Algorithm 4 (Eq. 11, ρ = η_p T_n/(η_n T_p))"),
+    # c_p = 0.9 is the paper's c_p = T_n/T on its 1:9 set URL1 (Table 7)
+    "cspaa-cost": Spec(CSPARule, MarginQuery, fixed={"objective": "cost"}, defaults={"c_p": 0.9, "delta": 1.0},
+                       aliases=("cspaa-cos",), cite=f"{_PAA}: CSPAA_cos, Algorithm 4 (Eq. 11, ρ = c_p/c_n)"),
+    "cspaa-a": Spec(CSPARule, DecayingMarginQuery, defaults={"objective": "sum", "delta": 2.0**14},
+                    aliases=("cspaa(a)",), cite=f"{_PAA}: CSPAA(a), Sect. 6.3.5 (δ_t = δ_(t-1)·t/(t+1), δ_0 = 2^14)"),
 }
 
 _ALIASES = {alias: name for name, spec in ALGORITHMS.items() for alias in spec.aliases}

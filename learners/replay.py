@@ -47,7 +47,7 @@ class Trace:
     def metrics(self, learner: Learner, **costs: float) -> Metrics:
         if learner.multiclass:
             return multiclass_metrics(self.y_true, self.y_pred, self.queried, len(learner.classes))
-        return binary_metrics(self.y_true, self.y_pred, self.queried, **costs)
+        return binary_metrics(self.y_true, self.y_pred, self.queried, scores=self.p, **costs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +122,8 @@ def run(learner: Learner, data: Dataset, *, permutations: int = 1, seed: int = 0
     """Replay ``data`` once per permutation with a fresh clone of ``learner``.
 
     Permutation k shuffles the rows with ``default_rng(seed + k)`` (file order if not ``shuffle``)
-    and draws its query coins with seed ``learner.seed + k``.
+    and draws its query coins with seed ``learner.seed + k``. ``costs`` (``eta_p``, ``eta_n``,
+    ``c_p``, ``c_n``) weight the binary metrics' sum and cost.
     """
     if permutations < 1:
         raise ValueError(f"permutations must be ≥ 1, got {permutations}")
@@ -140,13 +141,15 @@ def run(learner: Learner, data: Dataset, *, permutations: int = 1, seed: int = 0
 
 def find_budget(learner: Learner, data: Dataset, target: float, *, permutations: int = 1, seed: int = 0,
                 delay: int = 0, shuffle: bool = True, tol: float = 0.005,
-                bounds: Sequence[float] = (2.0**-24, 2.0**24), max_steps: int = 48) -> tuple[Learner, Run]:
+                bounds: Sequence[float] = (2.0**-24, 2.0**24), max_steps: int = 48,
+                costs: dict | None = None) -> tuple[Learner, Run]:
     """The learner with its budget parameter set so the mean query ratio is within ``tol`` of
     ``target``, and the run that shows it.
 
     A fixed-rate query takes ``rate = target`` directly. A margin-type query's δ is bisected on a
     log scale (the query ratio grows with δ); the coins are fixed per (seed, row), which makes the
     ratio a deterministic function of δ. If no δ lands within ``tol`` the closest one is returned.
+    ``costs`` are the weights of the binary metrics, as for :func:`run`.
     """
     if not 0.0 < target <= 1.0:
         raise ValueError(f"the query rate must be in (0, 1], got {target}")
@@ -155,7 +158,7 @@ def find_budget(learner: Learner, data: Dataset, target: float, *, permutations:
         raise ValueError(f"{learner.name or type(learner.query).__name__} asks for every label; "
                          "a query rate cannot be set")
     go = lambda value: run(learner.clone(**{param: value}), data, permutations=permutations,  # noqa: E731
-                           seed=seed, delay=delay, shuffle=shuffle)
+                           seed=seed, delay=delay, shuffle=shuffle, costs=costs)
     if param == "rate":
         return learner.clone(rate=target), go(target)
     lo, hi = math.log(bounds[0]), math.log(bounds[1])

@@ -10,6 +10,10 @@ rows updated on, extended by x_t,
 
 Rows are not normalised: X'² carries the scale of x, so β is scale-free. The update rule supplies
 X'² as its score term ``v`` (:class:`learners.rules.PerceptronRule`).
+
+CSPAA(a) (Lu, Zhao & Hoi 2016, remark before Sect. 5.3 and Sect. 6.3.5): δ_t = δ_{t−1}·t/(t+1)
+from a large δ_0, so the learner asks for almost everything at first and less and less as its
+model matures.
 """
 
 from __future__ import annotations
@@ -20,10 +24,10 @@ from typing import ClassVar
 import numpy as np
 
 from learners.base import QueryStrategy
-from learners.kernels import LABEL_SIG, PROB_SIG, kernel
+from learners.kernels import LABEL_SIG, PROB_SIG, ROUND_SIG, kernel
 from learners.params import Interval
 
-__all__ = ["SelAdaQuery", "sel_ada_probability"]
+__all__ = ["DecayingMarginQuery", "SelAdaQuery", "sel_ada_probability"]
 
 
 @kernel(PROB_SIG)
@@ -75,6 +79,65 @@ class SelAdaQuery(QueryStrategy):
     label_kernel = sel_ada_count
 
     def __init__(self, *, delta: float = 1.0) -> None:
+        self.delta = delta
+        self._setup()
+
+    def packed_params(self) -> np.ndarray:
+        return np.array([self.delta])
+
+
+@kernel(PROB_SIG)
+def decaying_probability(p, gap, v, qp, qs):
+    """Pr(Z_t = 1) = δ_{t−1} / (δ_{t−1} + |p_t|) with δ_{t−1} = δ_0 / t; qp = (δ_0,), qs = (t − 1,).
+
+    δ_t = δ_{t−1}·t/(t+1) telescopes to δ_0/(t+1); round t draws with the δ left by round t − 1,
+    so the first round uses δ_0 itself.
+    """
+    delta_t = qp[0] / (qs[0] + 1.0)
+    return delta_t / (delta_t + abs(p))
+
+
+@kernel(ROUND_SIG)
+def decaying_step(qp, qs):
+    """One more round seen: δ_t = δ_{t−1}·t/(t+1)."""
+    qs[0] += 1.0
+
+
+class DecayingMarginQuery(QueryStrategy):
+    """Margin query with δ_t = δ_{t−1}·t/(t+1) = δ_0/(t+1), the adaptive sampling factor of CSPAA(a).
+
+    Round t (t = 1, 2, …) asks with probability δ_{t−1}/(δ_{t−1} + |p_t|): many queries while the
+    model is young, fewer as t grows. Every scored record counts as a round, queried or not.
+
+    Parameters
+    ----------
+    delta : float > 0, default 2**14
+        δ_0, the initial sampling factor (2^14 in Sect. 6.3.5 of Lu, Zhao & Hoi 2016).
+
+    State
+    -----
+    rounds : float
+        t − 1, records scored so far.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from learners.base import Scores
+    >>> q = DecayingMarginQuery(delta=4.0)
+    >>> q.probability(Scores(p=np.full(4, 2.0))).round(4).tolist()   # δ = 4, 2, 4/3, 1
+    [0.6667, 0.5, 0.4, 0.3333]
+
+    References
+    ----------
+    Lu, Zhao & Hoi, Mach. Learn. 103(2):141-183, 2016, Sect. 5.2 (remark) and Table 8.
+    """
+
+    _constraints: ClassVar = {"delta": Interval(0, None, closed="neither")}
+    state_fields: ClassVar = ("rounds",)
+    probability_kernel = decaying_probability
+    round_kernel = decaying_step
+
+    def __init__(self, *, delta: float = 2.0**14) -> None:
         self.delta = delta
         self._setup()
 

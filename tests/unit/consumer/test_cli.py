@@ -98,3 +98,40 @@ def test_healthcheck_exits_zero_on_200_and_one_with_the_reason_otherwise(capsys)
     finally:
         server.close()
     assert main(["healthcheck", "--port", str(server.port), "--timeout", "1"]) == 1  # nothing listens
+
+
+def test_replay_cost_flags_weight_the_sum_and_cost(tmp_path):
+    f = tmp_path / "x.svm"
+    f.write_text("1 1:1\n1 1:-1\n-1 2:1\n-1 2:1\n-1 1:1 2:1\n")
+    base = ["--learner", "pa-1", "--data", str(f), "--in-order", "--json"]
+    plain = json.loads(replay(*base).stdout)
+    weighted = json.loads(replay(*base, "--eta-p", "0.9", "--cost-p", "0.8").stdout)
+    assert plain["metric_weights"] == {"eta_p": 0.5, "eta_n": 0.5, "c_p": 0.5, "c_n": 0.5}
+    assert weighted["metric_weights"]["c_n"] == pytest.approx(0.2)
+    sens, spec = weighted["sensitivity"], weighted["specificity"]
+    assert weighted["weighted_sum"] == pytest.approx(0.9 * sens + 0.1 * spec)
+    fn, fp = 2 * (1 - sens), 3 * (1 - spec)
+    assert weighted["cost"] == pytest.approx(0.8 * fn + 0.2 * fp)
+    assert 0.0 <= plain["auc_roc"] <= 1.0 and "auc_roc_std" in plain
+
+
+def test_replay_cost_sensitive_learner_reports_its_own_weights():
+    out = replay("--learner", "cspaa-cost", "--data", "synthetic:sparse?n=2000&d=512", "--param", "c_p=0.75",
+                 "--param", "delta=0.5", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["metric_weights"]["c_p"] == 0.75
+
+
+def test_replay_multiclass_learner_takes_the_files_classes(tmp_path):
+    f = tmp_path / "m.svm"
+    f.write_text("".join(f"{c} {c}:1 4:0.5\n" for c in [1, 2, 3] * 40))
+    out = replay("--learner", "MPAA-II", "--data", str(f), "--query-rate", "0.5", "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["classes"] == [1, 2, 3] and report["accuracy"] > 0.8
+    assert report["auc_roc"] is None  # binary only: NaN is written as null
+
+
+def test_replay_rejects_a_weight_outside_the_unit_interval():
+    out = replay("--learner", "pa-1", "--data", "synthetic:sparse?n=100", "--cost-p", "1.5")
+    assert out.returncode == 2 and "--cost-p must be in [0, 1]" in out.stderr

@@ -36,3 +36,16 @@ def test_changing_classes_is_refused():
     clf = ActiveClassifier("pa-1").partial_fit(np.eye(2), [0, 1], classes=[0, 1])
     with pytest.raises(ValueError, match="differ"):
         clf.partial_fit(np.eye(2), [0, 1], classes=[1, 0])
+
+
+def test_multiclass_partial_fit_predict_and_query():
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((1500, 5))
+    y = np.array(["red", "green", "blue"])[np.argmax(X @ rng.standard_normal((5, 3)), axis=1)]
+    clf = ActiveClassifier("mpaa-1", params={"delta": 0.5})
+    clf.partial_fit(X[:1000], y[:1000], classes=["red", "green", "blue"])
+    assert (clf.predict(X[1000:]) == y[1000:]).mean() > 0.8
+    labels, prob, ask = clf.query(X[1000:1010])
+    assert set(labels) <= {"red", "green", "blue"} and np.all((prob >= 0) & (prob <= 1)) and ask.dtype == bool
+    with pytest.raises(ValueError, match="not one of the model's classes"):
+        clf.partial_fit(X[:2], ["red", "violet"])

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from learners.evaluation import binary_metrics, multiclass_metrics
+from learners.evaluation import auc_roc, binary_metrics, multiclass_metrics
 
 
 def test_binary_metrics_from_a_hand_counted_stream():
@@ -29,3 +29,31 @@ def test_multiclass_metrics():
     m = multiclass_metrics(np.array([0, 1, 2, 2]), np.array([0, 2, 2, 2]), np.array([1, 1, 0, 0], bool), 3)
     assert m.mistakes == 1 and m.accuracy == 0.75 and m.query_ratio == 0.5
     assert m.f1 == pytest.approx((1.0 + 0.0 + 0.8) / 3)
+
+
+def test_cost_sensitive_metrics_with_the_papers_weights_from_hand_counts():
+    # 2 positives, 8 negatives: c_p = T_n/T = 0.8, c_n = T_p/T = 0.2 (Sect. 6.3.2), η_p = η_n = 1/2
+    y = np.array([1, 1, -1, -1, -1, -1, -1, -1, -1, -1])
+    p = np.array([1, -1, 1, 1, -1, -1, -1, -1, -1, -1])
+    m = binary_metrics(y, p, np.zeros(10, bool), eta_p=0.5, eta_n=0.5, c_p=0.8, c_n=0.2)
+    assert (m.tp, m.fn, m.fp, m.tn) == (1, 1, 2, 6)  # M_p = 1, M_n = 2
+    assert m.sensitivity == 0.5 and m.specificity == 0.75
+    assert m.weighted_sum == pytest.approx(0.625)  # Eq. (6)
+    assert m.cost == pytest.approx(0.8 * 1 + 0.2 * 2)  # Eq. (7)
+    assert m.accuracy == 0.7
+
+
+def test_auc_roc_by_hand_with_ties():
+    y = np.array([1, -1, 1, -1, -1])
+    s = np.array([0.9, 0.1, 0.4, 0.4, -2.0])
+    # positive pairs: (0.9 beats all 3) + (0.4 beats 0.1 and -2, ties 0.4) = 3 + 2.5 out of 6
+    assert auc_roc(y, s) == pytest.approx(5.5 / 6)
+    assert auc_roc(y, -s) == pytest.approx(0.5 / 6)
+    assert auc_roc(y, np.zeros(5)) == 0.5
+    assert np.isnan(auc_roc(np.ones(3), np.arange(3.0)))
+
+
+def test_binary_metrics_carry_auc_only_with_scores():
+    y, p = np.array([1, -1]), np.array([1, -1])
+    assert np.isnan(binary_metrics(y, p, np.ones(2, bool)).auc_roc)
+    assert binary_metrics(y, p, np.ones(2, bool), scores=np.array([0.3, -0.1])).auc_roc == 1.0

@@ -74,3 +74,38 @@ def test_paper_protocol_sets_the_query_offset_only_where_the_query_takes_it():
     for name in ("paa-2", "rpe", "sel-ada", "pea"):
         learner = make(name, **paper_protocol(name))
         assert learner.bias == 0.0 and learner.normalize
+
+
+MULTICLASS = ["mpe", "mpa", "mpa-1", "mpa-2", "mrpe", "mrpa", "mrpa-1", "mrpa-2", "mpea", "mpaa", "mpaa-1", "mpaa-2"]
+COST_SENSITIVE = ["paum", "cpa", "csrnd", "cspaa-sum", "cspaa-cost", "cspaa-a"]
+
+
+def test_registry_holds_the_multiclass_and_cost_sensitive_families():
+    from learners.queries import DecayingMarginQuery, GapQuery
+    from learners.rules import CSPARule, MaxScorePerceptronRule, MPARule
+
+    assert set(MULTICLASS + COST_SENSITIVE) <= set(ALGORITHMS)
+    assert all(ALGORITHMS[n].rule.multiclass for n in MULTICLASS)
+    assert not any(ALGORITHMS[n].rule.multiclass for n in COST_SENSITIVE)
+    assert ALGORITHMS["mpaa-2"].rule is MPARule and ALGORITHMS["mpaa-2"].query is GapQuery
+    assert ALGORITHMS["mpea"].rule is MaxScorePerceptronRule and ALGORITHMS["mpea"].query is GapQuery
+    assert ALGORITHMS["mrpa-1"].query is FixedRateQuery and ALGORITHMS["csrnd"].query is FixedRateQuery
+    assert ALGORITHMS["cspaa-a"].rule is CSPARule and ALGORITHMS["cspaa-a"].query is DecayingMarginQuery
+    assert make("cspaa-a").query.delta == 2.0**14
+
+
+@pytest.mark.parametrize("spelling, name", [
+    ("MPAA-I", "mpaa-1"), ("MPAA-II", "mpaa-2"), ("MRPA-I", "mrpa-1"), ("MPEA", "mpea"), ("MRPE", "mrpe"),
+    ("CSPAA_sum", "cspaa-sum"), ("CSPAA_cos", "cspaa-cost"), ("CSPAA(a)", "cspaa-a"), ("CSRND", "csrnd"),
+    ("PAUM", "paum"), ("CPA", "cpa"),
+])
+def test_multiclass_and_cost_sensitive_paper_spellings(spelling, name):
+    assert canonical_name(spelling) == name
+
+
+def test_gap_query_needs_a_multiclass_rule():
+    from learners.base import Learner
+    from learners.queries import GapQuery
+
+    with pytest.raises(ValueError, match="GapQuery needs"):
+        Learner(PARule(), GapQuery())

@@ -81,3 +81,14 @@ def test_replay_of_multilabel_binary_dataset_uses_explicit_classes():
     trace = replay(learner, data)
     assert set(learner.decode(trace.y_true).tolist()) == {1, 2}
     assert trace.metrics(learner).accuracy > 0.9
+
+
+def test_run_and_find_budget_weight_the_binary_metrics_with_costs():
+    data = synthetic_sparse(n=2000, d=256, seed=4)
+    costs = {"eta_p": 0.9, "eta_n": 0.1, "c_p": 0.8, "c_n": 0.2}
+    learner = make("cspaa-sum", n_features=256, ratio=3.0)
+    for result in (run(learner, data, costs=costs), find_budget(learner, data, 0.3, costs=costs)[1]):
+        m = result.metrics[0]
+        assert m.weighted_sum == pytest.approx(0.9 * m.sensitivity + 0.1 * m.specificity)
+        assert m.cost == pytest.approx(0.8 * m.fn + 0.2 * m.fp)
+        assert 0.5 < m.auc_roc <= 1.0
