@@ -207,9 +207,21 @@ class Service:
         self._features.subscribe([s.topics.features], on_assign=self._on_assign, on_revoke=self._on_revoke)
         self._labels.subscribe([s.topics.labels], on_assign=self._on_assign, on_revoke=self._on_revoke)
         self._recover_decisions()
+        self._warm_up()
         self.health.restored = True
         self._started = True
         self._publish_gauges()
+
+    def _warm_up(self) -> None:
+        """Load every compiled loop the first batches need (from numba's on-disk cache, or compile it
+        once), so readiness comes after the wait instead of the first records paying for it."""
+        empty = Rows.stack([], self.settings.n_features)
+        steps.decode_features([], self.settings.n_features, 0.0)
+        self.learner.score(empty)
+        state = self.learner.state_dict()
+        self.learner.decide(empty, ids=[])
+        self.learner.learn_many(empty, np.array([], dtype=object), predicted=np.array([], dtype=np.int64))
+        self.learner.load_state_dict(state)  # a warm-up leaves no trace, not even in the counters
 
     def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
