@@ -405,6 +405,7 @@ class Service:
             batch.pending.append((decoded.ids[i], Entry(idx.copy(), val.copy(), codes[i], probs[i], scores[i],
                                                         r["requested_at"], r["expires_at"], r["cost"])))
             batch.requested_ids.add(decoded.ids[i])
+            batch.requests += 1  # made after the checkpoint whose totals were restored: count it again
             requested[i] = True  # asked before the restart: nothing more to do for it
 
     def _emit(self, batch: _Batch) -> None:

@@ -104,10 +104,13 @@ def test_kill_9_at_random_points_loses_nothing_and_applies_each_label_once(kafka
         deadline = time.monotonic() + 120
         while True:
             scored = metric(port, "activestream_records_scored_total") or 0
+            requested = metric(port, "activestream_label_requests_total") or 0
             applied = metric(port, 'activestream_labels_total{outcome="applied"}') or 0
-            if scored >= N and applied >= len(annotator.answered) and annotator.answer() == 0:
+            # every record scored, every request answered (by the annotator's own thread), every answer learnt
+            if scored >= N and requested == len(annotator.answered) == applied:
                 break
-            assert time.monotonic() < deadline, f"scored {scored}/{N}, applied {applied}/{len(annotator.answered)}"
+            assert time.monotonic() < deadline, (
+                f"scored {scored}/{N}, requested {requested}, answered {len(annotator.answered)}, applied {applied}")
             time.sleep(0.2)  # polling another process's metrics endpoint
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0

@@ -335,6 +335,8 @@ def test_crash_after_checkpoint_keeps_decisions_and_applies_each_label_once(harn
     assert (len(h.out("predictions")), len(h.out("label-requests"))) == outputs_before  # nothing produced twice
     assert second.totals.get("labels.applied") == labels_before_crash
     assert second.totals.get("labels.unknown") == 0
+    assert second.totals.get("label_requests") == len(h.requested_ids())  # requests kept are counted once
+    assert second.totals.get("records_scored") == 60
 
 
 def test_backpressure_holds_the_decided_batch_and_pauses_features(tmp_path):
