@@ -240,7 +240,14 @@ class Service:
         if self._started and partitions:
             log.info("partitions revoked: checkpointing first")
             self._batch = None  # not emitted: its records will be consumed again by the new owner
-            self.checkpoint()
+            try:
+                self.checkpoint()
+            except CheckpointError as exc:
+                # The broker is away (the usual cause of a revocation mid-run): nothing is committed, so
+                # a new owner resumes from the last durable checkpoint, and if the partitions come back
+                # here, _on_assign seeks to the offsets that match this process's model.
+                log.warning("checkpoint before revocation failed, nothing committed: %s", exc)
+                self._last_checkpoint_at = self.clock.monotonic()
         if consumer is self._features:
             self.health.assigned = False
             self.metrics.ready.set(0.0)

@@ -443,6 +443,21 @@ def test_revocation_writes_a_checkpoint(harness):
     assert not h.service.health.assigned
 
 
+def test_a_failed_checkpoint_at_revocation_commits_nothing_and_does_not_raise(tmp_path, monkeypatch):
+    import consumer.service
+
+    monkeypatch.setattr(consumer.service, "_FLUSH_TIMEOUT_S", 0.05)
+    h = Harness(tmp_path)
+    h.service.start()
+    h.clients.producers[0].hold = True  # the broker is away: the flush cannot finish
+    feed(h, 5)
+    h.service.run_once()
+    h.service._on_revoke(h.service._features, h.service._features.assignment())
+    assert h.service.metrics.checkpoint_failures._value.get() == 1
+    assert h.service.store.paths() == [] and h.broker.committed == {}
+    assert not h.service.health.assigned
+
+
 def test_a_failed_periodic_checkpoint_keeps_the_loop_running(tmp_path, monkeypatch):
     import consumer.service
 
