@@ -17,6 +17,7 @@ import numpy as np
 
 from learners import drivers
 from learners.coin import draw, record_key, record_keys
+from learners.features import RandomFourierFeatures
 from learners.hashing import DEFAULT_DIMENSION
 from learners.inputs import Rows, as_row, as_rows, transform, transform_row
 from learners.kernels import no_label, no_round, ready
@@ -25,6 +26,11 @@ from learners.params import Interval, Options, Parameterized
 __all__ = ["Decisions", "Learner", "QueryStrategy", "Scores", "UpdateRule"]
 
 FORMAT_VERSION = 1
+
+# The learner's own hyper-parameters (the data model), beside those of its rule and query.
+_OWN = ("seed", "bias", "normalize", "tie", "n_features", "classes", "rff_components", "rff_gamma", "rff_seed")
+# Those a checkpoint must match exactly: they fix the meaning of every coordinate of the state.
+_STRUCTURAL = ("rule", "query", "n_features", "classes", "bias", "rff_components", "rff_gamma", "rff_seed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +63,9 @@ class UpdateRule(Parameterized):
     score_kernel: ClassVar[Any]
     update_kernel: ClassVar[Any]
     scalars: ClassVar[tuple[str, ...]] = ()  # names of the entries of the scalar state ``a``
+    # False for rules whose update writes coordinates outside x's non-zeros: full d×d matrices,
+    # support-vector sets. The generic checks hold every other rule to O(nnz) writes.
+    has_sparse_update: ClassVar[bool] = True
 
     S_: np.ndarray | None = None
     a_: np.ndarray | None = None
@@ -64,6 +73,11 @@ class UpdateRule(Parameterized):
     def layout(self, n_features: int, n_classes: int) -> dict[str, int]:
         """Rows of ``S`` per named state array, for a model of this size."""
         return {"w": n_classes if self.multiclass else 1}
+
+    def vectors(self) -> dict[str, int]:
+        """Per-slot state kept in ``a`` after the scalars, by name and length (e.g. one α per
+        support vector); empty for rules whose state is all per-coordinate."""
+        return {}
 
     def initialize(self) -> None:
         """Set the initial state of freshly allocated arrays (all zero by default)."""
@@ -76,15 +90,21 @@ class UpdateRule(Parameterized):
     def allocate(self, n_features: int, n_classes: int = 2) -> None:
         """Allocate zeroed state for ``n_features`` coordinates and ``n_classes`` classes."""
         shape = self.layout(n_features, n_classes)
+        vectors = self.vectors()
         self.S_ = np.zeros((sum(shape.values()), n_features), dtype=np.float64)
-        self.a_ = np.zeros(len(self.scalars), dtype=np.float64)
+        self.a_ = np.zeros(len(self.scalars) + sum(vectors.values()), dtype=np.float64)
         self._P = np.ascontiguousarray(self.packed_params(), dtype=np.float64)
         self._shape = shape
+        self._vectors = vectors
         start = 0
         for name, rows in shape.items():
             view = self.S_[start : start + rows]
             setattr(self, name + "_", view[0] if rows == 1 and not self._keeps_2d(name) else view)
             start += rows
+        start = len(self.scalars)
+        for name, length in vectors.items():
+            setattr(self, name + "_", self.a_[start : start + length])
+            start += length
         self.initialize()
 
     def _keeps_2d(self, name: str) -> bool:
@@ -131,12 +151,12 @@ class UpdateRule(Parameterized):
 
     # -- state -----------------------------------------------------------------------------
     def state_dict(self) -> dict[str, np.ndarray]:
-        out = {name: getattr(self, name + "_").copy() for name in self._shape}
+        out = {name: getattr(self, name + "_").copy() for name in (*self._shape, *self._vectors)}
         out.update({name: np.array(self.a_[i]) for i, name in enumerate(self.scalars)})
         return out
 
     def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
-        for name in self._shape:
+        for name in (*self._shape, *self._vectors):
             target = getattr(self, name + "_")
             source = np.asarray(state[name])
             if source.shape != target.shape:
@@ -252,6 +272,14 @@ class Learner(Parameterized):
         list, required.
     name : str or None
         Registry name, recorded in checkpoints.
+    rff_components : int, default 0
+        m > 0 puts random Fourier features in front of the rule (Rahimi & Recht 2007): the rule
+        learns on z(x) ∈ R^m, approximating the kernel exp(−γ‖x − x'‖²). 0 = the raw features.
+        Rows are L2-normalised (if ``normalize``) before the map, the intercept appended after it.
+    rff_gamma : float > 0, default 1.0
+        γ of that kernel.
+    rff_seed : int, default 0
+        Seed of the random map; the map is rebuilt from it, never stored in a checkpoint.
 
     Attributes
     ----------
@@ -264,6 +292,9 @@ class Learner(Parameterized):
         "bias": Interval(None, None),
         "tie": Options("negative", "positive"),
         "normalize": Options(True, False),
+        "rff_components": Interval(0, 2**31 - 2, integer=True),
+        "rff_gamma": Interval(0, None, closed="neither"),
+        "rff_seed": Interval(0, 2**64 - 1, integer=True),
     }
 
     def __init__(
@@ -278,6 +309,9 @@ class Learner(Parameterized):
         n_features: int | None = None,
         classes: Sequence[Any] | None = None,
         name: str | None = None,
+        rff_components: int = 0,
+        rff_gamma: float = 1.0,
+        rff_seed: int = 0,
     ) -> None:
         missing = query.requires - rule.provides
         if missing:
@@ -288,6 +322,8 @@ class Learner(Parameterized):
         self.rule, self.query = rule, query
         self.seed, self.bias, self.normalize, self.tie = seed, bias, normalize, tie
         self.n_features, self.name = n_features, name
+        self.rff_components, self.rff_gamma, self.rff_seed = rff_components, rff_gamma, rff_seed
+        self._features: RandomFourierFeatures | None = None
         if classes is None and not rule.multiclass:
             classes = (-1, 1)
         self.classes = None if classes is None else tuple(_jsonable(list(classes)))
@@ -314,7 +350,7 @@ class Learner(Parameterized):
 
     def get_params(self) -> dict[str, Any]:
         """Learner-level, rule and query hyper-parameters in one flat mapping."""
-        own = {k: getattr(self, k) for k in ("seed", "bias", "normalize", "tie", "n_features", "classes")}
+        own = {k: getattr(self, k) for k in _OWN}
         return {**self.rule.get_params(), **self.query.get_params(), **own}
 
     def clone(self, **overrides: Any) -> Learner:
@@ -323,8 +359,7 @@ class Learner(Parameterized):
         if unknown:
             raise ValueError(f"unknown parameters {sorted(unknown)}; known: {sorted(self.get_params())}")
         pick = lambda part: {k: v for k, v in overrides.items() if k in part.param_names()}  # noqa: E731
-        own = {k: overrides.get(k, getattr(self, k))
-               for k in ("seed", "bias", "normalize", "tie", "n_features", "classes")}
+        own = {k: overrides.get(k, getattr(self, k)) for k in _OWN}
         return Learner(self.rule.clone(**pick(self.rule)), self.query.clone(**pick(self.query)),
                        name=self.name, **own)
 
@@ -342,7 +377,12 @@ class Learner(Parameterized):
             raise ValueError("a multiclass learner needs its class list: pass classes=[...]")
         self.n_features = int(n_features)
         Interval(1, 2**31 - 2, integer=True).check("n_features", self.n_features)
-        self.rule.allocate(self.n_features + (self.bias != 0.0), len(self.classes))
+        width = self.n_features
+        if self.rff_components:
+            self._features = RandomFourierFeatures(n_components=self.rff_components, gamma=self.rff_gamma,
+                                                   seed=self.rff_seed, n_features=self.n_features)
+            width = self.rff_components
+        self.rule.allocate(width + (self.bias != 0.0), len(self.classes))
         self._class_array = np.asarray(self.classes)
         self._codes = {c: (2 * i - 1 if not self.multiclass else i) for i, c in enumerate(self.classes)}
         self._tie = 1 if self.tie == "positive" else -1
@@ -377,12 +417,19 @@ class Learner(Parameterized):
     def _rows(self, X) -> Rows:
         rows = as_rows(X, self.n_features)
         self._ensure_allocated(rows.n_features)
-        return transform(rows, normalize=self.normalize, bias=self.bias)
+        if self._features is None:
+            return transform(rows, normalize=self.normalize, bias=self.bias)
+        mapped = self._features.transform(transform(rows, normalize=self.normalize, bias=0.0))
+        return transform(mapped, normalize=False, bias=self.bias)
 
     def _row(self, x) -> tuple[np.ndarray, np.ndarray]:
         self._ensure_allocated(self.n_features)
         idx, val = as_row(x, self.n_features)
-        return transform_row(idx, val, self.n_features, normalize=self.normalize, bias=self.bias)
+        if self._features is None:
+            return transform_row(idx, val, self.n_features, normalize=self.normalize, bias=self.bias)
+        idx, val = self._features.transform_row(*transform_row(idx, val, self.n_features,
+                                                               normalize=self.normalize, bias=0.0))
+        return transform_row(idx, val, self.rff_components, normalize=False, bias=self.bias)
 
     # -- batches ---------------------------------------------------------------------------
     def score(self, X) -> Scores:
@@ -508,7 +555,7 @@ class Learner(Parameterized):
         mine = self.meta()
         if self.n_features is None:
             mine["params"]["n_features"] = theirs["params"].get("n_features")
-        structural = ("rule", "query", "n_features", "classes", "bias")
+        structural = _STRUCTURAL
         diff = sorted(k for k in set(theirs["params"]) | set(mine["params"])
                       if theirs["params"].get(k) != mine["params"].get(k))
         hard = [k for k in diff if k in structural] + [k for k in ("rule", "query") if theirs[k] != mine[k]]

@@ -22,8 +22,47 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from learners.base import Learner, QueryStrategy, UpdateRule
-from learners.queries import AlwaysQuery, DecayingMarginQuery, FixedRateQuery, GapQuery, MarginQuery, SelAdaQuery
-from learners.rules import CPARule, CSPARule, MaxScorePerceptronRule, MPARule, PARule, PAUMRule, PerceptronRule
+from learners.queries import (
+    AlwaysQuery,
+    BBQQuery,
+    DecayingMarginQuery,
+    DiscriminationQuery,
+    FixedRateQuery,
+    GapDiscriminationQuery,
+    GapQuery,
+    MarginQuery,
+    SelAdaQuery,
+    SOALQuery,
+)
+from learners.rules import (
+    AROWDiagRule,
+    AROWRule,
+    CPARule,
+    CSPARule,
+    CWDiagRule,
+    CWRule,
+    DualAveragingRule,
+    KernelPARule,
+    LASECDiagRule,
+    LASECRule,
+    MaxScorePerceptronRule,
+    MirrorDescentRule,
+    ModifiedPerceptronRule,
+    MPARule,
+    MulticlassDualAveragingRule,
+    MulticlassMirrorDescentRule,
+    PARule,
+    PAUMRule,
+    PerceptronRule,
+    RandomizedBudgetPerceptronRule,
+    RLSRule,
+    ShiftingPerceptronRule,
+    SOALDiagRule,
+    SOALRule,
+    SOPDiagRule,
+    SOPRule,
+)
+from learners.rules.matrix import MatrixTooLargeError
 
 __all__ = ["ALGORITHMS", "LEARNER_DEFAULTS", "PAPER_PROTOCOL", "Spec", "canonical_name", "make", "paper_protocol"]
 
@@ -53,6 +92,18 @@ PAPER_PROTOCOL: dict[str, Any] = {"bias": 0.0, "normalize": True, "tie": "negati
 PAPER_QUERY: dict[str, Any] = {"offset": 0.0}
 
 _PAA = "Lu, Zhao & Hoi, Online Passive-Aggressive Active learning, Mach. Learn. 103(2), 2016"
+_SOP = "Cesa-Bianchi, Conconi & Gentile, A second-order perceptron algorithm, SIAM J. Comput. 34(3), 2005"
+_SOAL = "Hao, Zhao, Lu, Hoi, Miao & Zhang, SOAL: Second-order Online Active Learning, ICDM 2016"
+_HD = "Online active learning for high-dimensional classification (D-ADA / D-AMD)"
+_SEL = ("Cesa-Bianchi, Gentile & Zaniboni, Worst-case analysis of selective sampling for linear classification, "
+        "JMLR 7, 2006")
+_DRIFT = "Moroshko & Crammer, Selective Sampling with Drift, AISTATS 2014"
+_TRACK = "Cavallanti, Cesa-Bianchi & Gentile, Mach. Learn. 69, 2007"
+_KPA = "Ezukwoke & Zareian, Online Learning and Active Learning: PA vs SVM"
+# LASEC's (b, c): the best of a 36-point grid on three draws of the synthetic shifting stream
+# (d = 50, target switched every 500 rows), tuned as Moroshko & Crammer tune theirs "using a random
+# draw of the data" (benchmarks/results/004_drift.md; on USPS the grid picks b = 100, c = 10⁴).
+_LASEC = {"b": 0.01, "c": 1000.0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +116,12 @@ class Spec:
     defaults: Mapping[str, Any] = field(default_factory=dict)
     fixed: Mapping[str, Any] = field(default_factory=dict)  # parameters that define the algorithm
     aliases: tuple[str, ...] = ()
+
+
+_SOAL_DEFAULTS = {"eta": 1.0, "gamma": 1.0}
+_ADA_DEFAULTS = {"delta": 1.0, "eta": 1.0}
+# a_t of the discrimination query (Remark 3 of the high-dimensional paper), fixed per entry
+_MARGIN, _DISCRIMINATION, _DISCRIMINATION_I = {"a": "zero"}, {"a": "inverse-norm"}, {"a": "one"}
 
 
 ALGORITHMS: dict[str, Spec] = {
@@ -83,7 +140,7 @@ ALGORITHMS: dict[str, Spec] = {
     "rpa-2": Spec(PARule, FixedRateQuery, fixed={"mode": 2}, defaults={"C": _C_PA2, "rate": 0.1},
                   cite=f"RPA-II of {_PAA}, Sect. 6.1.1"),
     # margin queries δ/(δ+|p|)
-    "pea": Spec(PerceptronRule, MarginQuery, defaults={"delta": 1.0}, aliases=("lepe",),
+    "pea": Spec(PerceptronRule, MarginQuery, defaults={"delta": 1.0}, aliases=("lepe", "perceptron-ss"),
                 cite="Cesa-Bianchi, Gentile & Zaniboni, JMLR 7, 2006: selective sampling Perceptron (PEA/LEPE)"),
     "sel-ada": Spec(PerceptronRule, SelAdaQuery, defaults={"delta": 2.0**-8}, aliases=("selada",),
                     cite="Cesa-Bianchi, Gentile & Zaniboni, JMLR 7, 2006, Fig. 2: adaptive selective sampling "
@@ -130,6 +187,102 @@ ALGORITHMS: dict[str, Spec] = {
                        aliases=("cspaa-cos",), cite=f"{_PAA}: CSPAA_cos, Algorithm 4 (Eq. 11, ρ = c_p/c_n)"),
     "cspaa-a": Spec(CSPARule, DecayingMarginQuery, defaults={"objective": "sum", "delta": 2.0**14},
                     aliases=("cspaa(a)",), cite=f"{_PAA}: CSPAA(a), Sect. 6.3.5 (δ_t = δ_(t-1)·t/(t+1), δ_0 = 2^14)"),
+    # second-order Perceptron: full matrix (X) and diagonal (X-diag)
+    "sop": Spec(SOPRule, AlwaysQuery, defaults={"a": 1.0}, cite=f"{_SOP}: SOP"),
+    "sop-diag": Spec(SOPDiagRule, AlwaysQuery, defaults={"a": 1.0}, cite=f"{_SOP}: SOP, diagonal"),
+    "sop-ss": Spec(SOPRule, MarginQuery, defaults={"a": 1.0, "delta": 1.0}, aliases=("sel-2nd", "asop"),
+                   cite=f"{_SEL}: selective sampling SOP (SEL-2nd of {_PAA}; ASOP of Hao et al. 2016)"),
+    "sop-ss-diag": Spec(SOPDiagRule, MarginQuery, defaults={"a": 1.0, "delta": 1.0},
+                        cite=f"{_SEL}: selective sampling SOP, diagonal (SOP of the high-dimensional paper, Table 2)"),
+    # SOAL and its ablations (Hao et al. 2016, Sect. IV-A): full Σ (Eqs. 1, 3) and diagonal Σ (Eqs. 4-5)
+    "sol": Spec(SOALRule, AlwaysQuery, defaults=_SOAL_DEFAULTS, cite=f"{_SOAL}: SOL, passive SOAL"),
+    "sorl": Spec(SOALRule, FixedRateQuery, defaults={**_SOAL_DEFAULTS, "rate": 0.1},
+                 cite=f"{_SOAL}: SORL, random queries"),
+    "soal-m": Spec(SOALRule, MarginQuery, defaults={**_SOAL_DEFAULTS, "delta": 1.0},
+                   cite=f"{_SOAL}: SOAL-M, margin query δ/(δ+|p|)"),
+    "soal": Spec(SOALRule, SOALQuery, defaults={**_SOAL_DEFAULTS, "delta": 1.0}, cite=f"{_SOAL}: SOAL, Algorithm 1"),
+    "sol-diag": Spec(SOALDiagRule, AlwaysQuery, defaults=_SOAL_DEFAULTS, cite=f"{_SOAL}: SOL, diagonal"),
+    "sorl-diag": Spec(SOALDiagRule, FixedRateQuery, defaults={**_SOAL_DEFAULTS, "rate": 0.1},
+                      cite=f"{_SOAL}: SORL, diagonal"),
+    "soal-m-diag": Spec(SOALDiagRule, MarginQuery, defaults={**_SOAL_DEFAULTS, "delta": 1.0},
+                        cite=f"{_SOAL}: SOAL-M, diagonal"),
+    "soal-diag": Spec(SOALDiagRule, SOALQuery, defaults={**_SOAL_DEFAULTS, "delta": 1.0},
+                      cite=f"{_SOAL}: SOAL, diagonal (as run in the high-dimensional paper, Table 2)"),
+    # supervised second-order baselines
+    "arow": Spec(AROWRule, AlwaysQuery, defaults={"r": 1.0},
+                 cite="Crammer, Kulesza & Dredze, Adaptive regularization of weight vectors, Mach. Learn. 91, 2013"),
+    "arow-diag": Spec(AROWDiagRule, AlwaysQuery, defaults={"r": 1.0}, cite="Crammer, Kulesza & Dredze 2013, diagonal"),
+    "cw": Spec(CWRule, AlwaysQuery, defaults={"eta": 0.7},
+               cite="Crammer, Dredze & Pereira, Exact convex confidence-weighted learning, NIPS 2008"),
+    "cw-diag": Spec(CWDiagRule, AlwaysQuery, defaults={"eta": 0.7},
+                    cite=f"Crammer, Dredze & Pereira 2008, diagonal: the CW-diag baseline of {_PAA}, Sect. 6.3.2"),
+    # adaptive subgradient methods with a diagonal H (the high-dimensional paper, Algorithm 1, Sect. 5.1)
+    "da": Spec(DualAveragingRule, AlwaysQuery, defaults=_ADA_DEFAULTS, cite=f"{_HD}: DA, supervised"),
+    "r-ada": Spec(DualAveragingRule, FixedRateQuery, defaults={**_ADA_DEFAULTS, "rate": 0.1},
+                  cite=f"{_HD}: R-ADA, random queries"),
+    "m-ada": Spec(DualAveragingRule, DiscriminationQuery, defaults={**_ADA_DEFAULTS, "b": 1.0}, fixed=_MARGIN,
+                  cite=f"{_HD}: M-ADA, margin query (a_t = 0)"),
+    "d-ada": Spec(DualAveragingRule, DiscriminationQuery, defaults={**_ADA_DEFAULTS, "b": 1.0},
+                  fixed=_DISCRIMINATION, cite=f"{_HD}: D-ADA, Algorithm 1, a_t = 1/max(1, xᵀx)"),
+    "d-ada-i": Spec(DualAveragingRule, DiscriminationQuery, defaults={**_ADA_DEFAULTS, "b": 1.0},
+                    fixed=_DISCRIMINATION_I, cite=f"{_HD}: D-ADA-I, Algorithm 1, a_t = 1"),
+    "md": Spec(MirrorDescentRule, AlwaysQuery, defaults=_ADA_DEFAULTS, cite=f"{_HD}: MD, supervised"),
+    "r-amd": Spec(MirrorDescentRule, FixedRateQuery, defaults={**_ADA_DEFAULTS, "rate": 0.1},
+                  cite=f"{_HD}: R-AMD, random queries"),
+    "m-amd": Spec(MirrorDescentRule, DiscriminationQuery, defaults={**_ADA_DEFAULTS, "b": 1.0}, fixed=_MARGIN,
+                  cite=f"{_HD}: M-AMD, margin query (a_t = 0)"),
+    "d-amd": Spec(MirrorDescentRule, DiscriminationQuery, defaults={**_ADA_DEFAULTS, "b": 1.0},
+                  fixed=_DISCRIMINATION, cite=f"{_HD}: D-AMD, Algorithm 1, a_t = 1/max(1, xᵀx)"),
+    "d-amd-i": Spec(MirrorDescentRule, DiscriminationQuery, defaults={**_ADA_DEFAULTS, "b": 1.0},
+                    fixed=_DISCRIMINATION_I, cite=f"{_HD}: D-AMD-I, Algorithm 1, a_t = 1"),
+    # their multiclass versions, one H per class (Algorithm 2, Sect. 5.2.2)
+    "mda": Spec(MulticlassDualAveragingRule, AlwaysQuery, defaults=_ADA_DEFAULTS, cite=f"{_HD}: MDA, supervised"),
+    "mr-ada": Spec(MulticlassDualAveragingRule, FixedRateQuery, defaults={**_ADA_DEFAULTS, "rate": 0.1},
+                   cite=f"{_HD}: MR-ADA, random queries"),
+    "mm-ada": Spec(MulticlassDualAveragingRule, GapDiscriminationQuery, defaults={**_ADA_DEFAULTS, "b": 1.0},
+                   fixed=_MARGIN, cite=f"{_HD}: MM-ADA, multiclass margin query (a_t = 0)"),
+    "md-ada": Spec(MulticlassDualAveragingRule, GapDiscriminationQuery, defaults={**_ADA_DEFAULTS, "b": 1.0},
+                   fixed=_DISCRIMINATION, cite=f"{_HD}: MD-ADA, Algorithm 2, a_t = 1/max(1, xᵀx)"),
+    "md-ada-i": Spec(MulticlassDualAveragingRule, GapDiscriminationQuery, defaults={**_ADA_DEFAULTS, "b": 1.0},
+                     fixed=_DISCRIMINATION_I, cite=f"{_HD}: MD-ADA-I, Algorithm 2, a_t = 1"),
+    "mmd": Spec(MulticlassMirrorDescentRule, AlwaysQuery, defaults=_ADA_DEFAULTS, cite=f"{_HD}: MMD, supervised"),
+    "mr-amd": Spec(MulticlassMirrorDescentRule, FixedRateQuery, defaults={**_ADA_DEFAULTS, "rate": 0.1},
+                   cite=f"{_HD}: MR-AMD, random queries"),
+    "mm-amd": Spec(MulticlassMirrorDescentRule, GapDiscriminationQuery, defaults={**_ADA_DEFAULTS, "b": 1.0},
+                   fixed=_MARGIN, cite=f"{_HD}: MM-AMD, multiclass margin query (a_t = 0)"),
+    "md-amd": Spec(MulticlassMirrorDescentRule, GapDiscriminationQuery, defaults={**_ADA_DEFAULTS, "b": 1.0},
+                   fixed=_DISCRIMINATION, cite=f"{_HD}: MD-AMD, Algorithm 2, a_t = 1/max(1, xᵀx)"),
+    "md-amd-i": Spec(MulticlassMirrorDescentRule, GapDiscriminationQuery, defaults={**_ADA_DEFAULTS, "b": 1.0},
+                     fixed=_DISCRIMINATION_I, cite=f"{_HD}: MD-AMD-I, Algorithm 2, a_t = 1"),
+    # drifting targets: LASEC (full D×D matrix; -diag: diagonal with lazy drift, O(nnz)) and baselines
+    "lasec": Spec(LASECRule, AlwaysQuery, defaults=_LASEC, cite=f"{_DRIFT}: LASEC, Fig. 1 with a = ∞"),
+    "lasec-ss": Spec(LASECRule, MarginQuery, defaults={**_LASEC, "delta": 1.0},
+                     cite=f"{_DRIFT}: LASEC-SS, Fig. 1 (query a/(a + |p̂|), a = delta)"),
+    "lasec-diag": Spec(LASECDiagRule, AlwaysQuery, defaults=_LASEC, cite=f"{_DRIFT}: LASEC, diagonal"),
+    "lasec-ss-diag": Spec(LASECDiagRule, MarginQuery, defaults={**_LASEC, "delta": 1.0},
+                          cite=f"{_DRIFT}: LASEC-SS, diagonal"),
+    "bbq": Spec(RLSRule, BBQQuery, defaults={"a": 1.0, "kappa": 0.5},
+                cite="Cesa-Bianchi, Gentile & Orabona, ICML 2009: BBQ, Fig. 1"),
+    "bbq-i": Spec(SOPRule, BBQQuery, defaults={"a": 1.0, "kappa": 0.5},
+                  cite=f"{_DRIFT}, Sect. 5: BBQ-I (BBQ updating on queried mistakes only: the SOP update)"),
+    "shifting-perceptron": Spec(ShiftingPerceptronRule, AlwaysQuery, defaults={"lam": 0.01},
+                                cite=f"{_TRACK}: Shifting Perceptron"),
+    "modified-perceptron": Spec(ModifiedPerceptronRule, AlwaysQuery,
+                                cite="Blum, Frieze, Kannan & Vempala, Algorithmica 22, 1998: Modified Perceptron"),
+    "randomized-budget-perceptron": Spec(RandomizedBudgetPerceptronRule, AlwaysQuery, defaults={"budget": 500},
+                                         cite=f"{_TRACK}: Randomized Budget Perceptron"),
+    # kernel PA with a budget of support vectors (the paper's "classic", F1 and F2 relaxations)
+    "kpa": Spec(KernelPARule, AlwaysQuery, fixed={"mode": 0}, cite=f"{_KPA}: kernel PA, Algorithm 3"),
+    "kpa-1": Spec(KernelPARule, AlwaysQuery, fixed={"mode": 1}, defaults={"C": 1.0},
+                  cite=f"{_KPA}: kernel PA, Algorithm 3 (τ = min(C, ℓ/κ(x, x)))"),
+    "kpa-2": Spec(KernelPARule, AlwaysQuery, fixed={"mode": 2}, defaults={"C": 1.0},
+                  cite=f"{_KPA}: kernel PA-II"),
+    "kapa": Spec(KernelPARule, MarginQuery, fixed={"mode": 0}, defaults={"delta": 1.0},
+                 cite=f"{_KPA}: kernel active PA, Algorithms 2-3"),
+    "kapa-1": Spec(KernelPARule, MarginQuery, fixed={"mode": 1}, defaults={"C": 1.0, "delta": 1.0},
+                   cite=f"{_KPA}: kernel active PA-I"),
+    "kapa-2": Spec(KernelPARule, MarginQuery, fixed={"mode": 2}, defaults={"C": 1.0, "delta": 1.0},
+                   cite=f"{_KPA}: kernel active PA-II"),
 }
 
 _ALIASES = {alias: name for name, spec in ALGORITHMS.items() for alias in spec.aliases}
@@ -138,7 +291,8 @@ _ALIASES = {alias: name for name, spec in ALGORITHMS.items() for alias in spec.a
 def canonical_name(name: str) -> str:
     """The registry name for a user's spelling: case, underscores and roman numerals forgiven."""
     s = re.sub(r"[\s_]+", "-", name.strip().lower())
-    s = re.sub(r"-(i{1,3})$", lambda m: f"-{len(m.group(1))}", s)
+    if s not in ALGORITHMS:  # "d-ada-i" is a name of its own, "paa-i" is "paa-1"
+        s = re.sub(r"-(i{1,3})$", lambda m: f"-{len(m.group(1))}", s)
     s = _ALIASES.get(s, s)
     if s not in ALGORITHMS:
         close = difflib.get_close_matches(s, list(ALGORITHMS) + list(_ALIASES), n=3, cutoff=0.6)
@@ -168,7 +322,11 @@ def make(name: str, **overrides: Any) -> Learner:
         raise ValueError(f"{key!r} takes no parameter {', '.join(sorted(unknown))} (it takes: {', '.join(known)})")
     rule = spec.rule(**{k: v for k, v in params.items() if k in rule_names})
     query = spec.query(**{k: v for k, v in params.items() if k in query_names})
-    return Learner(rule, query, name=key, **{k: v for k, v in params.items() if k in own_names})
+    try:
+        return Learner(rule, query, name=key, **{k: v for k, v in params.items() if k in own_names})
+    except MatrixTooLargeError as exc:
+        twin = f"{key}-diag"
+        raise ValueError(exc.message(twin if twin in ALGORITHMS else exc.diagonal)) from None
 
 
 def paper_protocol(name: str) -> dict[str, Any]:

@@ -121,16 +121,17 @@ def run(learner: Learner, data: Dataset, *, permutations: int = 1, seed: int = 0
         shuffle: bool = True, costs: dict | None = None) -> Run:
     """Replay ``data`` once per permutation with a fresh clone of ``learner``.
 
-    Permutation k shuffles the rows with ``default_rng(seed + k)`` (file order if not ``shuffle``)
-    and draws its query coins with seed ``learner.seed + k``. ``costs`` (``eta_p``, ``eta_n``,
-    ``c_p``, ``c_n``) weight the binary metrics' sum and cost.
+    Permutation k shuffles the rows with ``default_rng(seed + k)`` (file order if not ``shuffle``,
+    or if the dataset is ``ordered``: a drifting stream) and draws its query coins with seed
+    ``learner.seed + k``. ``costs`` (``eta_p``, ``eta_n``, ``c_p``, ``c_n``) weight the binary
+    metrics' sum and cost.
     """
     if permutations < 1:
         raise ValueError(f"permutations must be ≥ 1, got {permutations}")
     template = learner.clone()
     prep = _prepare(template, data)
     metrics, seconds = [], []
-    for k, order in enumerate(_orders(data.n, permutations, seed, shuffle)):
+    for k, order in enumerate(_orders(data.n, permutations, seed, shuffle and not data.ordered)):
         fresh = learner.clone(seed=learner.seed + k)
         fresh._ensure_allocated(template.n_features)
         trace = _replay_prepared(fresh, prep, order, delay)

@@ -1,8 +1,22 @@
 """Query strategies, one kind per module."""
 
 from learners.queries.adaptive import DecayingMarginQuery, SelAdaQuery
+from learners.queries.bbq import BBQQuery
+from learners.queries.discrimination import DiscriminationQuery, GapDiscriminationQuery
 from learners.queries.fixed import AlwaysQuery, FixedRateQuery
 from learners.queries.gap import GapQuery
 from learners.queries.margin import MarginQuery
+from learners.queries.soal import SOALQuery
 
-__all__ = ["AlwaysQuery", "DecayingMarginQuery", "FixedRateQuery", "GapQuery", "MarginQuery", "SelAdaQuery"]
+__all__ = [
+    "AlwaysQuery",
+    "BBQQuery",
+    "DecayingMarginQuery",
+    "DiscriminationQuery",
+    "FixedRateQuery",
+    "GapDiscriminationQuery",
+    "GapQuery",
+    "MarginQuery",
+    "SOALQuery",
+    "SelAdaQuery",
+]

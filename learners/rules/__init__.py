@@ -1,8 +1,45 @@
 """Update rules, one family per module."""
 
+from learners.rules.adaptive import DualAveragingRule, MirrorDescentRule
+from learners.rules.adaptive_multiclass import MulticlassDualAveragingRule, MulticlassMirrorDescentRule
+from learners.rules.arow import AROWDiagRule, AROWRule
 from learners.rules.cost_sensitive import CPARule, CSPARule, PAUMRule
+from learners.rules.cw import CWDiagRule, CWRule
+from learners.rules.kernel_pa import KernelPARule
+from learners.rules.lasec import LASECDiagRule, LASECRule
 from learners.rules.multiclass import MaxScorePerceptronRule, MPARule
 from learners.rules.pa import PARule
 from learners.rules.perceptron import PerceptronRule
+from learners.rules.rls import RLSRule
+from learners.rules.soal import SOALDiagRule, SOALRule
+from learners.rules.sop import SOPDiagRule, SOPRule
+from learners.rules.tracking import ModifiedPerceptronRule, RandomizedBudgetPerceptronRule, ShiftingPerceptronRule
 
-__all__ = ["CPARule", "CSPARule", "MPARule", "MaxScorePerceptronRule", "PARule", "PAUMRule", "PerceptronRule"]
+__all__ = [
+    "AROWDiagRule",
+    "AROWRule",
+    "CPARule",
+    "CSPARule",
+    "CWDiagRule",
+    "CWRule",
+    "DualAveragingRule",
+    "KernelPARule",
+    "LASECDiagRule",
+    "LASECRule",
+    "MPARule",
+    "MaxScorePerceptronRule",
+    "MirrorDescentRule",
+    "ModifiedPerceptronRule",
+    "MulticlassDualAveragingRule",
+    "MulticlassMirrorDescentRule",
+    "PARule",
+    "PAUMRule",
+    "PerceptronRule",
+    "RLSRule",
+    "RandomizedBudgetPerceptronRule",
+    "SOALDiagRule",
+    "SOALRule",
+    "SOPDiagRule",
+    "SOPRule",
+    "ShiftingPerceptronRule",
+]

@@ -100,6 +100,15 @@ def test_healthcheck_exits_zero_on_200_and_one_with_the_reason_otherwise(capsys)
     assert main(["healthcheck", "--port", str(server.port), "--timeout", "1"]) == 1  # nothing listens
 
 
+def test_replay_runs_the_shifting_stream_in_order_at_a_query_rate():
+    out = replay("--learner", "lasec-ss", "--data", "synthetic:shift?n=2000&d=10&switch=500&seed=1",
+                 "--query-rate", "0.3", "--permutations", "2", "--paper-protocol", "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["examples"] == 2000 and abs(report["query_ratio"] - 0.3) <= 0.005
+    assert report["accuracy"] > 0.6
+
+
 def test_replay_cost_flags_weight_the_sum_and_cost(tmp_path):
     f = tmp_path / "x.svm"
     f.write_text("1 1:1\n1 1:-1\n-1 2:1\n-1 2:1\n-1 1:1 2:1\n")

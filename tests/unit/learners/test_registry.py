@@ -76,6 +76,14 @@ def test_paper_protocol_sets_the_query_offset_only_where_the_query_takes_it():
         assert learner.bias == 0.0 and learner.normalize
 
 
+@pytest.mark.parametrize("spelling, name", [
+    ("LASEC-SS", "lasec-ss"), ("BBQ-I", "bbq-i"), ("BBQ", "bbq"), ("Perceptron-SS", "pea"),
+    ("Shifting Perceptron", "shifting-perceptron"), ("KAPA", "kapa"), ("kpa-I", "kpa-1"),
+])
+def test_make_accepts_the_drift_and_kernel_papers_spellings(spelling, name):
+    assert make(spelling).name == name
+
+
 MULTICLASS = ["mpe", "mpa", "mpa-1", "mpa-2", "mrpe", "mrpa", "mrpa-1", "mrpa-2", "mpea", "mpaa", "mpaa-1", "mpaa-2"]
 COST_SENSITIVE = ["paum", "cpa", "csrnd", "cspaa-sum", "cspaa-cost", "cspaa-a"]
 
