@@ -185,6 +185,7 @@ def plot(results: dict[str, dict]) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
     fig, axes = plt.subplots(2, len(results), figsize=(3.2 * len(results), 5.6), squeeze=False)
     styles = {"r-": ("tab:gray", ":"), "m-": ("tab:blue", "--"), "d-": ("tab:red", "-")}
@@ -199,6 +200,7 @@ def plot(results: dict[str, dict]) -> None:
                 ax.plot([p["query"] for p in pts], [p["f1"] for p in pts], color=color,
                         linestyle="-." if algo.endswith("-i") else style, marker=".", label=algo)
             ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(NullFormatter())  # a narrow range would label every minor tick
             ax.set_title(f"{dname}", fontsize=8)
             ax.set_xlabel("query ratio", fontsize=7)
             ax.set_ylabel("online F1", fontsize=7)
