@@ -19,9 +19,17 @@ import numpy as np
 from numba import njit
 
 from learners.base import UpdateRule
-from learners.kernels import SCORE_SIG, UPDATE_SIG, kernel, sparse_dot, sq_norm
+from learners.kernels import UPDATE_SIG, kernel, sparse_dot, sq_norm
 from learners.params import Interval
-from learners.rules.matrix import FullMatrixRule, diag_quad, full_matvec, full_quad, full_rank_one
+from learners.rules.matrix import (
+    FullMatrixRule,
+    diag_quad,
+    full_matvec,
+    full_quad,
+    full_rank_one,
+    mean_diag_score,
+    mean_full_score,
+)
 
 __all__ = ["AROWDiagRule", "AROWRule", "arow_diag_update", "arow_update"]
 
@@ -60,19 +68,9 @@ def arow_diag_update(mu, Sigma, idx, val, y, r):
     return True
 
 
-@kernel(SCORE_SIG)
-def _score(S, a, P, idx, val):
-    return sparse_dot(S[0], idx, val), np.nan, full_quad(S[1:], idx, val), -1
-
-
 @kernel(UPDATE_SIG)
 def _update(S, a, P, idx, val, y):
     return arow_update(S[0], S[1:], idx, val, y, P[0])
-
-
-@kernel(SCORE_SIG)
-def _diag_score(S, a, P, idx, val):
-    return sparse_dot(S[0], idx, val), np.nan, diag_quad(S[1], idx, val), -1
 
 
 @kernel(UPDATE_SIG)
@@ -122,7 +120,7 @@ class AROWRule(FullMatrixRule):
     provides: ClassVar = frozenset({"p", "v"})
     matrix: ClassVar = "sigma"
     diagonal: ClassVar = "arow-diag"
-    score_kernel = _score
+    score_kernel = mean_full_score
     update_kernel = _update
 
     def __init__(self, *, r: float = 1.0, max_matrix_mb: float = 1024.0) -> None:
@@ -175,7 +173,7 @@ class AROWDiagRule(UpdateRule):
 
     _constraints: ClassVar = {"r": Interval(0, None, closed="neither")}
     provides: ClassVar = frozenset({"p", "v"})
-    score_kernel = _diag_score
+    score_kernel = mean_diag_score
     update_kernel = _diag_update
 
     def __init__(self, *, r: float = 1.0) -> None:

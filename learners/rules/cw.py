@@ -25,9 +25,17 @@ import numpy as np
 from numba import njit
 
 from learners.base import UpdateRule
-from learners.kernels import SCORE_SIG, UPDATE_SIG, kernel, sparse_dot, sq_norm
+from learners.kernels import UPDATE_SIG, kernel, sparse_dot, sq_norm
 from learners.params import Interval
-from learners.rules.matrix import FullMatrixRule, diag_quad, full_matvec, full_quad, full_rank_one
+from learners.rules.matrix import (
+    FullMatrixRule,
+    diag_quad,
+    full_matvec,
+    full_quad,
+    full_rank_one,
+    mean_diag_score,
+    mean_full_score,
+)
 
 __all__ = ["CWDiagRule", "CWRule", "cw_coefficients", "cw_diag_update", "cw_update"]
 
@@ -82,19 +90,9 @@ def cw_diag_update(mu, Sigma, idx, val, y, phi):
     return True
 
 
-@kernel(SCORE_SIG)
-def _score(S, a, P, idx, val):
-    return sparse_dot(S[0], idx, val), np.nan, full_quad(S[1:], idx, val), -1
-
-
 @kernel(UPDATE_SIG)
 def _update(S, a, P, idx, val, y):
     return cw_update(S[0], S[1:], idx, val, y, P[0])
-
-
-@kernel(SCORE_SIG)
-def _diag_score(S, a, P, idx, val):
-    return sparse_dot(S[0], idx, val), np.nan, diag_quad(S[1], idx, val), -1
 
 
 @kernel(UPDATE_SIG)
@@ -144,7 +142,7 @@ class CWRule(FullMatrixRule):
     provides: ClassVar = frozenset({"p", "v"})
     matrix: ClassVar = "sigma"
     diagonal: ClassVar = "cw-diag"
-    score_kernel = _score
+    score_kernel = mean_full_score
     update_kernel = _update
 
     def __init__(self, *, eta: float = 0.7, max_matrix_mb: float = 1024.0) -> None:
@@ -197,7 +195,7 @@ class CWDiagRule(UpdateRule):
 
     _constraints: ClassVar = {"eta": _ETA}
     provides: ClassVar = frozenset({"p", "v"})
-    score_kernel = _diag_score
+    score_kernel = mean_diag_score
     update_kernel = _diag_update
 
     def __init__(self, *, eta: float = 0.7) -> None:

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import numpy as np
 from numba import njit
 
 from learners.base import UpdateRule
+from learners.kernels import SCORE_SIG, kernel, sparse_dot
 
 __all__ = [
     "FullMatrixRule",
@@ -24,6 +26,8 @@ __all__ = [
     "full_quad",
     "full_rank_one",
     "matrix_megabytes",
+    "mean_diag_score",
+    "mean_full_score",
 ]
 
 
@@ -113,3 +117,16 @@ class FullMatrixRule(UpdateRule):
         if matrix_megabytes(n_features) > self.max_matrix_mb:
             raise MatrixTooLargeError(type(self).__name__, n_features, self.max_matrix_mb, self.diagonal)
         super().allocate(n_features, n_classes)
+
+
+@kernel(SCORE_SIG)
+def mean_full_score(S, a, P, idx, val):
+    """p = μᵀx and v = xᵀΣx for the rules that keep w ~ N(μ, Σ) as μ = S[0], Σ = S[1:] (full)."""
+    return sparse_dot(S[0], idx, val), np.nan, full_quad(S[1:], idx, val), -1
+
+
+@kernel(SCORE_SIG)
+def mean_diag_score(S, a, P, idx, val):
+    """p = μᵀx and v = xᵀdiag(Σ)x, with μ = S[0] and diag(Σ) = S[1]."""
+    return sparse_dot(S[0], idx, val), np.nan, diag_quad(S[1], idx, val), -1
+

@@ -24,9 +24,17 @@ import numpy as np
 from numba import njit
 
 from learners.base import UpdateRule
-from learners.kernels import SCORE_SIG, UPDATE_SIG, kernel, sparse_dot, sq_norm
+from learners.kernels import UPDATE_SIG, kernel, sparse_dot, sq_norm
 from learners.params import Interval
-from learners.rules.matrix import FullMatrixRule, diag_quad, full_matvec, full_quad, full_rank_one
+from learners.rules.matrix import (
+    FullMatrixRule,
+    diag_quad,
+    full_matvec,
+    full_quad,
+    full_rank_one,
+    mean_diag_score,
+    mean_full_score,
+)
 
 __all__ = ["SOALDiagRule", "SOALRule", "soal_diag_update", "soal_update"]
 
@@ -63,19 +71,9 @@ def soal_diag_update(mu, Sigma, idx, val, y, eta, gamma):
     return True
 
 
-@kernel(SCORE_SIG)
-def _score(S, a, P, idx, val):
-    return sparse_dot(S[0], idx, val), np.nan, full_quad(S[1:], idx, val), -1
-
-
 @kernel(UPDATE_SIG)
 def _update(S, a, P, idx, val, y):
     return soal_update(S[0], S[1:], idx, val, y, P[0], P[1])
-
-
-@kernel(SCORE_SIG)
-def _diag_score(S, a, P, idx, val):
-    return sparse_dot(S[0], idx, val), np.nan, diag_quad(S[1], idx, val), -1
 
 
 @kernel(UPDATE_SIG)
@@ -127,7 +125,7 @@ class SOALRule(FullMatrixRule):
     provides: ClassVar = frozenset({"p", "v"})
     matrix: ClassVar = "sigma"
     diagonal: ClassVar = "soal-diag"
-    score_kernel = _score
+    score_kernel = mean_full_score
     update_kernel = _update
 
     def __init__(self, *, eta: float = 1.0, gamma: float = 1.0, max_matrix_mb: float = 1024.0) -> None:
@@ -183,7 +181,7 @@ class SOALDiagRule(UpdateRule):
 
     _constraints: ClassVar = _CONSTRAINTS
     provides: ClassVar = frozenset({"p", "v"})
-    score_kernel = _diag_score
+    score_kernel = mean_diag_score
     update_kernel = _diag_update
 
     def __init__(self, *, eta: float = 1.0, gamma: float = 1.0) -> None:
