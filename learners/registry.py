@@ -124,6 +124,28 @@ _ADA_DEFAULTS = {"delta": 1.0, "eta": 1.0}
 _MARGIN, _DISCRIMINATION, _DISCRIMINATION_I = {"a": "zero"}, {"a": "inverse-norm"}, {"a": "one"}
 
 
+def _adaptive_family(rule: type, query: type, update: str, *, multiclass: bool = False) -> dict[str, Spec]:
+    """One update's rows of the high-dimensional paper: supervised, R- (random), M- (margin, a_t = 0),
+    D- (a_t = 1/max(1, xᵀx)) and D-…-I (a_t = 1), e.g. da, r-ada, m-ada, d-ada, d-ada-i."""
+    m = "m" if multiclass else ""
+    up, algorithm = update.upper(), "Algorithm 2" if multiclass else "Algorithm 1"
+    supervised = m + {"ada": "da", "amd": "md"}[update]
+    margin = "multiclass margin query" if multiclass else "margin query"
+    queried = {**_ADA_DEFAULTS, "b": 1.0}
+    return {
+        supervised: Spec(rule, AlwaysQuery, defaults=_ADA_DEFAULTS, cite=f"{_HD}: {supervised.upper()}, supervised"),
+        f"{m}r-{update}": Spec(rule, FixedRateQuery, defaults={**_ADA_DEFAULTS, "rate": 0.1},
+                               cite=f"{_HD}: {m.upper()}R-{up}, random queries"),
+        f"{m}m-{update}": Spec(rule, query, defaults=queried, fixed=_MARGIN,
+                               cite=f"{_HD}: {m.upper()}M-{up}, {margin} (a_t = 0)"),
+        f"{m}d-{update}": Spec(rule, query, defaults=queried, fixed=_DISCRIMINATION,
+                               cite=f"{_HD}: {m.upper()}D-{up}, {algorithm}, a_t = 1/max(1, xᵀx)"),
+        f"{m}d-{update}-i": Spec(rule, query, defaults=queried, fixed=_DISCRIMINATION_I,
+                                 cite=f"{_HD}: {m.upper()}D-{up}-I, {algorithm}, a_t = 1"),
+    }
+
+
+
 ALGORITHMS: dict[str, Spec] = {
     # fully supervised: every label is requested
     "pe": Spec(PerceptronRule, AlwaysQuery, cite=f"Rosenblatt 1958; baseline PE of {_PAA}", aliases=("perceptron",)),
@@ -216,44 +238,12 @@ ALGORITHMS: dict[str, Spec] = {
                cite="Crammer, Dredze & Pereira, Exact convex confidence-weighted learning, NIPS 2008"),
     "cw-diag": Spec(CWDiagRule, AlwaysQuery, defaults={"eta": 0.7},
                     cite=f"Crammer, Dredze & Pereira 2008, diagonal: the CW-diag baseline of {_PAA}, Sect. 6.3.2"),
-    # adaptive subgradient methods with a diagonal H (the high-dimensional paper, Algorithm 1, Sect. 5.1)
-    "da": Spec(DualAveragingRule, AlwaysQuery, defaults=_ADA_DEFAULTS, cite=f"{_HD}: DA, supervised"),
-    "r-ada": Spec(DualAveragingRule, FixedRateQuery, defaults={**_ADA_DEFAULTS, "rate": 0.1},
-                  cite=f"{_HD}: R-ADA, random queries"),
-    "m-ada": Spec(DualAveragingRule, DiscriminationQuery, defaults={**_ADA_DEFAULTS, "b": 1.0}, fixed=_MARGIN,
-                  cite=f"{_HD}: M-ADA, margin query (a_t = 0)"),
-    "d-ada": Spec(DualAveragingRule, DiscriminationQuery, defaults={**_ADA_DEFAULTS, "b": 1.0},
-                  fixed=_DISCRIMINATION, cite=f"{_HD}: D-ADA, Algorithm 1, a_t = 1/max(1, xᵀx)"),
-    "d-ada-i": Spec(DualAveragingRule, DiscriminationQuery, defaults={**_ADA_DEFAULTS, "b": 1.0},
-                    fixed=_DISCRIMINATION_I, cite=f"{_HD}: D-ADA-I, Algorithm 1, a_t = 1"),
-    "md": Spec(MirrorDescentRule, AlwaysQuery, defaults=_ADA_DEFAULTS, cite=f"{_HD}: MD, supervised"),
-    "r-amd": Spec(MirrorDescentRule, FixedRateQuery, defaults={**_ADA_DEFAULTS, "rate": 0.1},
-                  cite=f"{_HD}: R-AMD, random queries"),
-    "m-amd": Spec(MirrorDescentRule, DiscriminationQuery, defaults={**_ADA_DEFAULTS, "b": 1.0}, fixed=_MARGIN,
-                  cite=f"{_HD}: M-AMD, margin query (a_t = 0)"),
-    "d-amd": Spec(MirrorDescentRule, DiscriminationQuery, defaults={**_ADA_DEFAULTS, "b": 1.0},
-                  fixed=_DISCRIMINATION, cite=f"{_HD}: D-AMD, Algorithm 1, a_t = 1/max(1, xᵀx)"),
-    "d-amd-i": Spec(MirrorDescentRule, DiscriminationQuery, defaults={**_ADA_DEFAULTS, "b": 1.0},
-                    fixed=_DISCRIMINATION_I, cite=f"{_HD}: D-AMD-I, Algorithm 1, a_t = 1"),
-    # their multiclass versions, one H per class (Algorithm 2, Sect. 5.2.2)
-    "mda": Spec(MulticlassDualAveragingRule, AlwaysQuery, defaults=_ADA_DEFAULTS, cite=f"{_HD}: MDA, supervised"),
-    "mr-ada": Spec(MulticlassDualAveragingRule, FixedRateQuery, defaults={**_ADA_DEFAULTS, "rate": 0.1},
-                   cite=f"{_HD}: MR-ADA, random queries"),
-    "mm-ada": Spec(MulticlassDualAveragingRule, GapDiscriminationQuery, defaults={**_ADA_DEFAULTS, "b": 1.0},
-                   fixed=_MARGIN, cite=f"{_HD}: MM-ADA, multiclass margin query (a_t = 0)"),
-    "md-ada": Spec(MulticlassDualAveragingRule, GapDiscriminationQuery, defaults={**_ADA_DEFAULTS, "b": 1.0},
-                   fixed=_DISCRIMINATION, cite=f"{_HD}: MD-ADA, Algorithm 2, a_t = 1/max(1, xᵀx)"),
-    "md-ada-i": Spec(MulticlassDualAveragingRule, GapDiscriminationQuery, defaults={**_ADA_DEFAULTS, "b": 1.0},
-                     fixed=_DISCRIMINATION_I, cite=f"{_HD}: MD-ADA-I, Algorithm 2, a_t = 1"),
-    "mmd": Spec(MulticlassMirrorDescentRule, AlwaysQuery, defaults=_ADA_DEFAULTS, cite=f"{_HD}: MMD, supervised"),
-    "mr-amd": Spec(MulticlassMirrorDescentRule, FixedRateQuery, defaults={**_ADA_DEFAULTS, "rate": 0.1},
-                   cite=f"{_HD}: MR-AMD, random queries"),
-    "mm-amd": Spec(MulticlassMirrorDescentRule, GapDiscriminationQuery, defaults={**_ADA_DEFAULTS, "b": 1.0},
-                   fixed=_MARGIN, cite=f"{_HD}: MM-AMD, multiclass margin query (a_t = 0)"),
-    "md-amd": Spec(MulticlassMirrorDescentRule, GapDiscriminationQuery, defaults={**_ADA_DEFAULTS, "b": 1.0},
-                   fixed=_DISCRIMINATION, cite=f"{_HD}: MD-AMD, Algorithm 2, a_t = 1/max(1, xᵀx)"),
-    "md-amd-i": Spec(MulticlassMirrorDescentRule, GapDiscriminationQuery, defaults={**_ADA_DEFAULTS, "b": 1.0},
-                     fixed=_DISCRIMINATION_I, cite=f"{_HD}: MD-AMD-I, Algorithm 2, a_t = 1"),
+    # adaptive subgradient methods with a diagonal H (the high-dimensional paper, Algorithm 1, Sect. 5.1),
+    # and their multiclass versions with one H per class (Algorithm 2, Sect. 5.2.2)
+    **_adaptive_family(DualAveragingRule, DiscriminationQuery, "ada"),
+    **_adaptive_family(MirrorDescentRule, DiscriminationQuery, "amd"),
+    **_adaptive_family(MulticlassDualAveragingRule, GapDiscriminationQuery, "ada", multiclass=True),
+    **_adaptive_family(MulticlassMirrorDescentRule, GapDiscriminationQuery, "amd", multiclass=True),
     # drifting targets: LASEC (full D×D matrix; -diag: diagonal with lazy drift, O(nnz)) and baselines
     "lasec": Spec(LASECRule, AlwaysQuery, defaults=_LASEC, cite=f"{_DRIFT}: LASEC, Fig. 1 with a = ∞"),
     "lasec-ss": Spec(LASECRule, MarginQuery, defaults={**_LASEC, "delta": 1.0},

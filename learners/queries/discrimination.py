@@ -83,17 +83,11 @@ class DiscriminationQuery(QueryStrategy):
         return np.array([self.b, self.eta])
 
 
-class GapDiscriminationQuery(QueryStrategy):
+class GapDiscriminationQuery(DiscriminationQuery):
     """Multiclass discrimination-based query (Eq. 9): q_t = p_t − (η/2) a_t v_t, p_t the top-2 gap.
 
     With a rule reporting a_t = 0 this is the multiclass margin query b/(b + p_t) of MM-ADA / MM-AMD.
-
-    Parameters
-    ----------
-    b : float > 0, default 1.0
-        Query parameter b: larger b, more queries.
-    eta : float > 0, default 1.0
-        The rule's step size η.
+    Parameters as :class:`DiscriminationQuery`.
 
     Examples
     --------
@@ -104,15 +98,5 @@ class GapDiscriminationQuery(QueryStrategy):
     [1.0, 0.3333333333333333]
     """
 
-    _constraints: ClassVar = _CONSTRAINTS
     requires: ClassVar = frozenset({"gap", "v"})
-    budget_param: ClassVar = "b"
     probability_kernel = gap_discrimination_probability
-
-    def __init__(self, *, b: float = 1.0, eta: float = 1.0) -> None:
-        self.b = b
-        self.eta = eta
-        self._setup()
-
-    def packed_params(self) -> np.ndarray:
-        return np.array([self.b, self.eta])
