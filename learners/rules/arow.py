@@ -18,17 +18,15 @@ from typing import ClassVar
 import numpy as np
 from numba import njit
 
-from learners.base import UpdateRule
 from learners.kernels import UPDATE_SIG, kernel, sparse_dot, sq_norm
 from learners.params import Interval
 from learners.rules.matrix import (
-    FullMatrixRule,
+    GaussianDiagRule,
+    GaussianRule,
     diag_quad,
     full_matvec,
     full_quad,
     full_rank_one,
-    mean_diag_score,
-    mean_full_score,
 )
 
 __all__ = ["AROWDiagRule", "AROWRule", "arow_diag_update", "arow_update"]
@@ -78,7 +76,7 @@ def _diag_update(S, a, P, idx, val, y):
     return arow_diag_update(S[0], S[1], idx, val, y, P[0])
 
 
-class AROWRule(FullMatrixRule):
+class AROWRule(GaussianRule):
     """AROW with the full covariance Σ.
 
     Parameters
@@ -117,10 +115,7 @@ class AROWRule(FullMatrixRule):
         "r": Interval(0, None, closed="neither"),
         "max_matrix_mb": Interval(0, None, closed="neither"),
     }
-    provides: ClassVar = frozenset({"p", "v"})
-    matrix: ClassVar = "sigma"
     diagonal: ClassVar = "arow-diag"
-    score_kernel = mean_full_score
     update_kernel = _update
 
     def __init__(self, *, r: float = 1.0, max_matrix_mb: float = 1024.0) -> None:
@@ -128,17 +123,11 @@ class AROWRule(FullMatrixRule):
         self.max_matrix_mb = max_matrix_mb
         self._validate()
 
-    def layout(self, n_features: int, n_classes: int) -> dict[str, int]:
-        return {"mu": 1, "sigma": n_features}
-
-    def initialize(self) -> None:
-        np.fill_diagonal(self.sigma_, 1.0)
-
     def packed_params(self) -> np.ndarray:
         return np.array([self.r])
 
 
-class AROWDiagRule(UpdateRule):
+class AROWDiagRule(GaussianDiagRule):
     """AROW keeping the diagonal of Σ.
 
     Parameters
@@ -172,19 +161,11 @@ class AROWDiagRule(UpdateRule):
     """
 
     _constraints: ClassVar = {"r": Interval(0, None, closed="neither")}
-    provides: ClassVar = frozenset({"p", "v"})
-    score_kernel = mean_diag_score
     update_kernel = _diag_update
 
     def __init__(self, *, r: float = 1.0) -> None:
         self.r = r
         self._validate()
-
-    def layout(self, n_features: int, n_classes: int) -> dict[str, int]:
-        return {"mu": 1, "sigma": 1}
-
-    def initialize(self) -> None:
-        self.sigma_[:] = 1.0
 
     def packed_params(self) -> np.ndarray:
         return np.array([self.r])

@@ -24,17 +24,15 @@ from typing import ClassVar
 import numpy as np
 from numba import njit
 
-from learners.base import UpdateRule
 from learners.kernels import UPDATE_SIG, kernel, sparse_dot, sq_norm
 from learners.params import Interval
 from learners.rules.matrix import (
-    FullMatrixRule,
+    GaussianDiagRule,
+    GaussianRule,
     diag_quad,
     full_matvec,
     full_quad,
     full_rank_one,
-    mean_diag_score,
-    mean_full_score,
 )
 
 __all__ = ["CWDiagRule", "CWRule", "cw_coefficients", "cw_diag_update", "cw_update"]
@@ -103,7 +101,7 @@ def _diag_update(S, a, P, idx, val, y):
 _ETA = Interval(0.5, 1.0, closed="neither")
 
 
-class CWRule(FullMatrixRule):
+class CWRule(GaussianRule):
     """Exact convex Confidence-Weighted update with the full covariance Σ.
 
     Parameters
@@ -139,10 +137,7 @@ class CWRule(FullMatrixRule):
     """
 
     _constraints: ClassVar = {"eta": _ETA, "max_matrix_mb": Interval(0, None, closed="neither")}
-    provides: ClassVar = frozenset({"p", "v"})
-    matrix: ClassVar = "sigma"
     diagonal: ClassVar = "cw-diag"
-    score_kernel = mean_full_score
     update_kernel = _update
 
     def __init__(self, *, eta: float = 0.7, max_matrix_mb: float = 1024.0) -> None:
@@ -150,17 +145,11 @@ class CWRule(FullMatrixRule):
         self.max_matrix_mb = max_matrix_mb
         self._validate()
 
-    def layout(self, n_features: int, n_classes: int) -> dict[str, int]:
-        return {"mu": 1, "sigma": n_features}
-
-    def initialize(self) -> None:
-        np.fill_diagonal(self.sigma_, 1.0)
-
     def packed_params(self) -> np.ndarray:
         return np.array([NormalDist().inv_cdf(self.eta)])  # φ
 
 
-class CWDiagRule(UpdateRule):
+class CWDiagRule(GaussianDiagRule):
     """Exact convex Confidence-Weighted update keeping diag(Σ) (CW-diag).
 
     Parameters
@@ -194,19 +183,11 @@ class CWDiagRule(UpdateRule):
     """
 
     _constraints: ClassVar = {"eta": _ETA}
-    provides: ClassVar = frozenset({"p", "v"})
-    score_kernel = mean_diag_score
     update_kernel = _diag_update
 
     def __init__(self, *, eta: float = 0.7) -> None:
         self.eta = eta
         self._validate()
-
-    def layout(self, n_features: int, n_classes: int) -> dict[str, int]:
-        return {"mu": 1, "sigma": 1}
-
-    def initialize(self) -> None:
-        self.sigma_[:] = 1.0
 
     def packed_params(self) -> np.ndarray:
         return np.array([NormalDist().inv_cdf(self.eta)])  # φ

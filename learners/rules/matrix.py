@@ -20,6 +20,8 @@ from learners.kernels import SCORE_SIG, kernel, sparse_dot
 
 __all__ = [
     "FullMatrixRule",
+    "GaussianDiagRule",
+    "GaussianRule",
     "MatrixTooLargeError",
     "diag_quad",
     "full_matvec",
@@ -129,4 +131,32 @@ def mean_full_score(S, a, P, idx, val):
 def mean_diag_score(S, a, P, idx, val):
     """p = μᵀx and v = xᵀdiag(Σ)x, with μ = S[0] and diag(Σ) = S[1]."""
     return sparse_dot(S[0], idx, val), np.nan, diag_quad(S[1], idx, val), -1
+
+
+class GaussianRule(FullMatrixRule):
+    """A rule keeping w ~ N(μ, Σ) with a full Σ, Σ_1 = I (SOAL, AROW, CW): it scores p = μᵀx and
+    reports v = xᵀΣx. Subclasses give the update kernel, their parameters and the diagonal twin."""
+
+    provides: ClassVar = frozenset({"p", "v"})
+    matrix: ClassVar = "sigma"
+    score_kernel = mean_full_score
+
+    def layout(self, n_features: int, n_classes: int) -> dict[str, int]:
+        return {"mu": 1, "sigma": n_features}
+
+    def initialize(self) -> None:
+        np.fill_diagonal(self.sigma_, 1.0)  # Σ_1 = I
+
+
+class GaussianDiagRule(UpdateRule):
+    """The same with diag(Σ) only, Σ_1 = I: O(nnz) to score and to update."""
+
+    provides: ClassVar = frozenset({"p", "v"})
+    score_kernel = mean_diag_score
+
+    def layout(self, n_features: int, n_classes: int) -> dict[str, int]:
+        return {"mu": 1, "sigma": 1}
+
+    def initialize(self) -> None:
+        self.sigma_[:] = 1.0  # Σ_1 = I
 

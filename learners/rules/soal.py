@@ -23,17 +23,15 @@ from typing import ClassVar
 import numpy as np
 from numba import njit
 
-from learners.base import UpdateRule
 from learners.kernels import UPDATE_SIG, kernel, sparse_dot, sq_norm
 from learners.params import Interval
 from learners.rules.matrix import (
-    FullMatrixRule,
+    GaussianDiagRule,
+    GaussianRule,
     diag_quad,
     full_matvec,
     full_quad,
     full_rank_one,
-    mean_diag_score,
-    mean_full_score,
 )
 
 __all__ = ["SOALDiagRule", "SOALRule", "soal_diag_update", "soal_update"]
@@ -84,7 +82,7 @@ def _diag_update(S, a, P, idx, val, y):
 _CONSTRAINTS = {"eta": Interval(0, None, closed="neither"), "gamma": Interval(0, None, closed="neither")}
 
 
-class SOALRule(FullMatrixRule):
+class SOALRule(GaussianRule):
     """SOAL update with the full covariance Σ (Eqs. 1 and 3 of Hao et al. 2016).
 
     Parameters
@@ -122,10 +120,7 @@ class SOALRule(FullMatrixRule):
     """
 
     _constraints: ClassVar = {**_CONSTRAINTS, "max_matrix_mb": Interval(0, None, closed="neither")}
-    provides: ClassVar = frozenset({"p", "v"})
-    matrix: ClassVar = "sigma"
     diagonal: ClassVar = "soal-diag"
-    score_kernel = mean_full_score
     update_kernel = _update
 
     def __init__(self, *, eta: float = 1.0, gamma: float = 1.0, max_matrix_mb: float = 1024.0) -> None:
@@ -134,17 +129,11 @@ class SOALRule(FullMatrixRule):
         self.max_matrix_mb = max_matrix_mb
         self._validate()
 
-    def layout(self, n_features: int, n_classes: int) -> dict[str, int]:
-        return {"mu": 1, "sigma": n_features}
-
-    def initialize(self) -> None:
-        np.fill_diagonal(self.sigma_, 1.0)  # Σ_1 = I
-
     def packed_params(self) -> np.ndarray:
         return np.array([self.eta, self.gamma])
 
 
-class SOALDiagRule(UpdateRule):
+class SOALDiagRule(GaussianDiagRule):
     """SOAL update keeping the diagonal of Σ (Eqs. 4 and 5 of Hao et al. 2016).
 
     Parameters
@@ -180,20 +169,12 @@ class SOALDiagRule(UpdateRule):
     """
 
     _constraints: ClassVar = _CONSTRAINTS
-    provides: ClassVar = frozenset({"p", "v"})
-    score_kernel = mean_diag_score
     update_kernel = _diag_update
 
     def __init__(self, *, eta: float = 1.0, gamma: float = 1.0) -> None:
         self.eta = eta
         self.gamma = gamma
         self._validate()
-
-    def layout(self, n_features: int, n_classes: int) -> dict[str, int]:
-        return {"mu": 1, "sigma": 1}
-
-    def initialize(self) -> None:
-        self.sigma_[:] = 1.0  # Σ_1 = I
 
     def packed_params(self) -> np.ndarray:
         return np.array([self.eta, self.gamma])
