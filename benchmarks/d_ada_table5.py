@@ -72,7 +72,7 @@ def paper_rows() -> dict:
     return {(r["dataset"], r["algorithm"], r["query_rate"]): r for r in rows}
 
 
-def _find(res: dict, algo: str, target) -> dict | None:
+def outcome_for(res: dict, algo: str, target) -> dict | None:
     return next((o for o in res["outcomes"] if o["name"] == algo
                  and (o["target"] == target or (o["target"] is not None and target is not None
                                                 and abs(o["target"] - target) < 1e-9))), None)
@@ -113,7 +113,7 @@ def render(results: dict[str, dict], perms: int) -> None:
         for algo in TABLE:
             cells = []
             for dname, res in results.items():
-                o = _find(res, algo, target)
+                o = outcome_for(res, algo, target)
                 if o is None:
                     cells.append("—")
                     continue
@@ -132,7 +132,7 @@ def render(results: dict[str, dict], perms: int) -> None:
     lines += ["## Supervised (every label)", "", "| algorithm | " + " | ".join(results) + " |",
               "|---|" + "---|" * len(results)]
     for algo in SUPERVISED:
-        cells = [_mean_std(_find(r, algo, None)) for r in results.values()]
+        cells = [_mean_std(outcome_for(r, algo, None)) for r in results.values()]
         lines.append(f"| {algo.upper()} (`{algo}`) | " + " | ".join(cells) + " |")
     lines += ["", "Parameters chosen (the budget parameter as landed on all rows):", ""]
     for dname, res in results.items():
@@ -157,7 +157,7 @@ def plot(results: dict[str, dict]) -> None:
         ax = axes[0][col]
         width = 0.8 / len(TABLE)
         for k, algo in enumerate(TABLE):
-            values = [_landed_percent(_find(results[d], algo, target)) for d in names]
+            values = [_landed_percent(outcome_for(results[d], algo, target)) for d in names]
             ax.bar(np.arange(len(names)) + k * width, values, width, label=algo)
         ax.set_xticks(np.arange(len(names)) + 0.4 - width / 2)
         ax.set_xticklabels(names, fontsize=7, rotation=20)

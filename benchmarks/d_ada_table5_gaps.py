@@ -28,7 +28,7 @@ import argparse
 import numpy as np
 
 from benchmarks.d_ada_table2 import DATA
-from benchmarks.d_ada_table5 import GRIDS, OUT, load_dataset
+from benchmarks.d_ada_table5 import GRIDS, OUT, load_dataset, outcome_for
 from benchmarks.grid_protocol import RESULTS, Clock, learner, load, tune
 from learners.datasets import resolve
 from learners.replay import replay, run
@@ -36,12 +36,6 @@ from learners.replay import replay, run
 HALVES_ALGOS = ("mpaa-2", "mr-amd", "mm-amd", "md-amd", "mmd")
 SCALING_ALGOS = ("mpaa-2", "mm-amd", "md-amd")
 TARGET = 0.1
-
-
-def _outcome(results: dict, algo: str, target: float | None) -> dict:
-    return next(o for o in results["outcomes"] if o["name"] == algo
-                and (o["target"] is None if target is None else o["target"] is not None
-                     and abs(o["target"] - target) < 1e-9))
 
 
 def halves(perms: int) -> list[str]:
@@ -53,7 +47,7 @@ def halves(perms: int) -> list[str]:
              "|---|---|---|---|---|"]
     half = data.n // 2
     for algo in HALVES_ALGOS:
-        o = _outcome(saved, algo, None if algo == "mmd" else TARGET)
+        o = outcome_for(saved, algo, None if algo == "mmd" else TARGET)
         first, second, total, query = [], [], [], []
         for k in range(perms):
             model = learner(algo, data, classes, o["params"]).clone(seed=k)
@@ -79,7 +73,7 @@ def scaling(perms: int, clock: Clock) -> list[str]:
         data, classes = load_dataset(dname)
         saved = load(OUT / f"{dname}.json")
         for algo in SCALING_ALGOS:
-            raw = _outcome(saved, algo, TARGET)
+            raw = outcome_for(saved, algo, TARGET)
             unit = tune(algo, data, classes, GRIDS[algo], TARGET, metric="accuracy", fixed={"normalize": True},
                         perms=perms)
             print(f"[{clock}] {dname} {algo}: raw {raw['mean']:.4f} unit {unit.mean:.4f} (q {unit.query:.3f})",
@@ -111,7 +105,7 @@ def letter_norms(perms: int, clock: Clock) -> list[str]:
     paper = {"mpaa-2": 48.21, "mm-amd": 53.85, "md-amd": 58.48}
     for algo in SCALING_ALGOS:
         o = tune(algo, raw, classes, GRIDS[algo], TARGET, metric="accuracy", perms=perms)
-        s = _outcome(saved, algo, TARGET)
+        s = outcome_for(saved, algo, TARGET)
         print(f"[{clock}] raw Letter {algo}: {o.mean:.4f} (q {o.query:.3f})", flush=True)
         lines.append(f"| `{algo}` | {100 * o.mean:.2f} ± {100 * o.std:.2f} ({100 * o.query:.1f} %"
                      f"{'' if o.landed else ' ✗'}) | {100 * s['mean']:.2f} ({100 * s['query']:.1f} %"
