@@ -184,11 +184,12 @@ def _array(buf, i, end, out, at, fix_at, fix_lo, fix_hi, nfix, integers, fix_bas
 
 
 @njit(cache=True, nogil=True)
-def scan_features(buf, bounds, n_features, status, id_lo, id_hi, ts, has_ts, row_len,
+def scan_features(buf, bounds, n_features, status, id_lo, id_hi, ts, has_ts, ts_lo, ts_hi, row_len,
                   idx_buf, val_buf, fix_at, fix_lo, fix_hi):
     """Scan records ``buf[bounds[k]:bounds[k+1]]``. Fills, per record: status (0 read here,
     1 for the careful decoder), the id's byte span, ts, where its features sit in idx_buf/val_buf.
-    Returns the number of numbers to re-read with Python's float (fix_*)."""
+    Returns the number of feature values to re-read with Python's float (fix_*); a ts to re-read
+    has its byte span in ts_lo/ts_hi (empty otherwise)."""
     nfix = 0
     at = 0
     tmp_idx = np.empty(idx_buf.size, dtype=np.float64)  # indices parsed as numbers first
@@ -197,6 +198,7 @@ def scan_features(buf, bounds, n_features, status, id_lo, id_hi, ts, has_ts, row
         status[k] = CAREFUL
         row_len[k] = 0
         has_ts[k] = False
+        ts_lo[k] = ts_hi[k] = 0
         i = _ws(buf, i, end)
         if i >= end or buf[i] != 123:  # '{'
             continue
@@ -244,11 +246,13 @@ def scan_features(buf, bounds, n_features, status, id_lo, id_hi, ts, has_ts, row
                     break
                 lo = i
                 value, i, st, _ = _number(buf, i, end)
-                if st != 0:
-                    good = False  # an unusual timestamp: the careful decoder reads it
+                if st < 0:
+                    good = False  # not a JSON number: the careful decoder says why
                     break
                 ts[k] = value
                 has_ts[k] = True
+                if st == 1:  # e.g. repr(time.time()), 17 digits: Python's float reads it exactly
+                    ts_lo[k], ts_hi[k] = lo, i
             elif code == 4:  # "v": exactly 1
                 if seen_v or buf[i] != 49:
                     good = False
@@ -353,12 +357,16 @@ def scan_batch(values: list[bytes | None], n_features: int):
     status = np.empty(n, dtype=np.int8)
     id_lo, id_hi = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
     ts, has_ts = np.zeros(n), np.zeros(n, dtype=np.bool_)
+    ts_lo, ts_hi = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
     row_len = np.zeros(n, dtype=np.int64)
     indices, data = np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.float64)
     fix_at = np.empty(capacity, dtype=np.int64)
     fix_lo, fix_hi = np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int64)
-    nfix, used = scan_features(buf, bounds, n_features, status, id_lo, id_hi, ts, has_ts, row_len,
+    nfix, used = scan_features(buf, bounds, n_features, status, id_lo, id_hi, ts, has_ts, ts_lo, ts_hi, row_len,
                                indices, data, fix_at, fix_lo, fix_hi)
     for at, lo, hi in zip(fix_at[:nfix].tolist(), fix_lo[:nfix].tolist(), fix_hi[:nfix].tolist(), strict=True):
         data[at] = float(blob[lo:hi])
+    refix = np.flatnonzero((ts_hi > ts_lo) & (status == OK))
+    for k, lo, hi in zip(refix.tolist(), ts_lo[refix].tolist(), ts_hi[refix].tolist(), strict=True):
+        ts[k] = float(blob[lo:hi])
     return blob, status, id_lo, id_hi, ts, has_ts, row_len, indices[:used], data[:used]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,13 +85,13 @@ class Emitter:
     :meth:`flush`, so the checkpoint that would commit past it never happens.
     """
 
-    def __init__(self, producer: Producer, metrics: Metrics, max_in_flight: int) -> None:
-        self._producer = producer
+    def __init__(self, make_producer: Callable[[Callable[[KafkaError | None, Message], None]], Producer],
+                 metrics: Metrics, max_in_flight: int) -> None:
         self._metrics = metrics
         self.max_in_flight = max_in_flight
         self._retry: list[tuple[str, bytes | None, bytes | None, Any]] = []
         self._fatal: list[str] = []
-        self._on_delivery = self._delivered  # one bound method for every message
+        self.producer = self._producer = make_producer(self._delivered)  # one callback for all messages
 
     def __len__(self) -> int:
         """Messages produced and not yet acknowledged (or waiting to be re-sent)."""
@@ -107,7 +107,7 @@ class Emitter:
              headers: list[tuple[str, bytes]] | None = None) -> None:
         while True:
             try:
-                self._producer.produce(topic, value=value, key=key, headers=headers, on_delivery=self._on_delivery)
+                self._producer.produce(topic, value=value, key=key, headers=headers)
                 return
             except BufferError:  # librdkafka's own queue is full: wait for acknowledgements
                 self._producer.poll(0.05)
@@ -117,10 +117,10 @@ class Emitter:
 
     def send_many(self, messages: list[tuple[str, bytes | None, bytes | None, Any]]) -> None:
         """Produce (topic, key, value, headers) messages in order."""
-        produce, callback = self._producer.produce, self._on_delivery
+        produce = self._producer.produce
         for k, (topic, key, value, headers) in enumerate(messages):
             try:
-                produce(topic, value=value, key=key, headers=headers, on_delivery=callback)
+                produce(topic, value, key, headers=headers)
             except (BufferError, KafkaException):  # queue full or a client error: the careful path
                 for rest in messages[k:]:
                     self.send(*rest)

@@ -55,7 +55,7 @@ __all__ = [
     "decode_feature_batch",
     "decode_label",
     "encode_label_request",
-    "encode_prediction",
+    "encode_predictions",
 ]
 
 SCHEMA_VERSION = 1
@@ -375,12 +375,16 @@ def decode_label(value: bytes | None, classes: Mapping[Any, int], default_ts: fl
     return Label(rid, label, None if cost is None else float(cost), _timestamp(obj, default_ts))
 
 
-def encode_prediction(rid: str, label: Any, score: float, probability: float, requested: bool,
-                      model_version: int, ts: float, predicted_at: float) -> bytes:
-    return orjson.dumps({
+def encode_predictions(ids: Sequence[str], labels: Sequence[Any], scores: Sequence[float],
+                       probabilities: Sequence[float], requested: Sequence[bool], ts: Sequence[float],
+                       model_version: int, predicted_at: float) -> list[bytes]:
+    """A batch's prediction records (one pass: this is the service's per-record hot path)."""
+    dumps = orjson.dumps
+    return [dumps({
         "v": SCHEMA_VERSION, "id": rid, "label": label, "score": score, "probability": probability,
-        "label_requested": requested, "model_version": model_version, "ts": ts, "predicted_at": predicted_at,
-    })
+        "label_requested": asked, "model_version": model_version, "ts": t, "predicted_at": predicted_at,
+    }) for rid, label, score, probability, asked, t in zip(ids, labels, scores, probabilities, requested, ts,
+                                                           strict=True)]
 
 
 def encode_label_request(rid: str, features: Any, prediction: Any, score: float, probability: float,

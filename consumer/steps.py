@@ -27,7 +27,7 @@ __all__ = [
     "last_offsets",
     "message_time",
     "parse_source",
-    "source_of",
+    "sources_of",
     "uncertainty",
 ]
 
@@ -41,8 +41,18 @@ def message_time(msg: Any, default: float) -> float:
     return ms / 1000.0 if kind != TIMESTAMP_NOT_AVAILABLE and ms >= 0 else default
 
 
-def source_of(msg: Any) -> bytes:
-    return f"{msg.topic()}:{msg.partition()}:{msg.offset()}".encode()
+def sources_of(msgs: Sequence[Any]) -> list[bytes]:
+    """Each message's ``topic:partition:offset`` (the value of :data:`SOURCE_HEADER`); the prefix
+    is made once per partition."""
+    prefixes: dict[tuple[str, int], bytes] = {}
+    out = []
+    for msg in msgs:
+        where = (msg.topic(), msg.partition())
+        prefix = prefixes.get(where)
+        if prefix is None:
+            prefix = prefixes[where] = f"{where[0]}:{where[1]}:".encode()
+        out.append(prefix + b"%d" % msg.offset())
+    return out
 
 
 def parse_source(value: bytes) -> tuple[str, int, int]:

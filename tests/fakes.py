@@ -176,8 +176,9 @@ class _ClusterMeta:
 class FakeProducer:
     """Appends to the LocalBroker when its delivery callbacks are served; ``fail`` injects errors."""
 
-    def __init__(self, broker: LocalBroker) -> None:
+    def __init__(self, broker: LocalBroker, on_delivery=None) -> None:
         self.broker = broker
+        self.on_delivery = on_delivery  # the producer-wide callback (``on_delivery`` in the config)
         self._queue: list[tuple] = []
         self.fail: list[KafkaError] = []  # the next deliveries fail with these errors, in order
         self.hold = False  # while True nothing is acknowledged (a slow or absent broker)
@@ -187,7 +188,9 @@ class FakeProducer:
 
     def produce(self, topic: str, value: bytes | None = None, key: bytes | None = None, headers=None,
                 on_delivery=None) -> None:
-        self._queue.append((topic, value, key, headers, on_delivery))
+        if isinstance(headers, dict):  # what a consumer reads back is a list of (name, value)
+            headers = list(headers.items())
+        self._queue.append((topic, value, key, headers, on_delivery or self.on_delivery))
 
     def poll(self, timeout: float = 0) -> int:
         if self.hold:
@@ -229,8 +232,8 @@ class FakeClients:
     def consumer(self, role: str) -> FakeConsumer:
         return FakeConsumer(self.broker, self.group if role == "features" else f"{self.group}-{role}")
 
-    def producer(self) -> FakeProducer:
-        self.producers.append(FakeProducer(self.broker))
+    def producer(self, on_delivery=None) -> FakeProducer:
+        self.producers.append(FakeProducer(self.broker, on_delivery))
         return self.producers[-1]
 
     def reader(self) -> FakeConsumer:

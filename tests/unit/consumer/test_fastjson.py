@@ -42,6 +42,18 @@ def test_common_shapes_are_read_by_the_compiled_reader():
     same(values)
 
 
+
+def test_a_timestamp_with_many_digits_stays_on_the_compiled_reader_and_is_exact():
+    stamps = [1763850011.6237588, 1700000000.123456789012, 0.30000000000000004, 1e-7, 1763850011]
+    values = [orjson.dumps({"id": f"r{k}", "features": {"indices": [1], "values": [1.0]}})[:-1]
+              + b', "ts": ' + (repr(t) if k != 1 else "1700000000.123456789012").encode() + b"}"
+              for k, t in enumerate(stamps)]
+    assert scan_batch(values, D)[1].tolist() == [0] * len(values)
+    got = decode_feature_batch(values, D, lambda k: 0.0)
+    assert got.ts == [1763850011.6237588, float("1700000000.123456789012"), 0.30000000000000004, 1e-7, 1763850011.0]
+    same(values)
+
+
 ODD = [
     b'{"id": "caf\\u00e9", "features": {"indices": [1], "values": [1]}}',  # an escape in the id
     '{"id": "café", "features": {"indices": [1], "values": [1]}}'.encode(),  # non-ASCII id

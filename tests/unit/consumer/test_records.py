@@ -4,7 +4,7 @@ import orjson
 import pytest
 
 from consumer.errors import InvalidRecord
-from consumer.records import REASONS, decode_feature, decode_label, encode_prediction
+from consumer.records import REASONS, decode_feature, decode_label, encode_predictions
 
 
 def test_dense_sparse_and_named_features_decode():
@@ -67,6 +67,6 @@ def test_label_with_cost():
 
 
 def test_prediction_schema_is_versioned():
-    out = orjson.loads(encode_prediction("a", 1, 0.5, 0.2, True, 3, 10.0, 11.0))
+    out = orjson.loads(encode_predictions(["a"], [1], [0.5], [0.2], [True], [10.0], 3, 11.0)[0])
     assert out == {"v": 1, "id": "a", "label": 1, "score": 0.5, "probability": 0.2, "label_requested": True,
                    "model_version": 3, "ts": 10.0, "predicted_at": 11.0}
