@@ -66,7 +66,7 @@ class Metrics:
                                    registry=r)
         self.label_requests = Counter(p + "label_requests", "Label requests produced", registry=r)
         self.requests_suppressed = Counter(p + "label_requests_suppressed",
-                                           "Queries not sent because the label budget was spent", registry=r)
+                                           "Queries not sent: the label budget was spent, or the id was already pending", registry=r)
         self.query_probability = BulkHistogram(p + "query_probability", "Query probability of each scored record",
                                                _PROBABILITY_BUCKETS, r)
         self.batch_size = Histogram(p + "batch_size_records", "Feature records per processed batch",
@@ -126,7 +126,7 @@ class Metrics:
         self.checkpoint_failures = Counter(p + "checkpoint_failures", "Checkpoints that failed", registry=r)
         self.consumer_lag = Gauge(p + "consumer_lag_records", "Records behind the end of each consumed partition",
                                   ["topic", "partition"], registry=r)
-        self.rebalances = Counter(p + "rebalances", "Partition assignments and revocations", ["topic"], registry=r)
+        self.rebalances = Counter(p + "rebalances", "Partitions assigned to this service", ["topic"], registry=r)
         self.loop_last_iteration = Gauge(p + "loop_last_iteration_timestamp_seconds",
                                          "When the poll loop last completed an iteration", registry=r)
         self.ready = Gauge(p + "ready", "1 when restored and assigned partitions", registry=r)

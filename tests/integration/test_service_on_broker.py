@@ -16,7 +16,9 @@ from confluent_kafka import Producer
 
 from consumer.checkpoint import read_checkpoint
 from consumer.clock import ManualClock
+from consumer.records import REASONS
 from consumer.service import Service
+from tests.bad_records import BAD_LABELS, bad_features
 from tests.kafka_helpers import (
     Annotator,
     produce_features,
@@ -89,28 +91,61 @@ def test_restart_resumes_at_checkpoint_offsets_with_the_same_model(kafka_bootstr
     assert sorted(ids) == sorted(truth)  # each record scored once across the restart
 
 
-def test_bad_records_reach_the_dead_letter_topic_while_good_ones_flow(kafka_bootstrap, tmp_path):
+def interleave(p: Producer, topic: str, good: list[tuple[bytes, bytes]], bad: dict[str, bytes | None]) -> None:
+    """good[0], bad[0], good[1], bad[1], ...: bad record k lands at offset 2k + 1 (keyed by its reason)."""
+    bad_items = list(bad.items())
+    for k, (key, value) in enumerate(good):
+        p.produce(topic, key=key, value=value)
+        if k < len(bad_items):
+            p.produce(topic, key=bad_items[k][0].encode(), value=bad_items[k][1])
+    assert p.flush(10) == 0
+
+
+def assert_dead_letters(dead: list, topic: str, bad: dict[str, bytes | None]) -> None:
+    """Each bad record in the dead-letter topic as it was sent, with its reason and its source."""
+    assert [m.key().decode() for m in dead] == list(bad)
+    for k, msg in enumerate(dead):
+        headers = dict(msg.headers())
+        assert msg.value() == bad[msg.key().decode()]
+        assert headers["activestream.dlq.reason"].decode() == msg.key().decode()
+        assert headers["activestream.dlq.topic"].decode() == topic
+        assert headers["activestream.dlq.partition"] == b"0"
+        assert headers["activestream.dlq.offset"] == b"%d" % (2 * k + 1)
+        assert headers["activestream.dlq.detail"]
+
+
+def test_bad_records_of_every_kind_reach_the_dead_letter_topic_while_good_ones_flow(kafka_bootstrap, tmp_path):
+    assert set(bad_features(8)) | set(BAD_LABELS) == set(REASONS)  # every reason the service can give
     topics = unique_topics(kafka_bootstrap)
+    records, truth = stream(60)
     p = Producer({"bootstrap.servers": kafka_bootstrap})
-    bad = [b"{oops", b"[]", b'{"features": [1]}', b'{"id": "x", "features": [1, 2]}', None,
-           b'{"id": "y", "features": {"indices": [99], "values": [1]}}']
-    records, _ = stream(50)
-    for i, (rid, x) in enumerate(records):
-        p.produce(topics["features"], key=rid.encode(), value=orjson.dumps({"id": rid, "features": x}))
-        if i < len(bad):
-            p.produce(topics["features"], key=b"bad", value=bad[i])
-    p.flush(10)
-    service = Service(settings_for(kafka_bootstrap, topics, tmp_path), serve_http=False)
+    interleave(p, topics["features"], [(rid.encode(), orjson.dumps({"id": rid, "features": x})) for rid, x in records],
+               bad_features(8))
+    # δ large: most records ask for a label, so there are good labels to interleave with every bad one
+    service = Service(settings_for(kafka_bootstrap, topics, tmp_path, learner_params={"delta": 10.0}),
+                      serve_http=False)
     service.start()
-    run_until(service, lambda: service.offsets.next.get((topics["features"], 0), 0) >= 56, what="all consumed")
+    n_features = len(records) + len(bad_features(8))
+    run_until(service, lambda: service.offsets.next.get((topics["features"], 0), 0) >= n_features,
+              what="features consumed")
+    requests = [orjson.loads(m.value())["id"] for m in read_all(kafka_bootstrap, topics["label_requests"])]
+    assert len(requests) >= len(BAD_LABELS)
+    good_labels = [(rid.encode(), orjson.dumps({"id": rid, "label": truth[rid]})) for rid in requests]
+    interleave(p, topics["labels"], good_labels, BAD_LABELS)
+    n_labels = len(requests) + len(BAD_LABELS)
+    run_until(service, lambda: service.offsets.next.get((topics["labels"], 0), 0) >= n_labels, what="labels consumed")
+    applied = service.totals.get("labels.applied")
     service.request_stop()
     service._shutdown()
-    dead = read_all(kafka_bootstrap, topics["dead_letters"], expect=len(bad))
-    assert [m.value() for m in dead] == bad
-    reasons = [dict(m.headers())["activestream.dlq.reason"].decode() for m in dead]
-    assert reasons == ["malformed_json", "not_an_object", "missing_id", "dimension_mismatch", "empty_value",
-                       "bad_index"]
-    assert len(read_all(kafka_bootstrap, topics["predictions"], expect=50)) == 50
+
+    dead = read_all(kafka_bootstrap, topics["dead_letters"], expect=len(bad_features(8)) + len(BAD_LABELS))
+    assert_dead_letters([m for m in dead if dict(m.headers())["activestream.dlq.topic"] == topics["features"].encode()],
+                        topics["features"], bad_features(8))
+    assert_dead_letters([m for m in dead if dict(m.headers())["activestream.dlq.topic"] == topics["labels"].encode()],
+                        topics["labels"], BAD_LABELS)
+    predictions = [orjson.loads(m.value())["id"] for m in read_all(kafka_bootstrap, topics["predictions"], expect=60)]
+    assert predictions == [rid for rid, _ in records]  # the good records flowed, in order
+    assert applied == len(requests)  # and every good label was learnt, none lost among the bad
 
 
 def test_label_ttl_expiry_and_duplicate_labels_are_counted_not_applied(kafka_bootstrap, tmp_path):
@@ -166,6 +201,7 @@ def test_a_label_does_not_wait_behind_a_features_backlog(kafka_bootstrap, tmp_pa
     service._shutdown()
     # the label was applied while most of the backlog was still unread
     assert scored < 10_000, f"the label waited for {scored - 200:.0f} feature records"
+    assert service.learner.labels_ == 1
     print(f"label applied after {waited * 1000:.0f} ms, {turns} loop turns, {scored - 200:.0f} backlog records")
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-import orjson
 import pytest
 from confluent_kafka import KafkaError
 
 from consumer.errors import IncompatibleCheckpoint, ProduceFailed
+from tests.bad_records import BAD_LABELS, bad_features
 from tests.unit.consumer.conftest import Harness
 
 X = [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.5], [0.3, 0.0, 0.0, 1.0]]
@@ -134,20 +134,7 @@ def test_retract_expired_produces_a_tombstone_per_request(tmp_path):
     assert tombstones == ids
 
 
-BAD_RECORDS = {
-    "malformed_json": b"{not json",
-    "empty_value": None,
-    "not_an_object": b"[1, 2]",
-    "missing_id": orjson.dumps({"features": [0, 0, 0, 0]}),
-    "bad_id": orjson.dumps({"id": {"a": 1}, "features": [0, 0, 0, 0]}),
-    "missing_features": orjson.dumps({"id": "x"}),
-    "bad_features": orjson.dumps({"id": "x", "features": "abc"}),
-    "bad_value": orjson.dumps({"id": "x", "features": [1, "a", 0, 0]}),
-    "bad_index": orjson.dumps({"id": "x", "features": {"indices": [9], "values": [1.0]}}),
-    "dimension_mismatch": orjson.dumps({"id": "x", "features": [1, 2]}),
-    "bad_timestamp": orjson.dumps({"id": "x", "features": [0, 0, 0, 1], "ts": "yesterday"}),
-    "unsupported_version": orjson.dumps({"v": 7, "id": "x", "features": [0, 0, 0, 1]}),
-}
+BAD_RECORDS = bad_features(4)
 
 
 def test_every_kind_of_bad_record_reaches_the_dead_letter_topic_while_good_ones_flow(harness):
@@ -171,14 +158,16 @@ def test_every_kind_of_bad_record_reaches_the_dead_letter_topic_while_good_ones_
     assert h.service.offsets.next[("features", 0)] == len(BAD_RECORDS) + 2
 
 
-def test_bad_label_reaches_the_dead_letter_topic(harness):
+def test_every_kind_of_bad_label_reaches_the_dead_letter_topic(harness):
     harness.service.start()
-    harness.label("x", "not-a-class")
-    harness.broker.append("labels", b"garbage")
+    for reason, value in BAD_LABELS.items():
+        harness.broker.append("labels", value, reason.encode())
     harness.service.run_once()
     harness.deliver()
-    reasons = [dict(m.headers())["activestream.dlq.reason"] for m in harness.broker.messages("dead-letters")]
-    assert reasons == [b"unknown_class", b"malformed_json"]
+    dead = harness.broker.messages("dead-letters")
+    assert [dict(m.headers())["activestream.dlq.reason"].decode() for m in dead] == list(BAD_LABELS)
+    assert [m.value() for m in dead] == list(BAD_LABELS.values())
+    assert harness.service.totals.get("dead_letters.labels.unknown_class") == 1
 
 
 def test_budget_caps_requests_per_window_of_record_time(tmp_path):
