@@ -65,8 +65,9 @@ class Metrics:
         self.predictions = Counter(p + "predictions", "Predictions produced, by predicted class", ["class"],
                                    registry=r)
         self.label_requests = Counter(p + "label_requests", "Label requests produced", registry=r)
-        self.requests_suppressed = Counter(p + "label_requests_suppressed",
-                                           "Queries not sent: the label budget was spent, or the id was already pending", registry=r)
+        self.requests_suppressed = Counter(
+            p + "label_requests_suppressed",
+            "Queries not sent: the label budget was spent, or the id was already pending", registry=r)
         self.query_probability = BulkHistogram(p + "query_probability", "Query probability of each scored record",
                                                _PROBABILITY_BUCKETS, r)
         self.batch_size = Histogram(p + "batch_size_records", "Feature records per processed batch",

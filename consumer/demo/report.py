@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import html
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Sample", "Series", "line_chart", "render_report", "write_report"]
+__all__ = ["RunningF1", "Sample", "Series", "line_chart", "render_report", "write_report"]
 
 _WIDTH, _HEIGHT = 720, 300
 _LEFT, _RIGHT, _TOP, _BOTTOM = 64, 16, 52, 42
@@ -32,6 +33,7 @@ class Sample:
     seconds: float
     predicted: int  # predictions seen by the scoreboard
     correct: int  # ... that matched the ground truth
+    f1: float  # online F1 of those predictions (positive class, or macro when multiclass)
     scored: float  # records the service scored
     requests: float
     applied: float
@@ -39,6 +41,29 @@ class Sample:
     cost: float
     weighted_labels: float  # Σ 1/q over applied labels
     weighted_mistakes: float
+
+
+class RunningF1:
+    """Online F1 as predictions arrive, as the final report computes it (:mod:`learners.evaluation`):
+    of the second class when there are two, else macro-F1 over the classes seen in the truth."""
+
+    def __init__(self, classes: Sequence[Any]) -> None:
+        self._binary = len(classes) == 2
+        self._classes = [classes[1]] if self._binary else list(classes)
+        self._support: Counter = Counter()  # records of each true class
+        self._guessed: Counter = Counter()  # predictions of each class
+        self._hits: Counter = Counter()  # right predictions of each class
+
+    def add(self, actual: Any, predicted: Any) -> None:
+        self._support[actual] += 1
+        self._guessed[predicted] += 1
+        self._hits[actual] += actual == predicted
+
+    def value(self) -> float:
+        """2·TP / (support + predicted) per class, which is 2PR/(P+R); 0 where undefined."""
+        per_class = [2 * self._hits[c] / (self._support[c] + self._guessed[c]) if self._support[c] + self._guessed[c]
+                     else 0.0 for c in self._classes if self._binary or self._support[c] > 0]
+        return sum(per_class) / len(per_class) if per_class else 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +95,7 @@ def _label(value: float) -> str:
 def line_chart(title: str, series: Sequence[Series], x_label: str, y_label: str,
                y_range: tuple[float, float] | None = None, percent: bool = False) -> str:
     """An SVG line chart; NaN points break a line rather than drawing it to zero."""
-    xs = [x for s in series for x in s.x]
+    xs = [x for s in series for x in s.x if math.isfinite(x)]
     ys = [y for s in series for y in s.y if math.isfinite(y)]
     x0, x1 = (min(xs), max(xs)) if xs else (0.0, 1.0)
     y0, y1 = y_range or ((min(ys), max(ys)) if ys else (0.0, 1.0))
@@ -148,6 +173,9 @@ def charts(samples: Sequence[Sample], records: int) -> list[str]:
                    "records predicted", "accuracy", y_range=(0.0, 1.0), percent=True),
         line_chart("Query ratio over time", [Series(w, x, query_ratio), Series("since the start", x, overall)],
                    "records predicted", "label requests / records", percent=True),
+        line_chart("F-measure against query ratio, as the run goes", [Series("online F1 so far", overall,
+                                                                             [s.f1 for s in samples])],
+                   "label requests / records so far", "F1", y_range=(0.0, 1.0), percent=True),
         line_chart("Labels", [Series("requested", x, [s.requests for s in samples]),
                               Series("applied", x, [s.applied for s in samples]),
                               Series("arrived after expiry", x, [s.late for s in samples])],

@@ -19,6 +19,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +32,7 @@ from consumer.demo.annotator import Annotator
 from consumer.demo.broker import CLIENT_SETTINGS, Broker, create_topics
 from consumer.demo.feed import DemoStream, Feeder, drifting_stream, from_dataset
 from consumer.demo.remote import RemoteTotals
-from consumer.demo.report import Sample, write_report
+from consumer.demo.report import RunningF1, Sample, write_report
 from consumer.service import Service
 from learners.evaluation import binary_metrics, multiclass_metrics
 
@@ -80,12 +81,13 @@ def _stream(opts: DemoOptions) -> DemoStream:
 class _Scoreboard:
     """Follows the predictions topic and scores every record against the ground truth."""
 
-    def __init__(self, bootstrap: str, topic: str, truth: dict, clients: dict) -> None:
+    def __init__(self, bootstrap: str, topic: str, truth: dict, classes: Sequence[Any], clients: dict) -> None:
         self._consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"scoreboard-{uuid.uuid4().hex[:8]}",
                                    **clients})
         self.ready = threading.Event()
         self._consumer.subscribe([topic], on_assign=lambda c, parts: (c.assign(parts), self.ready.set()))
         self._truth = truth
+        self.running_f1 = RunningF1(classes)
         self.predicted: dict[str, Any] = {}
         self.correct = 0
 
@@ -94,8 +96,10 @@ class _Scoreboard:
             if msg.error() is None and msg.value() is not None:
                 p = orjson.loads(msg.value())
                 if p["id"] not in self.predicted and p["id"] in self._truth:  # not another run's record
-                    self.predicted[p["id"]] = p["label"]
-                    self.correct += self._truth[p["id"]] == p["label"]
+                    actual, guess = self._truth[p["id"]], p["label"]
+                    self.predicted[p["id"]] = guess
+                    self.correct += actual == guess
+                    self.running_f1.add(actual, guess)
 
     def accuracy(self) -> float:
         if not self.predicted:
@@ -130,9 +134,9 @@ class _Progress:
 
 
 def _sample(started: float, board: _Scoreboard, t: Any) -> Sample:
-    return Sample(time.monotonic() - started, len(board.predicted), board.correct, t.get("records_scored"),
-                  t.get("label_requests"), t.get("labels.applied"), t.get("labels.expired"), t.get("labelling_cost"),
-                  t.get("importance_weighted_labels"), t.get("importance_weighted_mistakes"))
+    return Sample(time.monotonic() - started, len(board.predicted), board.correct, board.running_f1.value(),
+                  t.get("records_scored"), t.get("label_requests"), t.get("labels.applied"), t.get("labels.expired"),
+                  t.get("labelling_cost"), t.get("importance_weighted_labels"), t.get("importance_weighted_mistakes"))
 
 
 def run_demo(opts: DemoOptions, progress=sys.stderr) -> dict[str, Any]:
@@ -162,7 +166,7 @@ def run_demo(opts: DemoOptions, progress=sys.stderr) -> dict[str, Any]:
             runner = threading.Thread(target=service.run, name="activestream-service", daemon=True)
             runner.start()
             totals, learner = service.totals, service.learner.name
-        board, samples = _Scoreboard(bootstrap, TOPICS["predictions"], stream.truth, clients), []
+        board, samples = _Scoreboard(bootstrap, TOPICS["predictions"], stream.truth, stream.classes, clients), []
         try:
             _play(opts, stream, bootstrap, clients, service, runner, totals, board, samples, started, progress)
         finally:

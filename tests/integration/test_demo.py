@@ -57,8 +57,12 @@ def test_demo_report_writes_a_self_contained_page_with_its_curves(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     report = json.loads(out.stdout)
     text = page.read_text()
-    assert text.count("<svg") == 4 and text.count("<polyline") >= 6
+    assert text.count("<svg") == 5 and text.count("<polyline") >= 7
     assert f"{report['accuracy']:.4f}" in text and "<script" not in text
+    # the F-measure-vs-query-ratio path ends at the run's own query ratio and F1
+    chart = text[text.index("F-measure against query ratio"):]
+    chart = chart[: chart.index("</svg>")]
+    assert "label requests / records so far" in chart and "<polyline" in chart
 
 
 def test_demo_feeds_a_running_service_and_reports_only_its_own_run(tmp_path):

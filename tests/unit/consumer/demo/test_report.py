@@ -6,7 +6,11 @@ import math
 import re
 from html.parser import HTMLParser
 
-from consumer.demo.report import Sample, Series, _rolling, line_chart, render_report
+import numpy as np
+import pytest
+
+from consumer.demo.report import RunningF1, Sample, Series, _rolling, line_chart, render_report
+from learners.evaluation import binary_metrics, multiclass_metrics
 
 REPORT = {"data": "synthetic drifting stream (400 records)", "learner": "paa-1", "records": 400, "predictions": 400,
           "label_requests": 120, "labels_applied": 110, "labels_expired": 4, "query_ratio": 0.3,
@@ -15,8 +19,8 @@ REPORT = {"data": "synthetic drifting stream (400 records)", "learner": "paa-1",
 
 
 def samples(n: int = 9) -> list[Sample]:
-    return [Sample(0.5 * k, 50 * k, 40 * k, 50 * k, 15 * k, 13 * k, k // 4, 6.5 * k, 40.0 * k, 8.0 * k)
-            for k in range(n)]
+    return [Sample(0.5 * k, 50 * k, 40 * k, 0.6 + 0.01 * k, 50 * k, 15 * k, 13 * k, k // 4, 6.5 * k, 40.0 * k,
+                   8.0 * k) for k in range(n)]
 
 
 class Tags(HTMLParser):
@@ -49,12 +53,13 @@ def test_rolling_ratio_covers_the_last_window_of_records():
     assert got[6] == (s[6].correct - s[3].correct) / (s[6].predicted - s[3].predicted)
 
 
-def test_report_is_one_self_contained_page_with_the_summary_and_four_charts():
+def test_report_is_one_self_contained_page_with_the_summary_and_its_charts():
     page = render_report(REPORT, samples())
     parser = Tags()
     parser.feed(page)
     tags = [t for t, _ in parser.tags]
-    assert tags.count("svg") == 4 and tags.count("polyline") >= 6
+    assert tags.count("svg") == 5 and tags.count("polyline") >= 7
+    assert "F-measure against query ratio" in page
     assert not [a for _, a in parser.tags if "src" in a or "href" in a], "an external reference"
     assert set(re.findall(r"https?://[^\"' ]+", page)) == {"http://www.w3.org/2000/svg"}  # the SVG namespace only
     assert "<script" not in page
@@ -65,3 +70,21 @@ def test_report_is_one_self_contained_page_with_the_summary_and_four_charts():
 def test_a_demo_too_short_to_plot_still_reports():
     page = render_report(REPORT, samples(1))
     assert "<svg" not in page and "Too short to plot" in page
+
+
+@pytest.mark.parametrize("classes", [("ham", "spam"), (0, 1, 2, 3)])
+def test_running_f1_is_the_f1_of_the_final_report_at_every_point(classes):
+    rng = np.random.default_rng(3)
+    truth = rng.integers(0, len(classes), 500)
+    guess = np.where(rng.random(500) < 0.7, truth, rng.integers(0, len(classes), 500))
+    running = RunningF1(classes)
+    assert running.value() == 0.0
+    none = np.zeros(500, dtype=bool)
+    for k in range(500):
+        running.add(classes[truth[k]], classes[guess[k]])
+        if k % 50 == 0 or k == 499:
+            if len(classes) == 2:
+                want = binary_metrics(2 * truth[: k + 1] - 1, 2 * guess[: k + 1] - 1, none[: k + 1]).f1
+            else:
+                want = multiclass_metrics(truth[: k + 1], guess[: k + 1], none[: k + 1], len(classes)).f1
+            assert running.value() == pytest.approx(want, abs=1e-12)
