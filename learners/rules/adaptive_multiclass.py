@@ -25,10 +25,8 @@ from typing import ClassVar
 import numpy as np
 from numba import njit
 
-from learners.base import UpdateRule
 from learners.kernels import SCORE_SIG, UPDATE_SIG, kernel, sq_norm
-from learners.params import Interval, Options
-from learners.rules.adaptive import A_MODES, a_weight, inverse_h_quad
+from learners.rules.adaptive import _AdaptiveRule, a_weight, inverse_h_quad
 
 __all__ = ["MulticlassDualAveragingRule", "MulticlassMirrorDescentRule", "mda_update", "mmd_update",
            "multiclass_scores"]
@@ -140,23 +138,11 @@ def _mmd_update(S, a, P, idx, val, y):
     return mmd_update(S[:C], S[C:], idx, val, y, P[0], P[1])
 
 
-class _MulticlassAdaptiveRule(UpdateRule):
-    _constraints: ClassVar = {
-        "delta": Interval(0, None, closed="neither"),
-        "eta": Interval(0, None, closed="neither"),
-        "a": Options(*A_MODES),
-    }
+class _MulticlassAdaptiveRule(_AdaptiveRule):
+    """The binary rules' δ, η and a, with one diagonal H^(i) per class and the top-2 gap."""
+
     provides: ClassVar = frozenset({"p", "gap", "v"})
     multiclass: ClassVar = True
-
-    def __init__(self, *, delta: float = 1.0, eta: float = 1.0, a: str = "inverse-norm") -> None:
-        self.delta = delta
-        self.eta = eta
-        self.a = a
-        self._validate()
-
-    def packed_params(self) -> np.ndarray:
-        return np.array([self.delta, self.eta, A_MODES[self.a]])
 
 
 class MulticlassDualAveragingRule(_MulticlassAdaptiveRule):
