@@ -221,8 +221,7 @@ def stages(values: list[bytes], delta: float) -> dict[str, float]:
             dec.query.tolist()
         encoded = encode_predictions(batch.ids, labels, scores, probs, wants, batch.ts, 0, 0.0)
         sources = steps.sources_of([msgs[k] for k in batch.positions])
-        outgoing = [("predictions", rid.encode(), value, {steps.SOURCE_HEADER: source})
-                    for rid, value, source in zip(batch.ids, encoded, sources, strict=True)]
+        outgoing = steps.keyed("predictions", batch.ids, encoded, sources)
         outgoing += [("label_requests", rid.encode(), encode_label_request(
             rid, batch.features(i), labels[i], scores[i], probs[i], 0.5, 1.0, 0.0, 0.0, 0), {})
             for i, rid in enumerate(batch.ids) if wants[i]]

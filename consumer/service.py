@@ -364,10 +364,7 @@ class Service:
             requested[i] = self._request(i, labels[i], scores[i], probs[i], codes[i], ts[i], now, d, decoded,
                                          sources[i], batch)
         values = encode_predictions(ids, labels, scores, probs, requested, ts, learner.labels_, now)
-        topic, header = topics.predictions, steps.SOURCE_HEADER
-        batch.outgoing.extend((topic, rid.encode(), value, {header: source})
-                              for rid, value, source, done in zip(ids, values, sources, produced, strict=True)
-                              if not done)
+        batch.outgoing += steps.keyed(topics.predictions, ids, values, sources, skip=produced)
         batch.predicted = labels
         batch.probability = np.asarray(probs)
         batch.record_ts = ts

@@ -24,6 +24,7 @@ __all__ = [
     "dead_letter",
     "decode_features",
     "decode_labels",
+    "keyed",
     "last_offsets",
     "message_time",
     "parse_source",
@@ -39,6 +40,15 @@ def message_time(msg: Any, default: float) -> float:
     """A message's Kafka timestamp in epoch seconds, or ``default`` when it has none."""
     kind, ms = msg.timestamp()
     return ms / 1000.0 if kind != TIMESTAMP_NOT_AVAILABLE and ms >= 0 else default
+
+
+def keyed(topic: str, ids: Sequence[str], values: Sequence[bytes], sources: Sequence[bytes],
+          skip: Sequence[bool] | None = None) -> list[tuple[str, bytes, bytes, dict[str, bytes]]]:
+    """(topic, key, value, headers) of each output: keyed by its record's id, with its source
+    header; record i is left out where skip[i]."""
+    skip = skip or [False] * len(ids)
+    return [(topic, rid.encode(), value, {SOURCE_HEADER: source})
+            for rid, value, source, done in zip(ids, values, sources, skip, strict=True) if not done]
 
 
 def sources_of(msgs: Sequence[Any]) -> list[bytes]:
