@@ -60,11 +60,17 @@ def _fnv1a(blob, offsets, out):
 
 
 def _string_keys(strings: list[str]) -> np.ndarray:
-    encoded = [s.encode() for s in strings]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
-    out = np.empty(len(encoded), dtype=np.uint64)
-    _fnv1a(np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets, out)
+    joined = "".join(strings)
+    blob = joined.encode()
+    if len(blob) == len(joined):  # all ASCII: a string's bytes are its characters
+        lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
+    else:
+        encoded = [s.encode() for s in strings]
+        lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+    offsets = np.zeros(len(strings) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    out = np.empty(len(strings), dtype=np.uint64)
+    _fnv1a(np.frombuffer(blob, dtype=np.uint8), offsets, out)
     return out
 
 
@@ -80,7 +86,7 @@ def record_keys(record_ids: Iterable[str | int] | np.ndarray) -> np.ndarray:
     if isinstance(record_ids, np.ndarray) and record_ids.dtype.kind in "iu":
         return record_ids.astype(np.uint64, copy=False)
     ids = list(record_ids)
-    if all(type(r) is str for r in ids):
+    if set(map(type, ids)) <= {str}:
         return _string_keys(ids)
     return np.fromiter((record_key(r) for r in ids), dtype=np.uint64, count=len(ids))
 

@@ -1,9 +1,10 @@
 """Compiled loops over a batch of rows, shared by every (update rule, query strategy) pair.
 
 The rule and query kernels arrive as first-class function arguments with the fixed signatures of
-:mod:`learners.kernels`, so each driver is compiled once and cached on disk. A call costs ~0.1 ms
-of dispatch on top of its work, which is why single records go through the kernels directly
-(:class:`learners.base.Learner.ask`) and batches through these drivers.
+:mod:`learners.kernels`, so each driver is compiled once and cached on disk. A call costs tens of
+µs of dispatch on top of its work (the kernels' addresses are looked up once, then cached), which
+is why single records go through the kernels directly (:class:`learners.base.Learner.ask`) and
+batches through these drivers.
 
 Decision of one round (the same in :func:`decide_rows` and :func:`replay_rows`)::
 
