@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import socket
 from pathlib import Path
 from typing import Any, Literal
@@ -26,6 +27,7 @@ from consumer.errors import ConfigError
 __all__ = ["ENV_PREFIX", "Settings", "load_settings"]
 
 ENV_PREFIX = "ACTIVESTREAM_"
+_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
 
 class _Section(BaseModel):
@@ -46,9 +48,16 @@ class Topics(_Section):
         names = [self.features, self.predictions, self.label_requests, self.labels, self.dead_letters]
         if len(set(names)) != len(names):
             raise ValueError(f"the five topics must be distinct, got {names}")
-        if not all(names):
-            raise ValueError("topic names must not be empty")
         return self
+
+    @field_validator("*")
+    @classmethod
+    def _legal(cls, name: str) -> str:
+        # Kafka's own rule; it also keeps the names literal (a subscription to "^..." is a pattern)
+        # and free of anything JSON would escape, since outputs carry them in "source"
+        if not _TOPIC_NAME.fullmatch(name) or name in (".", ".."):
+            raise ValueError(f"{name!r} is not a Kafka topic name (1 to 249 of a-z A-Z 0-9 . _ -)")
+        return name
 
 
 class LabelSettings(_Section):

@@ -126,6 +126,18 @@ class Emitter:
                     self.send(*rest)
                 return
 
+    def send_values(self, topic: str, keys: list[bytes], values: list[bytes]) -> None:
+        """Produce keyed values without headers to one topic, in order (the predictions: headers
+        would cost more per message than the rest of its produce)."""
+        produce = self._producer.produce
+        for k, (key, value) in enumerate(zip(keys, values, strict=True)):
+            try:
+                produce(topic, value, key)
+            except (BufferError, KafkaException):  # queue full or a client error: the careful path
+                for rest_key, rest_value in zip(keys[k:], values[k:], strict=True):
+                    self.send(topic, rest_key, rest_value)
+                return
+
     def _delivered(self, err: KafkaError | None, msg: Message) -> None:
         if err is None:
             return

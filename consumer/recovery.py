@@ -7,8 +7,8 @@ label twice, or - worse - not request a label that an annotator has already been
 whose answer would then be thrown away as unknown).
 
 So on restart the service reads the predictions and label-requests topics from where they ended
-at the checkpoint. Every output carries the feature record it answers in the
-``activestream.source`` header; a replayed feature record whose decision is found there gets the
+at the checkpoint. Every output carries the feature record it answers in its ``source`` field;
+a replayed feature record whose decision is found there gets the
 same decision back, its outputs are not produced again, and a label request already made is put
 back into the pending store as it was (same request time, same expiry). Labels for such requests
 that arrive before their feature record is replayed are parked until it is.
@@ -25,11 +25,13 @@ from typing import Any
 import orjson
 from confluent_kafka import KafkaError, TopicPartition
 
-from consumer.steps import SOURCE_HEADER, parse_source
+from consumer.records import parse_source
 
 __all__ = ["Recorded", "Recovery", "read_tail"]
 
 log = logging.getLogger(__name__)
+
+_OLD_SOURCE_HEADER = "activestream.source"  # where outputs written before the "source" field kept it
 
 
 @dataclass(slots=True)
@@ -85,12 +87,16 @@ class Recovery:
     def add_outputs(self, messages: list[Any], kind: str) -> None:
         """Index produced predictions (``kind="prediction"``) or label requests (``"request"``)."""
         for msg in messages:
-            headers = dict(msg.headers() or [])
-            if SOURCE_HEADER not in headers or msg.value() is None:
+            if msg.value() is None:  # a retraction
                 continue
-            source = parse_source(headers[SOURCE_HEADER])
-            record = self.recorded.setdefault(source, Recorded())
             value = orjson.loads(msg.value())
+            if not isinstance(value, dict):
+                continue
+            where = value.get("source") or dict(msg.headers() or []).get(_OLD_SOURCE_HEADER, b"").decode()
+            if not where:
+                continue
+            source = parse_source(where)
+            record = self.recorded.setdefault(source, Recorded())
             if kind == "prediction":
                 record.prediction = value
             else:

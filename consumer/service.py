@@ -40,7 +40,7 @@ from consumer.health import Health, HealthServer
 from consumer.kafka import Emitter, OffsetTracker, consumer_config, producer_config
 from consumer.metrics import Metrics
 from consumer.pending import Entry, PendingStore, pack_strings, unpack_strings
-from consumer.records import REASONS, Label, encode_label_request, encode_predictions
+from consumer.records import REASONS, Label, encode_keys, encode_label_request, encode_predictions, source_of
 from consumer.recovery import Recovery, read_tail
 from consumer.totals import Totals
 from learners import make
@@ -113,6 +113,7 @@ class _Batch:
 
     started: float
     outgoing: list[tuple[str, bytes | None, bytes | None, list | None]] = field(default_factory=list)
+    predictions: tuple[list[bytes], list[bytes]] = ([], [])  # keys, values
     pending: list[tuple[str, Entry]] = field(default_factory=list)
     requested_ids: set[str] = field(default_factory=set)
     offsets: dict[tuple[str, int], int] = field(default_factory=dict)  # next offset per partition
@@ -222,6 +223,7 @@ class Service:
         self.learner.score(empty)
         state = self.learner.state_dict()
         self.learner.decide(empty, ids=[])
+        encode_predictions(["warm-up"], [0], [0.0], [1.0], [False], [0.0], 0, 0.0, "t", [0], [0])
         self.learner.learn_many(empty, np.array([], dtype=object), predicted=np.array([], dtype=np.int64))
         self.learner.load_state_dict(state)  # a warm-up leaves no trace, not even in the counters
 
@@ -339,32 +341,41 @@ class Service:
                 good.append(msg)
             else:
                 log.warning("features consumer: %s", msg.error().str())
-        decoded, messages_of, rejected = steps.decode_features(good, s.n_features, now)
+        decoded, positions, rejected = steps.decode_features(good, s.n_features, now)
         for msg, err in rejected:
             batch.outgoing.append((topics.dead_letters, *steps.dead_letter(msg, err)))
             batch.dead[(msg.topic(), err.reason)] += 1
-        batch.offsets = steps.last_offsets(good)
+        # one topic (the subscription is a literal name); partitions and offsets as columns
+        partitions, offsets = [m.partition() for m in good], [m.offset() for m in good]
+        batch.offsets = {(topics.features, p): o + 1 for p, o in dict(zip(partitions, offsets, strict=True)).items()}
         n = len(decoded.ids)
         if n == 0:
             return batch
+        if len(positions) < len(good):
+            partitions, offsets = [partitions[k] for k in positions], [offsets[k] for k in positions]
         d = learner.decide(decoded.rows, ids=decoded.ids)
-        labels, scores, probs = d.label.tolist(), d.scores.p.tolist(), d.probability.tolist()
+        labels, scores, probs = d.label.tolist(), d.scores.p, d.probability
         wants, codes = d.query.tolist(), d.predicted.tolist()
         ids, ts = decoded.ids, decoded.ts
-        sources = steps.sources_of(messages_of)
-        produced = [False] * n  # the prediction is already in the topic (recovery)
+        produced = None  # the prediction is already in the topic (recovery)
         requested = [False] * n
         if self.recovery.recorded:
-            for i, msg in enumerate(messages_of):
-                recorded = self.recovery.take((msg.topic(), msg.partition(), msg.offset()))
+            scores, probs, produced = scores.tolist(), probs.tolist(), [False] * n
+            for i in range(n):
+                recorded = self.recovery.take((topics.features, partitions[i], offsets[i]))
                 if recorded is not None:
                     self._keep_recorded(i, recorded, labels, scores, probs, wants, codes, produced, requested,
                                         decoded, batch)
         for i in (i for i in range(n) if wants[i] and not requested[i]):
-            requested[i] = self._request(i, labels[i], scores[i], probs[i], codes[i], ts[i], now, d, decoded,
-                                         sources[i], batch)
-        values = encode_predictions(ids, labels, scores, probs, requested, ts, learner.labels_, now)
-        batch.outgoing += steps.keyed(topics.predictions, ids, values, sources, skip=produced)
+            requested[i] = self._request(i, labels[i], float(scores[i]), float(probs[i]), codes[i], ts[i], now, d,
+                                         decoded, source_of(topics.features, partitions[i], offsets[i]), batch)
+        values = encode_predictions(ids, labels, scores, probs, requested, ts, learner.labels_, now, topics.features,
+                                    partitions, offsets)
+        keys = encode_keys(ids)
+        if produced is not None and any(produced):
+            keys = [k for k, done in zip(keys, produced, strict=True) if not done]
+            values = [v for v, done in zip(values, produced, strict=True) if not done]
+        batch.predictions = (keys, values)
         batch.predicted = labels
         batch.probability = np.asarray(probs)
         batch.record_ts = ts
@@ -372,7 +383,7 @@ class Service:
         return batch
 
     def _request(self, i: int, label: Any, score: float, probability: float, code: int, ts: float, now: float,
-                 decisions: Any, decoded: Any, source: bytes, batch: _Batch) -> bool:
+                 decisions: Any, decoded: Any, source: str, batch: _Batch) -> bool:
         """Ask for record i's label unless it is already pending or over the budget; True if asked."""
         rid = decoded.ids[i]
         if rid in self.pending or rid in batch.requested_ids:
@@ -390,7 +401,7 @@ class Service:
         gap = None if decisions.scores.gap is None else float(decisions.scores.gap[i])
         batch.outgoing.append((s.topics.label_requests, rid.encode(), encode_label_request(
             rid, decoded.features(i), label, score, probability, steps.uncertainty(score, gap), cost, now, expires_at,
-            self.learner.labels_), {steps.SOURCE_HEADER: source}))
+            self.learner.labels_, source), None))
         batch.requests += 1
         return True
 
@@ -416,8 +427,10 @@ class Service:
     def _emit(self, batch: _Batch) -> None:
         """Send a decided batch; raises :class:`Backpressure` before sending anything if it would
         exceed the in-flight limit."""
-        self.emitter.reserve(len(batch.outgoing))
+        keys, values = batch.predictions
+        self.emitter.reserve(len(batch.outgoing) + len(values))
         self.emitter.send_many(batch.outgoing)
+        self.emitter.send_values(self.settings.topics.predictions, keys, values)
         now = self.clock.now()
         for rid, entry in batch.pending:
             for pushed_id, _ in self.pending.add(rid, entry):

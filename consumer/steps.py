@@ -16,7 +16,6 @@ from consumer.errors import InvalidRecord
 from consumer.records import Feature, FeatureBatch, Label, decode_feature_batch, decode_label
 
 __all__ = [
-    "SOURCE_HEADER",
     "Decoded",
     "Feature",
     "FeatureBatch",
@@ -24,15 +23,10 @@ __all__ = [
     "dead_letter",
     "decode_features",
     "decode_labels",
-    "keyed",
-    "last_offsets",
     "message_time",
-    "parse_source",
-    "sources_of",
     "uncertainty",
 ]
 
-SOURCE_HEADER = "activestream.source"  # on every output: the feature record it answers
 DLQ_HEADERS = ("reason", "detail", "topic", "partition", "offset")
 
 
@@ -40,34 +34,6 @@ def message_time(msg: Any, default: float) -> float:
     """A message's Kafka timestamp in epoch seconds, or ``default`` when it has none."""
     kind, ms = msg.timestamp()
     return ms / 1000.0 if kind != TIMESTAMP_NOT_AVAILABLE and ms >= 0 else default
-
-
-def keyed(topic: str, ids: Sequence[str], values: Sequence[bytes], sources: Sequence[bytes],
-          skip: Sequence[bool] | None = None) -> list[tuple[str, bytes, bytes, dict[str, bytes]]]:
-    """(topic, key, value, headers) of each output: keyed by its record's id, with its source
-    header; record i is left out where skip[i]."""
-    skip = skip or [False] * len(ids)
-    return [(topic, rid.encode(), value, {SOURCE_HEADER: source})
-            for rid, value, source, done in zip(ids, values, sources, skip, strict=True) if not done]
-
-
-def sources_of(msgs: Sequence[Any]) -> list[bytes]:
-    """Each message's ``topic:partition:offset`` (the value of :data:`SOURCE_HEADER`); the prefix
-    is made once per partition."""
-    prefixes: dict[tuple[str, int], bytes] = {}
-    out = []
-    for msg in msgs:
-        where = (msg.topic(), msg.partition())
-        prefix = prefixes.get(where)
-        if prefix is None:
-            prefix = prefixes[where] = f"{where[0]}:{where[1]}:".encode()
-        out.append(prefix + b"%d" % msg.offset())
-    return out
-
-
-def parse_source(value: bytes) -> tuple[str, int, int]:
-    topic, partition, offset = value.decode().rsplit(":", 2)
-    return topic, int(partition), int(offset)
 
 
 @dataclass(slots=True)
@@ -91,24 +57,16 @@ def _decode(msgs: Sequence[Any], decode, now: float) -> Decoded:
     return out
 
 
-def decode_features(msgs: Sequence[Any], n_features: int, now: float) -> tuple[FeatureBatch, list[Any], list]:
-    """A batch of feature messages → (the decoded batch, the message of each usable record,
-    [(message, InvalidRecord)] for the others)."""
+def decode_features(msgs: Sequence[Any], n_features: int, now: float) -> tuple[FeatureBatch, list[int], list]:
+    """A batch of feature messages → (the decoded batch, the position in ``msgs`` of each usable
+    record, [(message, InvalidRecord)] for the others)."""
     batch = decode_feature_batch([m.value() for m in msgs], n_features, lambda k: message_time(msgs[k], now))
     rejected = []
     for k, err in batch.rejected:
         msg = msgs[k]
         err.topic, err.partition, err.offset = msg.topic(), msg.partition(), msg.offset()
         rejected.append((msg, err))
-    return batch, [msgs[k] for k in batch.positions], rejected
-
-
-def last_offsets(msgs: Sequence[Any]) -> dict[tuple[str, int], int]:
-    """The next offset to read in each partition after these messages."""
-    out: dict[tuple[str, int], int] = {}
-    for msg in msgs:
-        out[(msg.topic(), msg.partition())] = msg.offset() + 1
-    return out
+    return batch, batch.positions, rejected
 
 
 def decode_labels(msgs: Sequence[Any], classes: Mapping[Any, int], now: float) -> Decoded:

@@ -60,6 +60,14 @@ def test_expiry_default_needs_a_label(monkeypatch):
         load_settings()
 
 
+@pytest.mark.parametrize(("variable", "name"), [("FEATURES", "^orders.*"), ("PREDICTIONS", "a b"),
+                                                ("LABELS", ""), ("DEAD_LETTERS", "x" * 250), ("LABEL_REQUESTS", "..")])
+def test_topic_names_must_be_legal_kafka_names(monkeypatch, variable, name):
+    monkeypatch.setenv(f"ACTIVESTREAM_TOPICS__{variable}", name)
+    with pytest.raises(ConfigError, match=f"ACTIVESTREAM_TOPICS__{variable}: .*not a Kafka topic name"):
+        load_settings()
+
+
 def test_topics_must_be_distinct(monkeypatch):
     monkeypatch.setenv("ACTIVESTREAM_TOPICS__LABELS", "features")
     with pytest.raises(ConfigError, match="ACTIVESTREAM_TOPICS"):

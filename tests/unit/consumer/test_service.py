@@ -37,7 +37,9 @@ def test_batch_is_scored_and_predictions_and_requests_emitted(harness):
     assert harness.service.offsets.next[("features", 0)] == 50
     request = harness.out("label-requests")[0]
     assert set(request) == {"v", "id", "features", "prediction", "score", "probability", "uncertainty", "cost",
-                            "requested_at", "expires_at", "model_version"}
+                            "requested_at", "expires_at", "model_version", "source"}
+    assert request["source"] == f"features:0:{int(request['id'][1:])}"
+    assert [p["source"] for p in predictions] == [f"features:0:{i}" for i in range(50)]
     assert request["expires_at"] - request["requested_at"] == harness.settings.labels.ttl_s
 
 

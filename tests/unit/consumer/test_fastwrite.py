@@ -1,0 +1,52 @@
+import struct
+from random import Random
+
+import numpy as np
+import orjson
+
+from consumer.fastwrite import write_predictions
+
+IDS = ["r1", 'quote"and\\backslash', "ünïcødé", "tab\there", "\u2028", "x" * 300, "0"]
+LABELS = [1, -1, "cat", 2.5, True, None, 0]
+EDGE_FLOATS = [0.0, -0.0, 1.0, 0.1, 1 / 3, 1e-7, 2.5e-5, 1e15, 1e16, 1e22, 5e-324, 1.7976931348623157e308,
+               1763812345.1234567, float("nan"), float("inf"), -float("inf")]
+
+
+def reference(ids, labels, scores, probs, asked, ts, version, now, topic, partitions, offsets):
+    return [orjson.dumps({
+        "v": 1, "id": ids[i], "label": labels[i], "score": scores[i], "probability": probs[i],
+        "label_requested": asked[i], "model_version": version, "ts": ts[i], "predicted_at": now,
+        "source": f"{topic}:{partitions[i]}:{offsets[i]}",
+    }) for i in range(len(ids))]
+
+
+def random_floats(rng, n):
+    bits = [struct.unpack("d", struct.pack("Q", rng.getrandbits(64)))[0] for _ in range(n)]
+    return [b if np.isfinite(b) else rng.choice(EDGE_FLOATS) for b in bits]
+
+
+def test_every_record_is_what_orjson_writes_of_its_dict():
+    rng = Random(7)
+    n = 2000
+    args = ([rng.choice(IDS) + str(i) for i in range(n)], [rng.choice(LABELS) for _ in range(n)],
+            random_floats(rng, n), [rng.random() for _ in range(n)], [rng.random() < 0.1 for _ in range(n)],
+            [rng.choice(EDGE_FLOATS) if i % 7 == 0 else 1.7e9 + rng.random() for i in range(n)],
+            rng.randrange(10**12), 1763812345.25, "features.v2_x-1",
+            [rng.randrange(1000) for _ in range(n)], [rng.choice([0, 9, 10, 2**62]) + i for i in range(n)])
+    assert write_predictions(*args) == reference(*args)
+
+
+def test_edge_floats_in_every_column():
+    k = len(EDGE_FLOATS)
+    args = (["a"] * k, [1] * k, EDGE_FLOATS, EDGE_FLOATS[::-1], [False] * k, EDGE_FLOATS, 0, -0.0, "t",
+            [0] * k, list(range(k)))
+    assert write_predictions(*args) == reference(*args)
+
+
+def test_numpy_columns_and_an_empty_batch():
+    scores, probs, ts = np.array([0.5, -2.0]), np.array([1.0, 0.25]), np.array([10.0, 11.5])
+    out = write_predictions(["a", "b"], [1, -1], scores, probs, np.array([True, False]), ts, 3, 12.0, "f", [1, 1],
+                            [5, 6])
+    assert out == reference(["a", "b"], [1, -1], scores.tolist(), probs.tolist(), [True, False], ts.tolist(), 3, 12.0,
+                            "f", [1, 1], [5, 6])
+    assert write_predictions([], [], [], [], [], [], 0, 0.0, "f", [], []) == []
