@@ -45,7 +45,7 @@ import orjson
 import scipy.sparse as sp
 
 from consumer.errors import InvalidRecord
-from consumer.fastwrite import write_predictions
+from consumer.fastwrite import write_predictions as encode_predictions  # one compiled pass per batch
 from learners.hashing import hash_features
 from learners.inputs import Rows
 
@@ -379,18 +379,6 @@ def decode_label(value: bytes | None, classes: Mapping[Any, int], default_ts: fl
     ):
         raise InvalidRecord("bad_cost", f"cost must be a finite number ≥ 0, got {cost!r:.60}")
     return Label(rid, label, None if cost is None else float(cost), _timestamp(obj, default_ts))
-
-
-def encode_predictions(ids: Sequence[str], labels: Sequence[Any], scores: Sequence[float],
-                       probabilities: Sequence[float], requested: Sequence[bool], ts: Sequence[float],
-                       model_version: int, predicted_at: float, topic: str, partitions: Sequence[int],
-                       offsets: Sequence[int]) -> list[bytes]:
-    """A batch's prediction records; record i answers the feature record at ``topic``,
-    ``partitions[i]``, ``offsets[i]`` (its ``source``). The service's per-record hot path: one
-    compiled pass (:func:`consumer.fastwrite.write_predictions`), the same bytes as ``orjson.dumps``
-    of each record's dict."""
-    return write_predictions(ids, labels, scores, probabilities, requested, ts, model_version, predicted_at, topic,
-                             partitions, offsets)
 
 
 def encode_keys(ids: Sequence[str]) -> list[bytes]:
