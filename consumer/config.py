@@ -87,7 +87,9 @@ class LabelSettings(_Section):
 
 class CheckpointSettings(_Section):
     every_s: float = Field(30.0, gt=0, description="checkpoint at least this often")
-    every_labels: int = Field(10_000, gt=0, description="... and after this many applied labels")
+    # Labels applied after a checkpoint are read again from Kafka after a crash, so this only bounds
+    # that replay; at 10,000 labels/s a lower default would write the model every second.
+    every_labels: int = Field(100_000, gt=0, description="... and after this many applied labels")
     keep: int = Field(3, ge=1, description="checkpoints kept on disk")
     allow_param_change: bool = Field(
         False, description="load a checkpoint made with other learner hyper-parameters (same learner, size, classes)"

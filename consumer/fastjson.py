@@ -12,11 +12,14 @@ strict JSON grammar, an index out of range — is marked for the careful decoder
 this reader can only make the common case fast; it never decides that a record is bad.
 
 Numbers are exact: a number with at most 19 significant digits and a small exponent is computed
-with correctly rounded float64 arithmetic (Clinger's fast path); any other is re-read by Python's
-``float`` from its text.
+with correctly rounded float64 arithmetic (Clinger's fast path, or :func:`_long_decimal` for the
+17-digit timestamps that ``repr(time.time())`` writes); any other is re-read by Python's ``float``
+from its text.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numba import njit
@@ -26,6 +29,31 @@ from learners.datasets import _POW10
 __all__ = ["gather_lines", "scan_batch", "scan_features"]
 
 _MAX_FAST_MANTISSA = 2**53
+_POW10_INT = np.array([10**k for k in range(16)], dtype=np.uint64)  # exact in float64 too
+
+
+@njit(cache=True, nogil=True)
+def _long_decimal(mant, k):
+    """mant / 10**k correctly rounded, for mant < 2**64 and 1 <= k <= 15, as (value, ok); ok is
+    False when this cannot vouch for the rounding (then Python's ``float`` reads the text).
+
+    With q, r = divmod(mant, 10**k), q < 2**53 and r < 10**k < 2**53 are exact doubles, so
+    f = r / 10**k is one correctly rounded division (error <= 2**-53 f) and q + f rounds like the
+    exact value unless that value lies within the error of a midpoint between two doubles, which
+    the fraction of f in units of the result's ulp tells (a multiple of 2**-52: computed exactly)."""
+    d = _POW10_INT[k]
+    q = mant // d
+    r = mant - q * d
+    f = float(r) / float(d)
+    if q == 0:
+        return f, True  # one division of exact operands
+    if q >= np.uint64(_MAX_FAST_MANTISSA):
+        return 0.0, False
+    _, e = math.frexp(float(q))  # q in [2**(e-1), 2**e): the result's ulp is 2**(e-53)
+    g = f / math.ldexp(1.0, e - 53)
+    if abs(g - math.floor(g) - 0.5) <= math.ldexp(1.0, 1 - e):  # twice the error bound, in ulps
+        return 0.0, False
+    return float(q) + f, True
 
 OK, CAREFUL = 0, 1
 
@@ -102,6 +130,9 @@ def _number(buf, i, end):
     elif exact and mant <= _MAX_FAST_MANTISSA and -22 <= exp10 <= 22:
         value = float(mant) * _POW10[exp10] if exp10 >= 0 else float(mant) / _POW10[-exp10]
         status = 0
+    elif exact and -15 <= exp10 < 0:
+        value, ok = _long_decimal(mant, -exp10)
+        status = 0 if ok else 1
     else:
         value = 0.0
         status = 1
@@ -185,9 +216,10 @@ def _array(buf, i, end, out, at, fix_at, fix_lo, fix_hi, nfix, integers, fix_bas
 
 @njit(cache=True, nogil=True)
 def scan_features(buf, bounds, n_features, status, id_lo, id_hi, ts, has_ts, ts_lo, ts_hi, row_len,
-                  idx_buf, val_buf, fix_at, fix_lo, fix_hi):
+                  idx_buf, val_buf, fix_at, fix_lo, fix_hi, feat_lo, feat_hi):
     """Scan records ``buf[bounds[k]:bounds[k+1]]``. Fills, per record: status (0 read here,
-    1 for the careful decoder), the id's byte span, ts, where its features sit in idx_buf/val_buf.
+    1 for the careful decoder), the byte spans of its id and of its "features" value, ts, where
+    its features sit in idx_buf/val_buf.
     Returns the number of feature values to re-read with Python's float (fix_*); a ts to re-read
     has its byte span in ts_lo/ts_hi (empty otherwise)."""
     nfix = 0
@@ -264,6 +296,7 @@ def scan_features(buf, bounds, n_features, status, id_lo, id_hi, ts, has_ts, ts_
                     good = False
                     break
                 seen_features = True
+                feat_lo[k] = i
                 if buf[i] == 91:  # '[': dense
                     i, count, nfix, ok = _array(buf, i + 1, end, val_buf, at, fix_at, fix_lo, fix_hi, nfix,
                                                 False, 0)
@@ -327,6 +360,7 @@ def scan_features(buf, bounds, n_features, status, id_lo, id_hi, ts, has_ts, ts_
                 else:
                     good = False
                     break
+                feat_hi[k] = i
             i = _ws(buf, i, end)
             if i < end and buf[i] == 44:
                 i += 1
@@ -367,7 +401,8 @@ def gather_lines(blob: bytes, lo: np.ndarray, hi: np.ndarray) -> bytes:
 
 def scan_batch(values: list[bytes | None], n_features: int):
     """Run :func:`scan_features` over a batch. Returns (blob, status, id_lo, id_hi, ts, has_ts,
-    row_len, indices, data) with every number exact."""
+    row_len, indices, data, feat_lo, feat_hi) with every number exact; the spans are offsets in
+    the blob."""
     n = len(values)
     try:
         blob, lengths = b"".join(values), np.fromiter(map(len, values), dtype=np.int64, count=n)
@@ -386,11 +421,12 @@ def scan_batch(values: list[bytes | None], n_features: int):
     indices, data = np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.float64)
     fix_at = np.empty(capacity, dtype=np.int64)
     fix_lo, fix_hi = np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int64)
+    feat_lo, feat_hi = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
     nfix, used = scan_features(buf, bounds, n_features, status, id_lo, id_hi, ts, has_ts, ts_lo, ts_hi, row_len,
-                               indices, data, fix_at, fix_lo, fix_hi)
+                               indices, data, fix_at, fix_lo, fix_hi, feat_lo, feat_hi)
     for at, lo, hi in zip(fix_at[:nfix].tolist(), fix_lo[:nfix].tolist(), fix_hi[:nfix].tolist(), strict=True):
         data[at] = float(blob[lo:hi])
     refix = np.flatnonzero((ts_hi > ts_lo) & (status == OK))
     for k, lo, hi in zip(refix.tolist(), ts_lo[refix].tolist(), ts_hi[refix].tolist(), strict=True):
         ts[k] = float(blob[lo:hi])
-    return blob, status, id_lo, id_hi, ts, has_ts, row_len, indices[:used], data[:used]
+    return blob, status, id_lo, id_hi, ts, has_ts, row_len, indices[:used], data[:used], feat_lo, feat_hi

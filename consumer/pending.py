@@ -1,7 +1,7 @@
 """The pending store: label requests waiting for their label.
 
 An entry holds what learning from the label will need (the record's features, the prediction made
-and the query probability) and when the request expires. ``pop`` hands an entry out once; after
+and the query probability) and when the request expires. ``take`` hands an entry out once; after
 that its id is remembered as applied (or expired) for one TTL, so a second label for it is
 recognised as a duplicate (or as late) rather than as unknown.
 
@@ -12,8 +12,7 @@ fixed), so expiry pops from the front of an ordered dict in O(expired).
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 
@@ -22,8 +21,7 @@ from learners.inputs import Rows
 __all__ = ["Entry", "PendingStore", "pack_strings", "unpack_strings"]
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
+class Entry(NamedTuple):  # a tuple: made ~10,000 times a second, three times cheaper than a frozen dataclass
     idx: np.ndarray  # int32 feature indices
     val: np.ndarray  # float64 values
     predicted: int  # the prediction, internal code (±1 or class index)
@@ -88,15 +86,14 @@ class PendingStore:
     def get(self, rid: str) -> Entry | None:
         return self._entries.get(rid)
 
-    def pop(self, rid: str, now: float) -> Entry:
-        """Hand the entry out once and remember the id as applied."""
-        entry = self._entries.pop(rid)
-        self.mark_applied(rid, now)
+    def take(self, rid: str, now: float, keep: bool = False) -> Entry | None:
+        """The entry of a pending id, marked applied (and kept pending if ``keep``: every label of
+        the id applies); None if the id is not pending."""
+        entry = self._entries.get(rid) if keep else self._entries.pop(rid, None)
+        if entry is not None:
+            self._applied[rid] = now
+            self._applied.move_to_end(rid)
         return entry
-
-    def mark_applied(self, rid: str, now: float) -> None:
-        self._applied[rid] = now
-        self._applied.move_to_end(rid)
 
     def expire(self, now: float) -> list[tuple[str, Entry]]:
         """Remove and return the entries whose ``expires_at`` has passed; forget old ids."""

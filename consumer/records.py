@@ -35,10 +35,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from itertools import chain
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import orjson
@@ -203,10 +203,24 @@ class FeatureBatch:
     values: list[bytes | None]  # the input, every record as received
     positions: list[int]  # where each record sits in the input sequence
     rejected: list[tuple[int, InvalidRecord]]  # (position, why) of the unusable ones
+    # where the compiled reader found each record's "features" value: blob[lo:hi] (empty if not)
+    blob: bytes = b""
+    feature_spans: tuple[np.ndarray, np.ndarray] | None = None
 
     def features(self, i: int) -> Any:
         """Record i's "features" as received (read again: only label requests need it)."""
         return orjson.loads(self.values[self.positions[i]])["features"]
+
+    def features_json(self, records: Sequence[int]) -> list[Any]:
+        """The "features" of some records, for outputs: the received JSON text itself where the
+        compiled reader has vouched for it (an ``orjson.Fragment``, written as is), else
+        :meth:`features`."""
+        if self.feature_spans is None:
+            return [self.features(i) for i in records]
+        at = np.asarray(records, dtype=np.int64)
+        blob, fragment = self.blob, orjson.Fragment
+        return [fragment(blob[lo:hi]) if hi > lo else self.features(i) for i, lo, hi in
+                zip(records, self.feature_spans[0][at].tolist(), self.feature_spans[1][at].tolist(), strict=True)]
 
 
 def _flat(raw: Any, n_features: int) -> tuple[Any, list] | None:
@@ -239,7 +253,7 @@ def decode_feature_batch(values: Sequence[bytes | None], n_features: int,
     from consumer.fastjson import gather_lines, scan_batch
 
     values = list(values)
-    blob, status, id_lo, id_hi, ts, has_ts, row_len, indices, data = scan_batch(values, n_features)
+    blob, status, id_lo, id_hi, ts, has_ts, row_len, indices, data, feat_lo, feat_hi = scan_batch(values, n_features)
     careful = np.flatnonzero(status).tolist()
     fast = np.flatnonzero(status == 0)
     if len(careful) == len(values):
@@ -250,9 +264,12 @@ def decode_feature_batch(values: Sequence[bytes | None], n_features: int,
         stamps[j] = float(default_ts(int(fast[j])))
     fast_rows = _canonical(indices, data, row_len[fast], n_features)
     if not careful:
-        return FeatureBatch(ids, fast_rows, stamps, values, fast.tolist(), [])
+        return FeatureBatch(ids, fast_rows, stamps, values, fast.tolist(), [], blob, (feat_lo[fast], feat_hi[fast]))
     slow = _python_batch([values[k] for k in careful], n_features, lambda j: default_ts(careful[j]))
-    return _merge(values, fast.tolist(), ids, stamps, fast_rows, careful, slow, n_features)
+    merged = _merge(values, fast.tolist(), ids, stamps, fast_rows, careful, slow, n_features)
+    at = np.asarray(merged.positions, dtype=np.int64)  # a careful record's span is empty
+    spans = (np.where(status[at] == 0, feat_lo[at], 0), np.where(status[at] == 0, feat_hi[at], 0))
+    return replace(merged, blob=blob, feature_spans=spans)
 
 
 def _canonical(indices: np.ndarray, data: np.ndarray, lengths: np.ndarray, n_features: int) -> Rows:
@@ -354,9 +371,8 @@ def _decode_one_by_one(values: Sequence[bytes | None], n_features: int,
     return FeatureBatch([f.id for f in good], rows, [f.ts for f in good], list(values), positions, rejected)
 
 
-@dataclass(frozen=True, slots=True)
-class Label:
-    """A decoded label."""
+class Label(NamedTuple):
+    """A decoded label (a tuple: cheaper to make than a frozen dataclass)."""
 
     id: str
     label: Any

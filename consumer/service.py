@@ -366,9 +366,11 @@ class Service:
                 if recorded is not None:
                     self._keep_recorded(i, recorded, labels, scores, probs, wants, codes, produced, requested,
                                         decoded, batch)
-        for i in (i for i in range(n) if wants[i] and not requested[i]):
-            requested[i] = self._request(i, labels[i], float(scores[i]), float(probs[i]), codes[i], ts[i], now, d,
-                                         decoded, source_of(topics.features, partitions[i], offsets[i]), batch)
+        granted = self._grant([i for i in range(n) if wants[i] and not requested[i]], decoded, batch)
+        if granted:
+            self._request(granted, labels, scores, probs, codes, now, d, decoded, partitions, offsets, batch)
+            for i in granted:
+                requested[i] = True
         values = encode_predictions(ids, labels, scores, probs, requested, ts, learner.labels_, now, topics.features,
                                     partitions, offsets)
         keys = encode_keys(ids)
@@ -382,28 +384,40 @@ class Service:
         batch.records = n
         return batch
 
-    def _request(self, i: int, label: Any, score: float, probability: float, code: int, ts: float, now: float,
-                 decisions: Any, decoded: Any, source: str, batch: _Batch) -> bool:
-        """Ask for record i's label unless it is already pending or over the budget; True if asked."""
-        rid = decoded.ids[i]
-        if rid in self.pending or rid in batch.requested_ids:
-            batch.suppressed += 1  # the same id is already waiting for its label
-            return False
-        if not self.budget.allow(ts):
-            batch.suppressed += 1  # over the label budget of this window
-            return False
-        s = self.settings
-        cost = self.costs.of(label)
-        idx, val = decoded.rows.row(i)
+    def _grant(self, asked: list[int], decoded: Any, batch: _Batch) -> list[int]:
+        """The records among ``asked`` whose label is requested: not already pending, within budget."""
+        granted = []
+        for i in asked:
+            rid = decoded.ids[i]
+            if rid in self.pending or rid in batch.requested_ids or not self.budget.allow(decoded.ts[i]):
+                batch.suppressed += 1  # already waiting for its label, or over the window's budget
+            else:
+                batch.requested_ids.add(rid)
+                granted.append(i)
+        return granted
+
+    def _request(self, granted: list[int], labels: list, scores: Any, probs: Any, codes: list, now: float,
+                 decisions: Any, decoded: Any, partitions: list[int], offsets: list[int], batch: _Batch) -> None:
+        """Ask for the labels of the ``granted`` records: a label request each, and a pending entry
+        holding a copy of its features (one gather for all of them)."""
+        s, version = self.settings, self.learner.labels_
         expires_at = now + s.labels.ttl_s
-        batch.pending.append((rid, Entry(idx.copy(), val.copy(), code, probability, score, now, expires_at, cost)))
-        batch.requested_ids.add(rid)
-        gap = None if decisions.scores.gap is None else float(decisions.scores.gap[i])
-        batch.outgoing.append((s.topics.label_requests, rid.encode(), encode_label_request(
-            rid, decoded.features(i), label, score, probability, steps.uncertainty(score, gap), cost, now, expires_at,
-            self.learner.labels_, source), None))
-        batch.requests += 1
-        return True
+        at = np.asarray(granted)
+        rows = decoded.rows.take(at)
+        score, probability = np.asarray(scores, dtype=np.float64)[at], np.asarray(probs, dtype=np.float64)[at]
+        gap = decisions.scores.gap
+        uncertainty = steps.uncertainty(score, None if gap is None else gap[at]).tolist()
+        features, ptr = decoded.features_json(granted), rows.indptr.tolist()
+        for j, (i, sc, prob) in enumerate(zip(granted, score.tolist(), probability.tolist(), strict=True)):
+            rid, label = decoded.ids[i], labels[i]
+            cost = self.costs.of(label)
+            lo, hi = ptr[j], ptr[j + 1]
+            batch.pending.append((rid, Entry(rows.indices[lo:hi], rows.data[lo:hi], codes[i], prob, sc, now,
+                                             expires_at, cost)))
+            batch.outgoing.append((s.topics.label_requests, rid.encode(), encode_label_request(
+                rid, features[j], label, sc, prob, uncertainty[j], cost, now, expires_at, version,
+                source_of(s.topics.features, partitions[i], offsets[i])), None))
+        batch.requests += len(granted)
 
     def _keep_recorded(self, i: int, recorded: Any, labels: list, scores: list, probs: list, wants: list,
                        codes: list, produced: list, requested: list, decoded: Any, batch: _Batch) -> None:
@@ -475,24 +489,23 @@ class Service:
             self.emitter.send(self.settings.topics.dead_letters, *steps.dead_letter(msg, err))
             self.totals.add(f"dead_letters.{msg.topic()}.{err.reason}")
         self._apply_labels(decoded.records, now)
-        for msg in good:
-            self.offsets.store(msg.topic(), msg.partition(), msg.offset() + 1)
+        # one topic (the subscription is a literal name): the last offset of each partition
+        for partition, offset in dict(zip([m.partition() for m in good], [m.offset() for m in good],
+                                          strict=True)).items():
+            self.offsets.store(self.settings.topics.labels, partition, offset + 1)
         self._publish_gauges()
 
     def _apply_labels(self, labels: list[Label], now: float) -> None:
         """Join labels with their pending requests and learn from them, in arrival order."""
         joined: list[tuple[Entry, Any, float]] = []
-        duplicates_apply = self.settings.labels.duplicates == "all"
+        keep, take, cost_of = self.settings.labels.duplicates == "all", self.pending.take, self.costs.of
         for lab in labels:
+            entry = take(lab.id, now, keep)
+            if entry is not None:
+                joined.append((entry, lab.label, cost_of(lab.label, lab.cost)))
+                continue
             status = self.pending.status(lab.id)
-            if status == "pending":
-                if duplicates_apply:
-                    entry = self.pending.get(lab.id)
-                    self.pending.mark_applied(lab.id, now)
-                else:
-                    entry = self.pending.pop(lab.id, now)
-                joined.append((entry, lab.label, self.costs.of(lab.label, lab.cost)))
-            elif status == "applied":
+            if status == "applied":
                 self.totals.add("labels.duplicate")
             elif status == "expired":
                 self.totals.add("labels.expired")
@@ -504,17 +517,17 @@ class Service:
             self._learn(joined, now, outcome="applied")
 
     def _learn(self, joined: list[tuple[Entry, Any, float]], now: float, outcome: str) -> None:
-        entries = [e for e, _, _ in joined]
-        labels = [label for _, label, _ in joined]
-        rows = Rows.stack([(e.idx, e.val) for e in entries], self.settings.n_features)
-        predicted = np.array([e.predicted for e in entries], dtype=np.int64)
+        entries, labels, costs = zip(*joined, strict=True)
+        idx, val, predicted, probability, _, requested_at, _, _ = zip(*entries, strict=True)
+        rows = Rows.concatenate(idx, val, self.settings.n_features)
+        predicted = np.array(predicted, dtype=np.int64)
         codes = self.learner.encode(labels)
-        self.learner.learn_many(rows, labels, predicted=predicted)
-        weights = 1.0 / np.array([e.probability for e in entries])
+        self.learner.learn_many(rows, codes, predicted=predicted, encoded=True)
+        weights = 1.0 / np.array(probability)
         mistakes = predicted != codes
         t = self.totals
         t.add(f"labels.{outcome}", len(joined))
-        t.add("labelling_cost", float(sum(c for _, _, c in joined)))
+        t.add("labelling_cost", float(sum(costs)))
         t.add("labelled_mistakes", int(mistakes.sum()))
         t.add("importance_weighted_labels", float(weights.sum()))
         t.add("importance_weighted_mistakes", float(weights[mistakes].sum()))
@@ -523,7 +536,7 @@ class Service:
             for (actual, guessed), n in Tally(zip(decode(codes).tolist(), decode(predicted).tolist(),
                                                   strict=True)).items():
                 t.add(Totals.labelled_key(actual, guessed), n)
-        self.metrics.label_delay.observe_many(now - np.array([e.requested_at for e in entries]))
+        self.metrics.label_delay.observe_many(now - np.array(requested_at))
         self._labels_since_checkpoint += len(joined)
 
     def _expire(self, now: float) -> None:

@@ -86,11 +86,11 @@ def dead_letter(msg: Any, err: InvalidRecord) -> tuple[bytes | None, bytes | Non
     return msg.key(), msg.value(), headers
 
 
-def uncertainty(score: float, gap: float | None) -> float:
+def uncertainty(score: Any, gap: Any = None) -> Any:
     """1 / (1 + distance to the decision boundary): 1 on the boundary, → 0 far from it.
 
     The distance is |margin| for a binary model and the top-1 minus top-2 score gap for a
-    multiclass one.
+    multiclass one. Numbers or NumPy arrays alike.
     """
     distance = abs(score) if gap is None else gap
     return 1.0 / (1.0 + distance)

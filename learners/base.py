@@ -469,11 +469,12 @@ class Learner(Parameterized):
                         v if "v" in self.rule.provides else None, yhat if self.multiclass else None)
         return Decisions(scores, yhat, self.decode(yhat), prob, query)
 
-    def learn_many(self, X, y, predicted: np.ndarray | None = None) -> int:
+    def learn_many(self, X, y, predicted: np.ndarray | None = None, encoded: bool = False) -> int:
         """Apply a batch of labels in order; ``predicted`` (internal codes) marks mistakes for
-        adaptive queries, default: the current model's predictions. Returns updates made."""
+        adaptive queries, default: the current model's predictions. ``encoded``: ``y`` holds
+        internal codes already (see :meth:`encode`). Returns updates made."""
         rows = self._rows(X)
-        codes = np.ascontiguousarray(self.encode(y), dtype=np.int64).reshape(-1)
+        codes = np.ascontiguousarray(y if encoded else self.encode(y), dtype=np.int64).reshape(-1)
         if codes.size != rows.n:
             raise ValueError(f"{codes.size} labels for {rows.n} records")
         if predicted is None:

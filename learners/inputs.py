@@ -52,8 +52,14 @@ class Rows:
         return self.indices[lo:hi], self.data[lo:hi]
 
     def take(self, rows: np.ndarray) -> Rows:
-        """A new batch holding ``rows`` in the given order."""
-        return as_rows(self.to_csr()[np.asarray(rows)], self.n_features)
+        """A new batch holding copies of ``rows`` (indices or a mask) in the given order."""
+        pick = np.asarray(rows)
+        rows = np.arange(self.n)[pick if pick.size else pick.astype(np.int64)]  # any NumPy index, checked
+        lengths = self.indptr[rows + 1] - self.indptr[rows]
+        indptr = np.zeros(rows.size + 1, dtype=np.int64)
+        np.cumsum(lengths, out=indptr[1:])
+        at = np.repeat(self.indptr[rows] - indptr[:-1], lengths) + np.arange(indptr[-1])
+        return Rows(indptr, self.indices[at], self.data[at], self.n_features)
 
     def to_csr(self) -> sp.csr_matrix:
         return sp.csr_matrix((self.data, self.indices, self.indptr), shape=(self.n, self.n_features))
@@ -71,15 +77,18 @@ class Rows:
     @classmethod
     def stack(cls, rows: Sequence[tuple[np.ndarray, np.ndarray]], n_features: int) -> Rows:
         """A batch from per-record (indices, values) pairs that are already valid."""
-        lengths = np.fromiter((len(i) for i, _ in rows), dtype=np.int64, count=len(rows))
-        indptr = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=indptr[1:])
-        if rows:
-            indices = np.concatenate([i for i, _ in rows]).astype(np.int32, copy=False)
-            data = np.concatenate([v for _, v in rows]).astype(np.float64, copy=False)
-        else:
-            indices, data = np.empty(0, np.int32), np.empty(0, np.float64)
-        return cls(indptr, indices, data, n_features)
+        indices, values = zip(*rows, strict=True) if rows else ((), ())
+        return cls.concatenate(indices, values, n_features)
+
+    @classmethod
+    def concatenate(cls, indices: Sequence[np.ndarray], values: Sequence[np.ndarray], n_features: int) -> Rows:
+        """A batch from each record's indices and values, already valid."""
+        indptr = np.zeros(len(indices) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, indices), dtype=np.int64, count=len(indices)), out=indptr[1:])
+        if len(indices):
+            return cls(indptr, np.concatenate(indices).astype(np.int32, copy=False),
+                       np.concatenate(values).astype(np.float64, copy=False), n_features)
+        return cls(indptr, np.empty(0, np.int32), np.empty(0, np.float64), n_features)
 
 
 def _check_values(data: np.ndarray, indptr: np.ndarray) -> None:

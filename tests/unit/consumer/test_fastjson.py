@@ -14,7 +14,7 @@ import numpy as np
 import orjson
 import pytest
 
-from consumer.fastjson import scan_batch
+from consumer.fastjson import _number, scan_batch
 from consumer.records import _decode_one_by_one, decode_feature_batch
 
 D = 16
@@ -29,8 +29,11 @@ def same(values: list, n_features: int = D) -> None:
     assert got.ts == want.ts
     assert [(k, e.reason) for k, e in got.rejected] == [(k, e.reason) for k, e in want.rejected]
     np.testing.assert_array_equal(got.rows.to_csr().toarray(), want.rows.to_csr().toarray())
+    as_sent = got.features_json(range(len(got.ids)))
     for i in range(len(got.ids)):
-        assert got.features(i) == orjson.loads(values[got.positions[i]])["features"]
+        sent = orjson.loads(values[got.positions[i]])["features"]
+        assert got.features(i) == sent
+        assert orjson.loads(orjson.dumps(as_sent[i])) == sent
 
 
 def test_common_shapes_are_read_by_the_compiled_reader():
@@ -40,6 +43,10 @@ def test_common_shapes_are_read_by_the_compiled_reader():
     status = scan_batch(values, D)[1]
     assert status.tolist() == [0, 0, 0]
     same(values)
+    batch = decode_feature_batch(values, D, lambda k: 0.0)  # an output carries the features as sent
+    assert [orjson.dumps(f) for f in batch.features_json([0, 1, 2])] == [
+        b'{"indices": [1, 3], "values": [0.5, -2e-3]}', b'{"values":[1,2],"indices":[0,15]}',
+        b"[" + b", ".join(b"%d" % (i % 3) for i in range(D)) + b"]"]
 
 
 
@@ -52,6 +59,57 @@ def test_a_timestamp_with_many_digits_stays_on_the_compiled_reader_and_is_exact(
     got = decode_feature_batch(values, D, lambda k: 0.0)
     assert got.ts == [1763850011.6237588, float("1700000000.123456789012"), 0.30000000000000004, 1e-7, 1763850011.0]
     same(values)
+
+
+def _read(text: str) -> tuple[float, int]:
+    """(value, status) of the compiled number reader on the whole of ``text``."""
+    value, end, status, _ = _number(np.frombuffer(text.encode(), dtype=np.uint8), 0, len(text))
+    assert end == len(text)
+    return value, status
+
+
+def _near_midpoints(rng: random.Random, n: int) -> list[str]:
+    """Decimal strings within a hair of the midpoint between two neighbouring doubles, where a
+    reader that rounds twice goes wrong."""
+    from decimal import Decimal, getcontext
+
+    getcontext().prec = 60
+    out = []
+    for _ in range(n):
+        x = rng.uniform(1.0, 2.0**rng.randrange(1, 52))
+        mid = (Decimal(x) + Decimal(np.nextafter(x, np.inf))) / 2
+        digits = rng.choice([17, 18, 19])
+        scale = digits - len(str(int(mid)))  # digits after the point
+        if not 1 <= scale <= 15:
+            continue
+        text = str(mid.quantize(Decimal(1).scaleb(-scale)))
+        out.append(text)
+        last = int(text[-1])  # and one unit of the last digit either side
+        out += [text[:-1] + str(last + 1)] if last < 9 else []
+        out += [text[:-1] + str(last - 1)] if last > 0 else []
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_long_decimals_are_read_exactly_or_handed_to_python(seed):
+    rng = random.Random(seed)
+    stamps = [repr(rng.uniform(1.6e9, 1.9e9)) for _ in range(3000)]
+    long = [f"{rng.randrange(1, 10**rng.randrange(16, 20))}" for _ in range(3000)]
+    long = [t[: -(k := rng.randrange(1, min(15, len(t) - 1) + 1))] + "." + t[-k:] for t in long]
+    tricky = _near_midpoints(rng, 3000)
+    fast = {}
+    for name, texts in (("stamps", stamps), ("long", long), ("tricky", tricky)):
+        statuses = []
+        for text in texts:
+            value, status = _read(text)
+            assert status in (0, 1), text
+            if status == 0:
+                assert value == float(text), text  # bit for bit: both are finite and positive
+            statuses.append(status)
+        fast[name] = statuses.count(0) / len(statuses)
+    assert fast["stamps"] > 0.999  # time.time()'s 17 digits never leave the compiled reader
+    assert fast["long"] > 0.9  # the rest have an integer part beyond 2**53
+    assert fast["tricky"] < 0.99, fast  # a value on a midpoint's edge is handed over
 
 
 ODD = [

@@ -9,13 +9,22 @@ def entry(t: float, ttl: float = 10.0) -> Entry:
     return Entry(np.array([1], np.int32), np.array([2.0]), 1, 0.5, 0.1, t, t + ttl, 1.0)
 
 
-def test_pop_hands_an_entry_out_once_then_remembers_it():
+def test_take_hands_an_entry_out_once_then_remembers_it():
+    store = PendingStore(max_entries=10, memory_s=100)
+    first = entry(0)
+    store.add("a", first)
+    assert store.status("a") == "pending"
+    assert store.take("a", now=1) is first
+    assert store.status("a") == "applied" and "a" not in store
+    assert store.take("a", now=2) is None and store.take("b", now=2) is None
+    assert store.status("b") == "unknown"
+
+
+def test_take_keeping_the_entry_hands_it_out_to_every_label():
     store = PendingStore(max_entries=10, memory_s=100)
     store.add("a", entry(0))
-    assert store.status("a") == "pending"
-    store.pop("a", now=1)
-    assert store.status("a") == "applied" and "a" not in store
-    assert store.status("b") == "unknown"
+    assert store.take("a", now=1, keep=True) is store.take("a", now=2, keep=True) is not None
+    assert store.status("a") == "pending" and "a" in store
 
 
 def test_expire_pops_in_request_order_and_forgets_after_memory():
@@ -41,7 +50,7 @@ def test_state_round_trip_keeps_entries_and_memories():
     store.add("é-1", entry(0))
     store.add("b", Entry(np.array([3, 7], np.int32), np.array([0.5, -1.0]), -1, 0.25, -0.3, 1.0, 11.0, 2.0))
     store.add("c", entry(2))
-    store.pop("c", now=3)
+    store.take("c", now=3)
     copy = PendingStore(max_entries=10, memory_s=100)
     copy.load_state_dict(store.state_dict())
     assert copy.status("é-1") == "pending" and copy.status("c") == "applied"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import orjson
 import pytest
 from confluent_kafka import KafkaError
 
@@ -41,6 +42,17 @@ def test_batch_is_scored_and_predictions_and_requests_emitted(harness):
     assert request["source"] == f"features:0:{int(request['id'][1:])}"
     assert [p["source"] for p in predictions] == [f"features:0:{i}" for i in range(50)]
     assert request["expires_at"] - request["requested_at"] == harness.settings.labels.ttl_s
+    sent = {orjson.loads(v)["id"]: orjson.loads(v)["features"] for v in harness.broker.values("features")}
+    made = {p["id"]: p for p in predictions}
+    for request in harness.out("label-requests"):  # each request: its record's features and decision
+        rid, prediction = request["id"], made[request["id"]]
+        assert request["features"] == sent[rid]
+        assert (request["prediction"], request["score"], request["probability"]) == (
+            prediction["label"], prediction["score"], prediction["probability"])
+        assert request["uncertainty"] == 1 / (1 + abs(request["score"]))
+        entry = harness.service.pending.get(rid)
+        np.testing.assert_array_equal(entry.val, [x for x in sent[rid] if x != 0])
+        assert entry.probability == request["probability"]
 
 
 def test_decisions_are_deterministic_per_id(harness, tmp_path):

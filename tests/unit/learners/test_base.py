@@ -87,3 +87,13 @@ def test_numeric_binary_labels_encode_like_the_general_path():
     assert learner.encode(labels.astype(float)).tolist() == [1, -1, -1, 1, 1]
     with pytest.raises(ValueError, match="label 2 is not one of"):
         learner.encode(np.array([0, 2, 1]))
+
+
+def test_learn_many_takes_labels_already_encoded():
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((60, 5)), rng.choice(["spam", "ham"], 60)
+    plain, coded = (make("paa-1", n_features=5, classes=["ham", "spam"]) for _ in range(2))
+    plain.learn_many(X, y)
+    coded.learn_many(X, coded.encode(y), encoded=True)
+    np.testing.assert_array_equal(plain.score(X).p, coded.score(X).p)
+    assert plain.labels_ == coded.labels_

@@ -82,3 +82,20 @@ def test_transform_intercept_matches_dense_hstack_on_ragged_rows():
     t = transform(as_rows(X), normalize=False, bias=0.5)
     np.testing.assert_array_equal(t.to_csr().toarray(), np.hstack([X, np.full((40, 1), 0.5)]))
     assert t.row(3)[0].tolist() == [7]
+
+
+@pytest.mark.parametrize("pick", [[3, 0, 3, 5], [], np.array([True, False, True, False, False, True]), [-1]])
+def test_take_copies_rows_in_the_given_order(pick):
+    dense = sp.random(6, 20, density=0.3, random_state=1).toarray()
+    dense[4] = 0  # an empty row among them
+    rows = as_rows(sp.csr_matrix(dense))
+    taken = rows.take(pick)
+    np.testing.assert_array_equal(taken.to_csr().toarray(), dense[np.asarray(pick, dtype=None if len(pick) else int)])
+    assert taken.indices.dtype == np.int32 and taken.indptr.dtype == np.int64
+    if taken.indices.size:
+        assert not np.shares_memory(taken.indices, rows.indices)
+
+
+def test_take_refuses_a_row_that_is_not_there():
+    with pytest.raises(IndexError):
+        as_rows(sp.eye(3, format="csr")).take([3])
