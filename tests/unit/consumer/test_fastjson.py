@@ -13,9 +13,10 @@ import random
 import numpy as np
 import orjson
 import pytest
+import scipy.sparse as sp
 
 from consumer.fastjson import _number, scan_batch
-from consumer.records import _decode_one_by_one, decode_feature_batch
+from consumer.records import _canonical, _decode_one_by_one, decode_feature_batch
 
 D = 16
 
@@ -209,3 +210,22 @@ def test_random_records_are_read_exactly_as_the_careful_decoder_reads_them(seed)
     same(values)
     status = scan_batch(values, D)[1]
     assert (status == 0).mean() > 0.5  # most of them did take the fast path
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rows_are_made_canonical_as_scipy_makes_them(seed):
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(0, 6, 50)
+    indices = rng.integers(0, 8 if seed % 2 else 10**6, lengths.sum())  # small range: duplicates
+    if seed < 2:  # sorted and unique rows: the compiled path alone
+        indices = np.concatenate([np.sort(rng.choice(10**6, n, replace=False)) for n in lengths])
+    data = rng.choice([0.0, -0.0, 1.5, -2.0, 0.25], lengths.sum())
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    want = sp.csr_matrix((data.copy(), indices.astype(np.int32), indptr), shape=(50, 10**6))
+    want.eliminate_zeros()
+    want.sum_duplicates()
+    got = _canonical(indices.copy(), data.copy(), lengths, 10**6)
+    np.testing.assert_array_equal(got.indptr, want.indptr)
+    np.testing.assert_array_equal(got.indices, want.indices)
+    np.testing.assert_array_equal(got.data, want.data)
+    assert got.indices.dtype == np.int32

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import orjson
 import pytest
@@ -401,6 +403,15 @@ def test_run_returns_zero_after_a_requested_stop(harness):
     harness.service.request_stop()
     assert harness.service.run() == 0
     assert len(harness.service.store.paths()) == 1
+
+
+def test_run_puts_what_start_up_made_out_of_the_cyclic_collectors_sight(harness):
+    gc.unfreeze()
+    harness.service.request_stop()
+    harness.service.run()
+    frozen = gc.get_freeze_count()
+    gc.unfreeze()  # give this test process its collector back
+    assert frozen > 10_000  # the modules, the kernels and the model at least
 
 
 def test_checkpoint_of_other_hyper_parameters_is_refused_naming_the_file(harness):
