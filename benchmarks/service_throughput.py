@@ -225,9 +225,12 @@ def stages(values: list[bytes], delta: float) -> dict[str, float]:
         encoded = encode_predictions(batch.ids, labels, dec.scores.p, dec.probability, wants, batch.ts, 0, 0.0,
                                     "features", partitions, offsets)
         keys = encode_keys(batch.ids)
-        requests = [(rid.encode(), encode_label_request(
-            rid, batch.features(i), labels[i], float(dec.scores.p[i]), float(dec.probability[i]), 0.5, 1.0, 0.0, 0.0, 0,
-            source_of("features", partitions[i], offsets[i]))) for i, rid in enumerate(batch.ids) if wants[i]]
+        asked = [i for i in range(len(batch.ids)) if wants[i]]
+        batch.rows.take(np.asarray(asked, dtype=np.int64))  # the pending entries' copy of their rows
+        requests = [(batch.ids[i].encode(), encode_label_request(
+            batch.ids[i], features, labels[i], float(dec.scores.p[i]), float(dec.probability[i]), 0.5, 1.0, 0.0, 0.0,
+            0, source_of("features", partitions[i], offsets[i])))
+            for i, features in zip(asked, batch.features_json(asked), strict=True)]
         encoded_at = time.perf_counter()
         for key, value in zip(keys, encoded, strict=True):
             producer.produce("predictions", value, key)
