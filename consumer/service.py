@@ -523,12 +523,12 @@ class Service:
 
     def _learn(self, joined: list[tuple[Entry, Any, float]], now: float, outcome: str) -> None:
         entries, labels, costs = zip(*joined, strict=True)
-        idx, val, predicted, probability, _, requested_at, _, _ = zip(*entries, strict=True)
-        rows = Rows.concatenate(idx, val, self.settings.n_features)
-        predicted = np.array(predicted, dtype=np.int64)
+        column = Entry._make(zip(*entries, strict=True))  # each field of the entries, as a tuple
+        rows = Rows.concatenate(column.idx, column.val, self.settings.n_features)
+        predicted = np.array(column.predicted, dtype=np.int64)
         codes = self.learner.encode(labels)
         self.learner.learn_many(rows, codes, predicted=predicted, encoded=True)
-        weights = 1.0 / np.array(probability)
+        weights = 1.0 / np.array(column.probability)
         mistakes = predicted != codes
         t = self.totals
         t.add(f"labels.{outcome}", len(joined))
@@ -541,7 +541,7 @@ class Service:
             for (actual, guessed), n in Tally(zip(decode(codes).tolist(), decode(predicted).tolist(),
                                                   strict=True)).items():
                 t.add(Totals.labelled_key(actual, guessed), n)
-        self.metrics.label_delay.observe_many(now - np.array(requested_at))
+        self.metrics.label_delay.observe_many(now - np.array(column.requested_at))
         self._labels_since_checkpoint += len(joined)
 
     def _expire(self, now: float) -> None:
