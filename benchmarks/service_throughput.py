@@ -30,10 +30,12 @@ import numpy as np
 import orjson
 from confluent_kafka import Consumer, Producer
 
-from consumer import steps
+from consumer import rdkafka, steps
 from consumer.config import load_settings
 from consumer.demo.broker import CLIENT_SETTINGS, Broker, create_topics
-from consumer.records import encode_keys, encode_label_request, encode_predictions, source_of
+from consumer.fastwrite import pack
+from consumer.kafka import CONSUMER_DEFAULTS
+from consumer.records import encode_label_request, encode_predictions, pack_keys, source_of
 from consumer.service import Service
 from learners import make
 from learners.datasets import synthetic_sparse
@@ -80,25 +82,41 @@ def feed(bootstrap: str, topic: str, values: list[bytes], rate: float = 0.0) -> 
     p.flush(60)
 
 
-def null_pipe(bootstrap: str, source: str, sink: str, n: int, ready: threading.Event) -> tuple[float, float]:
-    """Consume n records and produce one output each, untouched; returns (first, last) times."""
+def null_pipe(bootstrap: str, source: str, sink: str, n: int, ready: threading.Event,
+              batched: bool = False) -> tuple[float, float]:
+    """Consume n records and produce one output each, untouched; returns (first, last) times.
+
+    The consumer has the service's fetch settings; the outputs are produced one ``produce`` call
+    each, or, ``batched``, a consumed batch per call as the service produces its predictions
+    (:class:`consumer.rdkafka.BatchProducer`)."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"null-{uuid.uuid4().hex[:6]}", **CLIENT_SETTINGS,
-                  "enable.auto.commit": "false"})
+                  "fetch.queue.backoff.ms": CONSUMER_DEFAULTS["fetch.queue.backoff.ms"], "enable.auto.commit": "false"})
     c.subscribe([source], on_assign=lambda cons, parts: (cons.assign(parts), ready.set()))
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "queue.buffering.max.messages": 2_000_000})
+    conf = {"bootstrap.servers": bootstrap, "linger.ms": 5, "queue.buffering.max.messages": 2_000_000}
+    p = rdkafka.BatchProducer(rdkafka.load(), conf, _lost, _lost) if batched else Producer(conf)
     done, first = 0, None
     while done < n:
-        for msg in c.consume(500, 0.1):
-            if msg.error() is not None:
-                continue
+        got = [msg for msg in c.consume(500, 0.1) if msg.error() is None]
+        if got:
             first = first or time.monotonic()
-            p.produce(sink, key=msg.key(), value=msg.value())
-            done += 1
+            done += len(got)
+        if batched and got:
+            keys, values = pack([m.key() for m in got]), pack([m.value() for m in got])
+            p.produce_batch(sink, keys.data, keys.starts, keys.ends, values.data, values.starts, values.ends)
+        else:
+            for msg in got:
+                p.produce(sink, key=msg.key(), value=msg.value())
         p.poll(0)
     p.flush(60)
     last = time.monotonic()
     c.close()
+    if batched:
+        p.close()
     return first, last
+
+
+def _lost(*why: object) -> None:
+    raise RuntimeError(f"the null pipe lost an output: {why[:3]}")
 
 
 def output_latencies(bootstrap: str, topic: str, n: int, timeout_s: float = 120) -> np.ndarray:
@@ -184,8 +202,8 @@ def stages(values: list[bytes], delta: float) -> dict[str, float]:
     learner = make("paa-1", n_features=D, delta=delta)
     warm = synthetic_sparse(n=100_000, d=D, nnz=18, seed=0)
     learner.learn_many(warm.rows, warm.labels)
-    producer = Producer({"bootstrap.servers": "127.0.0.1:1", "queue.buffering.max.messages": 2_000_000,
-                         "log_level": 0})
+    unreachable = {"bootstrap.servers": "127.0.0.1:1", "queue.buffering.max.messages": 2_000_000, "log_level": 0}
+    producer, batches = Producer(unreachable), rdkafka.BatchProducer(rdkafka.load(), unreachable, _lost, print)
 
     class Msg:
         def __init__(self, v: bytes, off: int) -> None:
@@ -215,7 +233,7 @@ def stages(values: list[bytes], delta: float) -> dict[str, float]:
     start = time.perf_counter()
     decisions = [learner.decide(batch.rows, ids=batch.ids) for batch in decoded]
     t["score + decide (one compiled call per batch)"] = time.perf_counter() - start
-    encode, produce = "encode outputs (compiled writer, keys, requests)", "produce (librdkafka enqueue)"
+    encode, produce = "encode outputs (compiled writer, keys, requests)", "produce (librdkafka batch + requests)"
     t[encode] = t[produce] = 0.0
     for b, (batch, dec) in enumerate(zip(decoded, decisions, strict=True)):  # batch by batch, as the service does
         start = time.perf_counter()
@@ -224,7 +242,7 @@ def stages(values: list[bytes], delta: float) -> dict[str, float]:
         partitions, offsets = [m.partition() for m in mine], [m.offset() for m in mine]
         encoded = encode_predictions(batch.ids, labels, dec.scores.p, dec.probability, wants, batch.ts, 0, 0.0,
                                     "features", partitions, offsets)
-        keys = encode_keys(batch.ids)
+        keys = pack_keys(batch.ids)
         asked = [i for i in range(len(batch.ids)) if wants[i]]
         batch.rows.take(np.asarray(asked, dtype=np.int64))  # the pending entries' copy of their rows
         requests = [(batch.ids[i].encode(), encode_label_request(
@@ -232,25 +250,29 @@ def stages(values: list[bytes], delta: float) -> dict[str, float]:
             0, source_of("features", partitions[i], offsets[i])))
             for i, features in zip(asked, batch.features_json(asked), strict=True)]
         encoded_at = time.perf_counter()
-        for key, value in zip(keys, encoded, strict=True):
-            producer.produce("predictions", value, key)
+        batches.produce_batch("predictions", keys.data, keys.starts, keys.ends, encoded.data, encoded.starts,
+                              encoded.ends)
         for key, value in requests:
             producer.produce("label_requests", value, key)
         t[encode] += encoded_at - start
         t[produce] += time.perf_counter() - encoded_at
     producer.purge()
+    batches.close()
     return {k: v / len(values) for k, v in t.items()}
 
 
-def drain_backlog(b: str, values: list[bytes], truth: dict, delta: float, workdir: Path) -> tuple[float, float, float]:
-    """One repetition of part 1: (null pipe records/s, service records/s, the service's query ratio),
-    each draining the same backlog from fresh topics."""
+def drain_backlog(b: str, values: list[bytes], truth: dict, delta: float,
+                  workdir: Path) -> tuple[float, float, float, float]:
+    """One repetition of part 1: (null pipe records/s, batched null pipe records/s, service
+    records/s, the service's query ratio), each draining the same backlog from fresh topics."""
     n = len(values)
-    src, dst = f"src-{uuid.uuid4().hex[:6]}", f"dst-{uuid.uuid4().hex[:6]}"
-    create_topics(b, [src, dst])
-    feed(b, src, values)
-    null_pipe(b, src, dst, n, threading.Event())
-    null_rate = output_rate(b, dst, n)
+    null_rates = []
+    for batched in (False, True):
+        src, dst = f"src-{uuid.uuid4().hex[:6]}", f"dst-{uuid.uuid4().hex[:6]}"
+        create_topics(b, [src, dst])
+        feed(b, src, values)
+        null_pipe(b, src, dst, n, threading.Event(), batched=batched)
+        null_rates.append(output_rate(b, dst, n))
     topics = {k: f"{k}-{uuid.uuid4().hex[:6]}" for k in
               ("features", "predictions", "label_requests", "labels", "dead_letters")}
     create_topics(b, list(topics.values()))
@@ -262,7 +284,7 @@ def drain_backlog(b: str, values: list[bytes], truth: dict, delta: float, workdi
     service.request_stop()
     runner.join(60)
     annotator.join(10)
-    return null_rate, output_rate(b, topics["predictions"], n), queries
+    return null_rates[0], null_rates[1], output_rate(b, topics["predictions"], n), queries
 
 
 def main() -> None:
@@ -281,8 +303,8 @@ def main() -> None:
     with Broker() as broker:
         b = broker.bootstrap
         runs = [drain_backlog(b, values, truth, delta, workdir) for _ in range(args.repeats)]
-        null_rates, service_rates, query_ratios = (np.array(column) for column in zip(*runs, strict=True))
-        shares = service_rates / null_rates
+        null_rates, batched_rates, service_rates, query_ratios = (np.array(c) for c in zip(*runs, strict=True))
+        shares, batched_shares = service_rates / null_rates, service_rates / batched_rates
         queries = float(np.mean(query_ratios))
 
         # 2. latency at a fixed rate below capacity
@@ -319,17 +341,22 @@ def main() -> None:
         f"Records: {n:,} sparse (~18 non-zeros, 2^20 dimensions), JSON `{{indices, values}}`; learner paa-1, "
         f"δ = {delta:.4g} (query ratio {queries:.1%}); an annotator answers every request at once.",
         "",
-        f"Throughput on a backlog, {args.repeats} repetitions (each: the null pipe, then the service, on fresh "
-        "topics); the broker's own speed varies a lot from run to run on this machine, so each service "
-        "run is compared with the null pipe run just before it:",
+        f"Throughput on a backlog, {args.repeats} repetitions (each: the null pipe producing one call per "
+        "output, the null pipe producing a batch per call, then the service, on fresh topics); each service "
+        "run is compared with the null pipe runs just before it:",
         "",
         "| | median records/s | range |",
         "|---|---|---|",
-        f"| null pipe (consume → produce, no decoding) | {np.median(null_rates):,.0f} | "
+        f"| null pipe, one `produce` per output | {np.median(null_rates):,.0f} | "
         f"{null_rates.min():,.0f} – {null_rates.max():,.0f} |",
+        f"| null pipe, a batch per `rd_kafka_produce_batch` | {np.median(batched_rates):,.0f} | "
+        f"{batched_rates.min():,.0f} – {batched_rates.max():,.0f} |",
         f"| activestream service | {np.median(service_rates):,.0f} | "
         f"{service_rates.min():,.0f} – {service_rates.max():,.0f} |",
-        f"| service / null pipe | {np.median(shares):.0%} | {shares.min():.0%} – {shares.max():.0%} |",
+        f"| service / null pipe, one `produce` per output | {np.median(shares):.0%} | "
+        f"{shares.min():.0%} – {shares.max():.0%} |",
+        f"| service / null pipe, batched | {np.median(batched_shares):.0%} | "
+        f"{batched_shares.min():.0%} – {batched_shares.max():.0%} |",
         "",
         f"Latency at {args.rate:,.0f} records/s for {args.seconds:.0f} s (record timestamp → output timestamp):",
         "",

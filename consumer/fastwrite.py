@@ -4,24 +4,56 @@ Every value is formatted by orjson, one column per call (the ids, the labels, an
 column as a numpy array), so the output is byte for byte what ``orjson.dumps`` makes of the
 record's dict; the compiled loop only cuts those columns apart and lays each record out between
 the constant parts of the schema, with the source (``topic:partition:offset``) written in. The per
-record work left in Python is one bytes slice, where a dict per record and its serialisation cost
-several times more (see ``benchmarks/service_throughput.py``).
+record work left in Python is nothing: the records stay in one buffer (:class:`Packed`), which the
+producer sends as it is (:mod:`consumer.rdkafka`), where a dict per record and its serialisation
+cost several times more (see ``benchmarks/service_throughput.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from itertools import pairwise
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import orjson
 from numba import njit
 
-__all__ = ["write_predictions"]
+__all__ = ["Packed", "pack", "write_predictions"]
 
 _NUMPY = orjson.OPT_SERIALIZE_NUMPY
 _TRUE, _FALSE = np.frombuffer(b"true", dtype=np.uint8), np.frombuffer(b"false", dtype=np.uint8)
+
+
+@dataclass(frozen=True, slots=True)
+class Packed:
+    """Messages laid end to end in one buffer: message k is ``data[starts[k]:ends[k]]``. A sequence
+    of bytes to Python; the producer sends the buffer without cutting it (:mod:`consumer.rdkafka`)."""
+
+    data: bytes
+    starts: np.ndarray
+    ends: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getitem__(self, k: int) -> bytes:
+        return self.data[int(self.starts[k]):int(self.ends[k])]
+
+    def __iter__(self) -> Iterator[bytes]:
+        data = self.data
+        return (data[a:b] for a, b in zip(self.starts.tolist(), self.ends.tolist(), strict=True))
+
+    def select(self, which: Any) -> Packed:
+        """The messages at ``which`` (positions or a boolean mask), in that order."""
+        return Packed(self.data, self.starts[which], self.ends[which])
+
+
+def pack(items: Sequence[bytes]) -> Packed:
+    """``items`` laid end to end."""
+    lengths = np.fromiter(map(len, items), dtype=np.int64, count=len(items))
+    ends = np.cumsum(lengths)
+    return Packed(b"".join(items), ends - lengths, ends)
 
 
 @njit(cache=True, nogil=True)
@@ -99,7 +131,7 @@ def _write(columns, n, requested, partitions, offsets, pieces, cuts, out, bounds
 
 def write_predictions(ids: Sequence[str], labels: Sequence[Any], scores: Any, probabilities: Any,
                       requested: Sequence[bool], ts: Any, model_version: int, predicted_at: float, topic: str,
-                      partitions: Sequence[int], offsets: Sequence[int]) -> list[bytes]:
+                      partitions: Sequence[int], offsets: Sequence[int]) -> Packed:
     """The prediction record of each feature record, as ``orjson.dumps`` would write its dict::
 
         {"v": 1, "id", "label", "score", "probability", "label_requested", "model_version", "ts",
@@ -122,5 +154,4 @@ def write_predictions(ids: Sequence[str], labels: Sequence[Any], scores: Any, pr
     used = _write(np.frombuffer(columns, dtype=np.uint8), n, np.asarray(requested, dtype=np.bool_),
                   np.asarray(partitions, dtype=np.int64), np.asarray(offsets, dtype=np.int64), pieces, cuts, out,
                   bounds)
-    blob = out[:used].tobytes()
-    return [blob[a:b] for a, b in pairwise(bounds.tolist())]
+    return Packed(out[:used].tobytes(), bounds[:-1], bounds[1:])

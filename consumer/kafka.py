@@ -18,21 +18,26 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from consumer.config import Settings
 from consumer.errors import Backpressure, OffsetsNotIncreasing, ProduceFailed
+from consumer.fastwrite import Packed
 from consumer.metrics import Metrics
 
-__all__ = ["Emitter", "OffsetTracker", "consumer_config", "producer_config"]
+__all__ = ["CONSUMER_DEFAULTS", "Emitter", "OffsetTracker", "consumer_config", "producer_config"]
 
 log = logging.getLogger(__name__)
 
 # Settings that make librdkafka behave well for this loop. A user's own properties
 # (ACTIVESTREAM_KAFKA, ACTIVESTREAM_KAFKA_CONSUMER/PRODUCER) override them.
-_CONSUMER_DEFAULTS = {
+CONSUMER_DEFAULTS = {
     "enable.auto.commit": "false",  # offsets are committed only after a checkpoint is durable
     "enable.auto.offset.store": "false",
     "auto.offset.reset": "earliest",  # a new group reads the topic from its start
     "session.timeout.ms": "10000",
     "heartbeat.interval.ms": "1000",
     "fetch.wait.max.ms": "50",  # a tailing consumer sees new records within ~50 ms
+    # With a backlog, librdkafka fetches ahead until 100,000 records wait in its queue, then stops
+    # fetching for this long; at the 1 s default the loop drains that queue and then idles for most
+    # of a second (~1 s of a 1.4 s drain of 200,000 records, benchmarks/service_throughput.py).
+    "fetch.queue.backoff.ms": "10",
     "topic.metadata.refresh.interval.ms": "30000",
 }
 _PRODUCER_DEFAULTS: dict[str, Any] = {
@@ -57,7 +62,7 @@ _FATAL = {
 def consumer_config(settings: Settings, role: str) -> dict[str, Any]:
     """Consumer properties for ``role`` ("features" or "labels"), each in its own group."""
     group = settings.group_id if role == "features" else f"{settings.group_id}-{role}"
-    conf: dict[str, Any] = {**_CONSUMER_DEFAULTS, "bootstrap.servers": settings.bootstrap_servers,
+    conf: dict[str, Any] = {**CONSUMER_DEFAULTS, "bootstrap.servers": settings.bootstrap_servers,
                             "group.id": group, "client.id": f"activestream-{role}"}
     if settings.group_instance_id:
         conf["group.instance.id"] = f"{settings.group_instance_id}-{role}"
@@ -83,19 +88,24 @@ class Emitter:
     leader moved) is produced again on the next :meth:`serve`; one that fails for good (message
     too large, not authorised) is recorded and raised as :class:`ProduceFailed` by :meth:`serve` and
     :meth:`flush`, so the checkpoint that would commit past it never happens.
+
+    Batches of keyed values (the predictions, :meth:`send_packed`) go through ``batch``, a
+    :class:`consumer.rdkafka.BatchProducer`, when there is one: a librdkafka call per batch instead
+    of one per message. Its failures are handled as the producer's.
     """
 
     def __init__(self, make_producer: Callable[[Callable[[KafkaError | None, Message], None]], Producer],
-                 metrics: Metrics, max_in_flight: int) -> None:
+                 metrics: Metrics, max_in_flight: int, make_batch: Callable[..., Any] | None = None) -> None:
         self._metrics = metrics
         self.max_in_flight = max_in_flight
         self._retry: list[tuple[str, bytes | None, bytes | None, Any]] = []
         self._fatal: list[str] = []
         self.producer = self._producer = make_producer(self._delivered)  # one callback for all messages
+        self.batch = make_batch(self._failed, self._client_error) if make_batch is not None else None
 
     def __len__(self) -> int:
         """Messages produced and not yet acknowledged (or waiting to be re-sent)."""
-        return len(self._producer) + len(self._retry)
+        return len(self._producer) + (len(self.batch) if self.batch is not None else 0) + len(self._retry)
 
     def reserve(self, n: int) -> None:
         """Raise :class:`Backpressure` unless ``n`` more messages fit under the in-flight limit."""
@@ -126,33 +136,47 @@ class Emitter:
                     self.send(*rest)
                 return
 
-    def send_values(self, topic: str, keys: list[bytes], values: list[bytes]) -> None:
-        """Produce keyed values without headers to one topic, in order (the predictions: headers
-        would cost more per message than the rest of its produce)."""
-        produce = self._producer.produce
-        for k, (key, value) in enumerate(zip(keys, values, strict=True)):
-            try:
-                produce(topic, value, key)
-            except (BufferError, KafkaException):  # queue full or a client error: the careful path
-                for rest_key, rest_value in zip(keys[k:], values[k:], strict=True):
-                    self.send(topic, rest_key, rest_value)
-                return
+    def send_packed(self, topic: str, keys: Packed, values: Packed) -> None:
+        """Produce keyed values without headers to one topic, in order (the predictions)."""
+        if self.batch is None:
+            for key, value in zip(keys, values, strict=True):
+                self.send(topic, key, value)
+            return
+        try:
+            refused = self.batch.produce_batch(topic, keys.data, keys.starts, keys.ends, values.data, values.starts,
+                                         values.ends)
+        except ValueError as exc:
+            self._fatal.append(f"{topic}: {exc}")
+            raise ProduceFailed(f"cannot produce to {topic}: {exc}") from None
+        for k in refused.tolist():  # librdkafka's queue was full: the careful path, which waits
+            self.send(topic, keys[k], values[k])
 
     def _delivered(self, err: KafkaError | None, msg: Message) -> None:
-        if err is None:
-            return
-        topic = msg.topic()
+        if err is not None:
+            self._failed(msg.topic(), err.code(), err.str(), msg.key(), msg.value(), msg.headers(), err.fatal())
+
+    def _failed(self, topic: str, code: int, text: str, key: bytes | None, value: bytes | None,
+                headers: Any = None, fatal: bool = False) -> None:
         self._metrics.produce_errors.labels(topic=topic).inc()
-        if err.code() in _FATAL or err.fatal():
-            self._fatal.append(f"{topic}: {err.str()}")
-            log.error("delivery to %s failed for good: %s", topic, err.str())
+        if code in _FATAL or fatal:
+            self._fatal.append(f"{topic}: {text}")
+            log.error("delivery to %s failed for good: %s", topic, text)
         else:
-            log.warning("delivery to %s failed (%s); re-sending", topic, err.str())
-            self._retry.append((topic, msg.key(), msg.value(), msg.headers()))
+            log.warning("delivery to %s failed (%s); re-sending", topic, text)
+            self._retry.append((topic, key, value, headers))
+
+    def _client_error(self, code: int, text: str, fatal: bool) -> None:
+        if fatal:
+            self._fatal.append(f"producer: {text}")
+            log.error("producer failed for good: %s", text)
+        else:
+            log.warning("kafka: %s", text)
 
     def serve(self, timeout: float = 0.0) -> None:
         """Run delivery callbacks, re-send what failed, raise if something failed for good."""
         self._producer.poll(timeout)
+        if self.batch is not None:
+            self.batch.poll(0)
         if self._retry:
             retry, self._retry = self._retry, []
             for topic, key, value, headers in retry:
@@ -167,10 +191,18 @@ class Emitter:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return len(self) == 0
-            self._producer.flush(min(remaining, 1.0))
+            if self.batch is not None:
+                self.batch.flush(min(remaining, 1.0))
+            self._producer.flush(min(max(deadline - time.monotonic(), 0.0), 1.0))
             self.serve()
             if len(self) == 0:
                 return True
+
+    def close(self) -> None:
+        """Close the producers (what they still hold is dropped: it was never committed past)."""
+        if self.batch is not None:
+            self.batch.close()
+        self._producer.close()
 
 
 @dataclass(slots=True)

@@ -44,6 +44,7 @@ import numpy as np
 import orjson
 
 from consumer.errors import InvalidRecord
+from consumer.fastwrite import Packed, pack
 from consumer.fastwrite import write_predictions as encode_predictions  # one compiled pass per batch
 from learners.hashing import hash_features
 from learners.inputs import Rows
@@ -59,6 +60,7 @@ __all__ = [
     "encode_keys",
     "encode_label_request",
     "encode_predictions",
+    "pack_keys",
     "parse_source",
     "source_of",
 ]
@@ -393,6 +395,16 @@ def decode_label(value: bytes | None, classes: Mapping[Any, int], default_ts: fl
     ):
         raise InvalidRecord("bad_cost", f"cost must be a finite number ≥ 0, got {cost!r:.60}")
     return Label(rid, label, None if cost is None else float(cost), _timestamp(obj, default_ts))
+
+
+def pack_keys(ids: Sequence[str]) -> Packed:
+    """The Kafka key of each output, its id in UTF-8, laid end to end (one encode for the batch)."""
+    data = "".join(ids).encode()
+    lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+    if len(data) != int(lengths.sum()):  # some id is not ASCII: its UTF-8 is longer than its str
+        return pack(encode_keys(ids))
+    ends = np.cumsum(lengths)
+    return Packed(data, ends - lengths, ends)
 
 
 def encode_keys(ids: Sequence[str]) -> list[bytes]:

@@ -31,17 +31,19 @@ from typing import Any
 import numpy as np
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from consumer import steps
+from consumer import rdkafka, steps
 from consumer.budget import CostModel, LabelBudget
 from consumer.checkpoint import CheckpointPolicy, CheckpointStore
 from consumer.clock import Clock, SystemClock
 from consumer.config import Settings
 from consumer.errors import Backpressure, CheckpointError, ConfigError, IncompatibleCheckpoint
+from consumer.fastwrite import Packed
 from consumer.health import Health, HealthServer
 from consumer.kafka import Emitter, OffsetTracker, consumer_config, producer_config
 from consumer.metrics import Metrics
 from consumer.pending import Entry, PendingStore, pack_strings, unpack_strings
-from consumer.records import REASONS, Label, encode_keys, encode_label_request, encode_predictions, source_of
+from consumer.rdkafka import BatchProducer
+from consumer.records import REASONS, Label, encode_label_request, encode_predictions, pack_keys, source_of
 from consumer.recovery import Recovery, read_tail
 from consumer.totals import Totals
 from learners import make
@@ -100,6 +102,19 @@ class KafkaClients:
         messages costs less per message than one passed with each)."""
         return Producer({**producer_config(self.settings), "error_cb": self._on_error, "on_delivery": on_delivery})
 
+    def batch_producer(self, on_failed: Callable[..., None], on_error: Callable[..., None]) -> BatchProducer | None:
+        """A second producer for the predictions, fed a batch per librdkafka call (None where no
+        librdkafka can be loaded: the predictions then go through :meth:`producer`)."""
+        lib = rdkafka.load()
+        if lib is None:
+            log.info("librdkafka not loadable through ctypes: predictions are produced one by one")
+            return None
+        conf = {**producer_config(self.settings), "client.id": "activestream-predictions"}
+        try:
+            return BatchProducer(lib, conf, on_failed, on_error)
+        except ValueError as exc:
+            raise ConfigError(f"ACTIVESTREAM_KAFKA_PRODUCER: {exc}") from None
+
     def reader(self) -> Consumer:
         """A group-less consumer that reads a topic's tail to its end (recovery)."""
         conf = consumer_config(self.settings, "recovery")
@@ -114,7 +129,7 @@ class _Batch:
 
     started: float
     outgoing: list[tuple[str, bytes | None, bytes | None, list | None]] = field(default_factory=list)
-    predictions: tuple[list[bytes], list[bytes]] = ([], [])  # keys, values
+    predictions: tuple[Packed, Packed] | None = None  # keys, values
     pending: list[tuple[str, Entry]] = field(default_factory=list)
     requested_ids: set[str] = field(default_factory=set)
     offsets: dict[tuple[str, int], int] = field(default_factory=dict)  # next offset per partition
@@ -208,7 +223,7 @@ class Service:
         self._restore()
         if self._serve_http:
             self.http = HealthServer(self.health, self.metrics.registry, s.metrics_port).start()
-        self.emitter = Emitter(self._clients.producer, self.metrics, s.max_in_flight)
+        self.emitter = Emitter(self._clients.producer, self.metrics, s.max_in_flight, self._clients.batch_producer)
         self._producer = self.emitter.producer
         self._features = self._clients.consumer("features")
         self._labels = self._clients.consumer("labels")
@@ -284,7 +299,7 @@ class Service:
             if getattr(self, "emitter", None) is not None:
                 if not final_checkpoint:
                     self.emitter.flush(5.0)
-                self._producer.close()
+                self.emitter.close()
             if self.http is not None:
                 self.http.close()
 
@@ -378,10 +393,10 @@ class Service:
                 requested[i] = True
         values = encode_predictions(ids, labels, scores, probs, requested, ts, learner.labels_, now, topics.features,
                                     partitions, offsets)
-        keys = encode_keys(ids)
+        keys = pack_keys(ids)
         if produced is not None and any(produced):
-            keys = [k for k, done in zip(keys, produced, strict=True) if not done]
-            values = [v for v, done in zip(values, produced, strict=True) if not done]
+            left = ~np.array(produced, dtype=np.bool_)
+            keys, values = keys.select(left), values.select(left)
         batch.predictions = (keys, values)
         batch.predicted = labels
         batch.probability = np.asarray(probs)
@@ -446,10 +461,10 @@ class Service:
     def _emit(self, batch: _Batch) -> None:
         """Send a decided batch; raises :class:`Backpressure` before sending anything if it would
         exceed the in-flight limit."""
-        keys, values = batch.predictions
-        self.emitter.reserve(len(batch.outgoing) + len(values))
+        self.emitter.reserve(len(batch.outgoing) + (len(batch.predictions[1]) if batch.predictions else 0))
         self.emitter.send_many(batch.outgoing)
-        self.emitter.send_values(self.settings.topics.predictions, keys, values)
+        if batch.predictions:
+            self.emitter.send_packed(self.settings.topics.predictions, *batch.predictions)
         now = self.clock.now()
         for rid, entry in batch.pending:
             for pushed_id, _ in self.pending.add(rid, entry):

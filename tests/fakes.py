@@ -12,6 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from confluent_kafka import TIMESTAMP_CREATE_TIME, KafkaError, TopicPartition
 
 
@@ -222,6 +223,24 @@ class FakeProducer:
                              for t in names})
 
 
+class FakeBatchProducer(FakeProducer):
+    """:class:`consumer.rdkafka.BatchProducer`'s interface over the same queue: failures reach
+    ``on_failed`` as (topic, code, text, key, value)."""
+
+    def __init__(self, broker: LocalBroker, on_failed, on_error) -> None:
+        super().__init__(broker, self._report)
+        self.on_failed, self.on_error = on_failed, on_error
+
+    def _report(self, err, msg) -> None:
+        if err is not None:
+            self.on_failed(msg.topic(), err.code(), err.str(), msg.key(), msg.value())
+
+    def produce_batch(self, topic: str, keys: bytes, key_starts, key_ends, values: bytes, starts, ends):
+        for ka, kb, va, vb in zip(key_starts.tolist(), key_ends.tolist(), starts.tolist(), ends.tolist(), strict=True):
+            self.produce(topic, values[va:vb], keys[ka:kb])
+        return np.empty(0, dtype=np.int64)
+
+
 class FakeClients:
     """What :class:`consumer.service.Service` asks its ``clients`` for."""
 
@@ -234,6 +253,10 @@ class FakeClients:
 
     def producer(self, on_delivery=None) -> FakeProducer:
         self.producers.append(FakeProducer(self.broker, on_delivery))
+        return self.producers[-1]
+
+    def batch_producer(self, on_failed, on_error) -> FakeBatchProducer:
+        self.producers.append(FakeBatchProducer(self.broker, on_failed, on_error))
         return self.producers[-1]
 
     def reader(self) -> FakeConsumer:

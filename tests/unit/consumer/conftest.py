@@ -47,6 +47,11 @@ class Harness:
         for producer in self.clients.producers:
             producer.poll()
 
+    def hold(self, on: bool) -> None:
+        """While on, no producer's message is acknowledged (a slow or absent broker)."""
+        for producer in self.clients.producers:
+            producer.hold = on
+
     def out(self, topic: str) -> list[dict]:
         self.deliver()
         return [orjson.loads(v) for v in self.broker.values(topic) if v is not None]

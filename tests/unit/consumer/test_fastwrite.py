@@ -4,7 +4,8 @@ from random import Random
 import numpy as np
 import orjson
 
-from consumer.fastwrite import write_predictions
+from consumer.fastwrite import pack, write_predictions
+from consumer.records import pack_keys
 
 IDS = ["r1", 'quote"and\\backslash', "ünïcødé", "tab\there", "\u2028", "x" * 300, "0"]
 LABELS = [1, -1, "cat", 2.5, True, None, 0]
@@ -33,20 +34,35 @@ def test_every_record_is_what_orjson_writes_of_its_dict():
             [rng.choice(EDGE_FLOATS) if i % 7 == 0 else 1.7e9 + rng.random() for i in range(n)],
             rng.randrange(10**12), 1763812345.25, "features.v2_x-1",
             [rng.randrange(1000) for _ in range(n)], [rng.choice([0, 9, 10, 2**62]) + i for i in range(n)])
-    assert write_predictions(*args) == reference(*args)
+    packed = write_predictions(*args)
+    assert list(packed) == reference(*args)
+    assert packed.data == b"".join(reference(*args))  # laid end to end, nothing between
 
 
 def test_edge_floats_in_every_column():
     k = len(EDGE_FLOATS)
     args = (["a"] * k, [1] * k, EDGE_FLOATS, EDGE_FLOATS[::-1], [False] * k, EDGE_FLOATS, 0, -0.0, "t",
             [0] * k, list(range(k)))
-    assert write_predictions(*args) == reference(*args)
+    assert list(write_predictions(*args)) == reference(*args)
 
 
 def test_numpy_columns_and_an_empty_batch():
     scores, probs, ts = np.array([0.5, -2.0]), np.array([1.0, 0.25]), np.array([10.0, 11.5])
     out = write_predictions(["a", "b"], [1, -1], scores, probs, np.array([True, False]), ts, 3, 12.0, "f", [1, 1],
                             [5, 6])
-    assert out == reference(["a", "b"], [1, -1], scores.tolist(), probs.tolist(), [True, False], ts.tolist(), 3, 12.0,
-                            "f", [1, 1], [5, 6])
-    assert write_predictions([], [], [], [], [], [], 0, 0.0, "f", [], []) == []
+    assert list(out) == reference(["a", "b"], [1, -1], scores.tolist(), probs.tolist(), [True, False], ts.tolist(),
+                                  3, 12.0, "f", [1, 1], [5, 6])
+    assert list(write_predictions([], [], [], [], [], [], 0, 0.0, "f", [], [])) == []
+
+
+def test_packed_messages_are_read_back_one_by_one_and_selected():
+    items = [b"", b"a", "\u00e9t\u00e9".encode(), b"xyz" * 50]
+    packed = pack(items)
+    assert list(packed) == items and len(packed) == 4 and packed[2] == items[2]
+    assert list(packed.select([3, 0])) == [items[3], items[0]]
+    assert list(packed.select(np.array([True, False, True, False]))) == [items[0], items[2]]
+
+
+def test_keys_are_the_ids_in_utf8_ascii_or_not():
+    for ids in (["r1", "r22", "", "abc"], ["r1", "\u00fcn\u00efc\u00f8d\u00e9", "\u2028", "x"]):
+        assert list(pack_keys(ids)) == [i.encode() for i in ids]

@@ -347,15 +347,14 @@ def test_crash_after_checkpoint_keeps_decisions_and_applies_each_label_once(harn
 def test_backpressure_holds_the_decided_batch_and_pauses_features(tmp_path):
     h = Harness(tmp_path, max_in_flight=10)
     h.service.start()
-    producer = h.clients.producers[0]
-    producer.hold = True
+    h.hold(True)
     feed(h, 8)
     h.service.run_once()  # 8+ messages in flight, not acknowledged
     feed(h, 8, prefix="s")
     h.service.run_once()
     assert h.service._batch is not None and h.service._paused
     assert h.service.metrics.backpressure._value.get() >= 1
-    producer.hold = False
+    h.hold(False)
     h.service.run_once()
     h.service.run_once()
     h.service.emitter.serve()
@@ -383,6 +382,28 @@ def test_a_fatal_delivery_error_stops_before_any_commit(harness):
     feed(h, 5)
     h.service.run_once()
     with pytest.raises(ProduceFailed, match=r"predictions|label-requests"):
+        h.service.checkpoint()
+    assert h.broker.committed == {}
+    assert h.service.store.paths() == []
+
+
+def test_a_failed_prediction_of_a_batch_is_resent_and_a_fatal_one_stops_before_any_commit(harness):
+    h = harness
+    h.service.start()
+    batch = h.service.emitter.batch
+    assert batch in h.clients.producers  # the predictions go through the batch producer
+    batch.fail = [KafkaError(KafkaError.REQUEST_TIMED_OUT)]
+    feed(h, 5)
+    h.service.run_once()
+    h.service.emitter.serve()
+    h.service.emitter.serve()
+    assert sorted(p["id"] for p in h.out("predictions")) == [f"r{i}" for i in range(5)]
+    assert h.service.metrics.produce_errors.labels(topic="predictions")._value.get() == 1
+
+    batch.fail = [KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)]
+    feed(h, 5, prefix="s")
+    h.service.run_once()
+    with pytest.raises(ProduceFailed, match="predictions"):
         h.service.checkpoint()
     assert h.broker.committed == {}
     assert h.service.store.paths() == []
@@ -463,7 +484,7 @@ def test_a_failed_checkpoint_at_revocation_commits_nothing_and_does_not_raise(tm
     monkeypatch.setattr(consumer.service, "_FLUSH_TIMEOUT_S", 0.05)
     h = Harness(tmp_path)
     h.service.start()
-    h.clients.producers[0].hold = True  # the broker is away: the flush cannot finish
+    h.hold(True)  # the broker is away: the flush cannot finish
     feed(h, 5)
     h.service.run_once()
     h.service._on_revoke(h.service._features, h.service._features.assignment())
@@ -478,15 +499,14 @@ def test_a_failed_periodic_checkpoint_keeps_the_loop_running(tmp_path, monkeypat
     monkeypatch.setattr(consumer.service, "_FLUSH_TIMEOUT_S", 0.05)
     h = Harness(tmp_path, checkpoint={"every_s": 10})
     h.service.start()
-    producer = h.clients.producers[0]
-    producer.hold = True  # the broker is away: nothing is acknowledged
+    h.hold(True)  # the broker is away: nothing is acknowledged
     feed(h, 5)
     h.service.run_once()
     h.clock.advance(11)
     h.service.run_once()  # the checkpoint is due and fails; the loop goes on
     assert h.service.metrics.checkpoint_failures._value.get() == 1
     assert h.service.store.paths() == [] and h.broker.committed == {}
-    producer.hold = False
+    h.hold(False)
     h.clock.advance(11)
     h.service.run_once()
     assert len(h.service.store.paths()) == 1
