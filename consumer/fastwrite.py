@@ -1,12 +1,12 @@
-"""A compiled writer of prediction records, for a whole batch at once.
+"""A compiled writer of the service's output records (predictions, label requests), for a whole
+batch at once.
 
-Every value is formatted by orjson, one column per call (the ids, the labels, and each float
+Every value is formatted by orjson, one column per call (the ids, the labels, each float or integer
 column as a numpy array), so the output is byte for byte what ``orjson.dumps`` makes of the
 record's dict; the compiled loop only cuts those columns apart and lays each record out between
-the constant parts of the schema, with the source (``topic:partition:offset``) written in. The per
-record work left in Python is nothing: the records stay in one buffer (:class:`Packed`), which the
-producer sends as it is (:mod:`consumer.rdkafka`), where a dict per record and its serialisation
-cost several times more (see ``benchmarks/service_throughput.py``).
+the constant parts of the schema. No per-record work is left in Python: the records stay in one
+buffer (:class:`Packed`), which the producer sends as it is (:mod:`consumer.rdkafka`), where a dict
+per record and its serialisation cost several times more (see ``benchmarks/service_throughput.py``).
 """
 
 from __future__ import annotations
@@ -19,10 +19,9 @@ import numpy as np
 import orjson
 from numba import njit
 
-__all__ = ["Packed", "pack", "write_predictions"]
+__all__ = ["Packed", "pack", "write_label_requests", "write_predictions"]
 
 _NUMPY = orjson.OPT_SERIALIZE_NUMPY
-_TRUE, _FALSE = np.frombuffer(b"true", dtype=np.uint8), np.frombuffer(b"false", dtype=np.uint8)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,50 +82,49 @@ def _put(out, at, src, lo, hi):
     return at
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _put_int(out, at, value):
-    if value == 0:
-        out[at] = 48
-        return at + 1
-    digits = 0
-    v = value
-    while v > 0:
-        v //= 10
-        digits += 1
-    for j in range(digits - 1, -1, -1):
-        out[at + j] = 48 + value % 10
-        value //= 10
-    return at + digits
-
-
 @njit(cache=True, nogil=True)
-def _write(columns, n, requested, partitions, offsets, pieces, cuts, out, bounds):
-    """Record k = piece 0, id, piece 1, label, piece 2, score, piece 3, probability, piece 4,
-    true|false, piece 5, ts, piece 6, partition, ':', offset, piece 7; ``columns`` holds the five
-    JSON arrays (ids, labels, scores, probabilities, ts) back to back."""
-    lo = np.empty((5, n), dtype=np.int64)
-    hi = np.empty((5, n), dtype=np.int64)
-    at = 0
-    for c in range(5):
-        at = _spans(columns, at, lo[c], hi[c])
+def _interleave(src, lo, hi, pieces, cuts, out, bounds):
+    """Record k = piece 0, src[lo[0, k]:hi[0, k]], piece 1, ..., src[lo[m-1, k]:hi[m-1, k]], piece m."""
+    m, n = lo.shape
     at = 0
     for k in range(n):
         bounds[k] = at
-        for c in range(4):  # id, label, score, probability
+        for c in range(m):
             at = _put(out, at, pieces, cuts[c], cuts[c + 1])
-            at = _put(out, at, columns, lo[c, k], hi[c, k])
-        at = _put(out, at, pieces, cuts[4], cuts[5])
-        word = _TRUE if requested[k] else _FALSE
-        at = _put(out, at, word, 0, word.size)
-        at = _put(out, at, pieces, cuts[5], cuts[6])
-        at = _put(out, at, columns, lo[4, k], hi[4, k])  # ts
-        at = _put(out, at, pieces, cuts[6], cuts[7])
-        at = _put_int(out, at, partitions[k])
-        out[at] = 58  # ':'
-        at = _put_int(out, at + 1, offsets[k])
-        at = _put(out, at, pieces, cuts[7], cuts[8])
+            at = _put(out, at, src, lo[c, k], hi[c, k])
+        at = _put(out, at, pieces, cuts[m], cuts[m + 1])
     bounds[n] = at
-    return at
+
+
+def _json_array(values: Any, kind: str = "") -> bytes:
+    """``values`` as the JSON array orjson writes ("f": as float64, "i": as int64, "b": as bool)."""
+    if kind:
+        return orjson.dumps(np.asarray(values, dtype={"f": np.float64, "i": np.int64, "b": np.bool_}[kind]),
+                            option=_NUMPY)
+    return orjson.dumps(values)
+
+
+def _records(parts: Sequence[bytes], columns: Sequence[bytes | Packed], n: int) -> Packed:
+    """n records laid end to end: record k = parts[0], value k of columns[0], parts[1], ..., parts[m].
+    A column is a compact JSON array of n scalars (:func:`_json_array`) or a :class:`Packed` of n
+    JSON texts, written as they are."""
+    buffers = [c.data if isinstance(c, Packed) else c for c in columns]
+    src = np.frombuffer(b"".join(buffers), dtype=np.uint8)
+    lo, hi = np.empty((len(columns), n), dtype=np.int64), np.empty((len(columns), n), dtype=np.int64)
+    base = 0
+    for c, column in enumerate(columns):
+        if isinstance(column, Packed):
+            lo[c], hi[c] = column.starts + base, column.ends + base
+        else:
+            _spans(src, base, lo[c], hi[c])
+        base += len(buffers[c])
+    pieces = np.frombuffer(b"".join(parts), dtype=np.uint8)
+    cuts = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in parts], out=cuts[1:])
+    out = np.empty(int((hi - lo).sum()) + n * pieces.size, dtype=np.uint8)
+    bounds = np.empty(n + 1, dtype=np.int64)
+    _interleave(src, lo, hi, pieces, cuts, out, bounds)
+    return Packed(out.tobytes(), bounds[:-1], bounds[1:])
 
 
 def write_predictions(ids: Sequence[str], labels: Sequence[Any], scores: Any, probabilities: Any,
@@ -139,19 +137,31 @@ def write_predictions(ids: Sequence[str], labels: Sequence[Any], scores: Any, pr
 
     ``topic`` is a Kafka topic name (letters, digits, ``._-``: nothing to escape).
     """
-    n = len(ids)
-    columns = b"".join((orjson.dumps(ids), orjson.dumps(labels),
-                        *(orjson.dumps(np.asarray(c, dtype=np.float64), option=_NUMPY)
-                          for c in (scores, probabilities, ts))))
     parts = (b'{"v":1,"id":', b',"label":', b',"score":', b',"probability":', b',"label_requested":',
              b',"model_version":%d,"ts":' % model_version,
-             b',"predicted_at":%b,"source":"%b:' % (orjson.dumps(predicted_at), topic.encode()), b'"}')
-    pieces = np.frombuffer(b"".join(parts), dtype=np.uint8)
-    cuts = np.zeros(len(parts) + 1, dtype=np.int64)
-    np.cumsum([len(p) for p in parts], out=cuts[1:])
-    out = np.empty(len(columns) + n * (len(pieces) + 5 + 41), dtype=np.uint8)
-    bounds = np.empty(n + 1, dtype=np.int64)
-    used = _write(np.frombuffer(columns, dtype=np.uint8), n, np.asarray(requested, dtype=np.bool_),
-                  np.asarray(partitions, dtype=np.int64), np.asarray(offsets, dtype=np.int64), pieces, cuts, out,
-                  bounds)
-    return Packed(out[:used].tobytes(), bounds[:-1], bounds[1:])
+             b',"predicted_at":%b,"source":"%b:' % (orjson.dumps(predicted_at), topic.encode()), b":", b'"}')
+    columns = (_json_array(ids), _json_array(labels), _json_array(scores, "f"), _json_array(probabilities, "f"),
+               _json_array(requested, "b"), _json_array(ts, "f"), _json_array(partitions, "i"),
+               _json_array(offsets, "i"))
+    return _records(parts, columns, len(ids))
+
+
+def write_label_requests(ids: Sequence[str], features: Packed, predictions: Sequence[Any], scores: Any,
+                         probabilities: Any, uncertainty: Any, costs: Any, requested_at: float, expires_at: float,
+                         model_version: int, topic: str, partitions: Sequence[int], offsets: Sequence[int]) -> Packed:
+    """The label request of each record, as ``orjson.dumps`` would write its dict::
+
+        {"v": 1, "id", "features", "prediction", "score", "probability", "uncertainty", "cost",
+         "requested_at", "expires_at", "model_version", "source": "<topic>:<partition>:<offset>"}
+
+    ``features`` holds each record's features as JSON text (the received text, written as is).
+    """
+    parts = (b'{"v":1,"id":', b',"features":', b',"prediction":', b',"score":', b',"probability":',
+             b',"uncertainty":', b',"cost":',
+             b',"requested_at":%b,"expires_at":%b,"model_version":%d,"source":"%b:' % (
+                 orjson.dumps(requested_at), orjson.dumps(expires_at), model_version, topic.encode()),
+             b":", b'"}')
+    columns = (_json_array(ids), features, _json_array(predictions), _json_array(scores, "f"),
+               _json_array(probabilities, "f"), _json_array(uncertainty, "f"), _json_array(costs, "f"),
+               _json_array(partitions, "i"), _json_array(offsets, "i"))
+    return _records(parts, columns, len(ids))

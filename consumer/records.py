@@ -212,16 +212,19 @@ class FeatureBatch:
         """Record i's "features" as received (read again: only label requests need it)."""
         return orjson.loads(self.values[self.positions[i]])["features"]
 
-    def features_json(self, records: Sequence[int]) -> list[Any]:
-        """The "features" of some records, for outputs: the received JSON text itself where the
-        compiled reader has vouched for it (an ``orjson.Fragment``, written as is), else
-        :meth:`features`."""
+    def features_packed(self, records: Sequence[int]) -> Packed:
+        """The "features" of some records as JSON text, for outputs: the received text itself where
+        the compiled reader has vouched for it, else orjson's text of :meth:`features`."""
         if self.feature_spans is None:
-            return [self.features(i) for i in records]
+            return pack([orjson.dumps(self.features(i)) for i in records])
         at = np.asarray(records, dtype=np.int64)
-        blob, fragment = self.blob, orjson.Fragment
-        return [fragment(blob[lo:hi]) if hi > lo else self.features(i) for i, lo, hi in
-                zip(records, self.feature_spans[0][at].tolist(), self.feature_spans[1][at].tolist(), strict=True)]
+        lo, hi = self.feature_spans[0][at], self.feature_spans[1][at]
+        missing = np.flatnonzero(hi <= lo).tolist()
+        if not missing:
+            return Packed(self.blob, lo, hi)
+        extra = pack([orjson.dumps(self.features(records[j])) for j in missing])
+        lo[missing], hi[missing] = extra.starts + len(self.blob), extra.ends + len(self.blob)
+        return Packed(self.blob + extra.data, lo, hi)
 
 
 def _flat(raw: Any, n_features: int) -> tuple[Any, list] | None:

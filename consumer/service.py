@@ -37,13 +37,13 @@ from consumer.checkpoint import CheckpointPolicy, CheckpointStore
 from consumer.clock import Clock, SystemClock
 from consumer.config import Settings
 from consumer.errors import Backpressure, CheckpointError, ConfigError, IncompatibleCheckpoint
-from consumer.fastwrite import Packed
+from consumer.fastwrite import Packed, write_label_requests
 from consumer.health import Health, HealthServer
 from consumer.kafka import Emitter, OffsetTracker, consumer_config, producer_config
 from consumer.metrics import Metrics
 from consumer.pending import Entry, PendingStore, pack_strings, unpack_strings
 from consumer.rdkafka import BatchProducer
-from consumer.records import REASONS, Label, encode_label_request, encode_predictions, pack_keys, source_of
+from consumer.records import REASONS, Label, encode_predictions, pack_keys
 from consumer.recovery import Recovery, read_tail
 from consumer.totals import Totals
 from learners import make
@@ -129,7 +129,7 @@ class _Batch:
 
     started: float
     outgoing: list[tuple[str, bytes | None, bytes | None, list | None]] = field(default_factory=list)
-    predictions: tuple[Packed, Packed] | None = None  # keys, values
+    outputs: list[tuple[str, Packed, Packed]] = field(default_factory=list)  # (topic, keys, values)
     pending: list[tuple[str, Entry]] = field(default_factory=list)
     requested_ids: set[str] = field(default_factory=set)
     offsets: dict[tuple[str, int], int] = field(default_factory=dict)  # next offset per partition
@@ -397,7 +397,7 @@ class Service:
         if produced is not None and any(produced):
             left = ~np.array(produced, dtype=np.bool_)
             keys, values = keys.select(left), values.select(left)
-        batch.predictions = (keys, values)
+        batch.outputs.append((topics.predictions, keys, values))
         batch.predicted = labels
         batch.probability = np.asarray(probs)
         batch.record_ts = ts
@@ -426,17 +426,17 @@ class Service:
         rows = decoded.rows.take(at)
         score, probability = np.asarray(scores, dtype=np.float64)[at], np.asarray(probs, dtype=np.float64)[at]
         gap = decisions.scores.gap
-        uncertainty = steps.uncertainty(score, None if gap is None else gap[at]).tolist()
-        features, ptr = decoded.features_json(granted), rows.indptr.tolist()
-        for j, (i, sc, prob) in enumerate(zip(granted, score.tolist(), probability.tolist(), strict=True)):
-            rid, label = decoded.ids[i], labels[i]
-            cost = self.costs.of(label)
+        uncertainty = steps.uncertainty(score, None if gap is None else gap[at])
+        ids, predicted = [decoded.ids[i] for i in granted], [labels[i] for i in granted]
+        costs, ptr = [self.costs.of(label) for label in predicted], rows.indptr.tolist()
+        for j, (rid, sc, prob, cost) in enumerate(zip(ids, score.tolist(), probability.tolist(), costs, strict=True)):
             lo, hi = ptr[j], ptr[j + 1]
-            batch.pending.append((rid, Entry(rows.indices[lo:hi], rows.data[lo:hi], codes[i], prob, sc, now,
+            batch.pending.append((rid, Entry(rows.indices[lo:hi], rows.data[lo:hi], codes[granted[j]], prob, sc, now,
                                              expires_at, cost)))
-            batch.outgoing.append((s.topics.label_requests, rid.encode(), encode_label_request(
-                rid, features[j], label, sc, prob, uncertainty[j], cost, now, expires_at, version,
-                source_of(s.topics.features, partitions[i], offsets[i])), None))
+        requests = write_label_requests(ids, decoded.features_packed(granted), predicted, score, probability,
+                                        uncertainty, costs, now, expires_at, version, s.topics.features,
+                                        [partitions[i] for i in granted], [offsets[i] for i in granted])
+        batch.outputs.append((s.topics.label_requests, pack_keys(ids), requests))
         batch.requests += len(granted)
 
     def _keep_recorded(self, i: int, recorded: Any, labels: list, scores: list, probs: list, wants: list,
@@ -461,10 +461,10 @@ class Service:
     def _emit(self, batch: _Batch) -> None:
         """Send a decided batch; raises :class:`Backpressure` before sending anything if it would
         exceed the in-flight limit."""
-        self.emitter.reserve(len(batch.outgoing) + (len(batch.predictions[1]) if batch.predictions else 0))
+        self.emitter.reserve(len(batch.outgoing) + sum(len(values) for _, _, values in batch.outputs))
         self.emitter.send_many(batch.outgoing)
-        if batch.predictions:
-            self.emitter.send_packed(self.settings.topics.predictions, *batch.predictions)
+        for topic, keys, values in batch.outputs:
+            self.emitter.send_packed(topic, keys, values)
         now = self.clock.now()
         for rid, entry in batch.pending:
             for pushed_id, _ in self.pending.add(rid, entry):

@@ -4,8 +4,8 @@ from random import Random
 import numpy as np
 import orjson
 
-from consumer.fastwrite import pack, write_predictions
-from consumer.records import pack_keys
+from consumer.fastwrite import pack, write_label_requests, write_predictions
+from consumer.records import encode_label_request, pack_keys, source_of
 
 IDS = ["r1", 'quote"and\\backslash', "ünïcødé", "tab\there", "\u2028", "x" * 300, "0"]
 LABELS = [1, -1, "cat", 2.5, True, None, 0]
@@ -66,3 +66,20 @@ def test_packed_messages_are_read_back_one_by_one_and_selected():
 def test_keys_are_the_ids_in_utf8_ascii_or_not():
     for ids in (["r1", "r22", "", "abc"], ["r1", "\u00fcn\u00efc\u00f8d\u00e9", "\u2028", "x"]):
         assert list(pack_keys(ids)) == [i.encode() for i in ids]
+
+
+def test_every_label_request_is_what_orjson_writes_of_its_dict():
+    rng = Random(11)
+    n = 500
+    features = [orjson.dumps({"indices": [rng.randrange(100) for _ in range(3)], "values": random_floats(rng, 3)})
+                if i % 3 else b'[ 0.5,\n 1e-3 ]' for i in range(n)]  # received text, kept as it is
+    ids = [rng.choice(IDS) + str(i) for i in range(n)]
+    predictions, costs = [rng.choice(LABELS) for _ in range(n)], [rng.choice([0.0, 1.0, 2.5, 1 / 3]) for _ in range(n)]
+    scores, probs, unc = random_floats(rng, n), [rng.random() for _ in range(n)], [rng.random() for _ in range(n)]
+    partitions, offsets = [rng.randrange(100) for _ in range(n)], [rng.randrange(2**62) for _ in range(n)]
+    out = write_label_requests(ids, pack(features), predictions, np.array(scores), probs, unc, costs,
+                               1763812345.125, 1763815945.125, 42, "features.v2_x-1", partitions, offsets)
+    assert list(out) == [encode_label_request(
+        ids[i], orjson.Fragment(features[i]), predictions[i], scores[i], probs[i], unc[i], costs[i], 1763812345.125,
+        1763815945.125, 42, source_of("features.v2_x-1", partitions[i], offsets[i])) for i in range(n)]
+    assert len(write_label_requests([], pack([]), [], [], [], [], [], 0.0, 0.0, 0, "f", [], [])) == 0

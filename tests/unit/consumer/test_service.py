@@ -365,45 +365,49 @@ def test_backpressure_holds_the_decided_batch_and_pauses_features(tmp_path):
 def test_a_retriable_delivery_error_is_resent(harness):
     h = harness
     h.service.start()
-    h.clients.producers[0].fail = [KafkaError(KafkaError._MSG_TIMED_OUT)]
+    h.clients.producers[0].fail = [KafkaError(KafkaError._MSG_TIMED_OUT)]  # the producer of dead letters
+    h.raw_feature(b"{not json", b"bad")
     feed(h, 5)
     h.service.run_once()
     h.service.emitter.serve()
     h.service.emitter.serve()
+    assert [m.value() for m in h.broker.messages("dead-letters")] == [b"{not json"]
     assert sorted(p["id"] for p in h.out("predictions")) == [f"r{i}" for i in range(5)]
-    assert h.service.metrics.produce_errors.labels(topic="label-requests")._value.get() + \
-        h.service.metrics.produce_errors.labels(topic="predictions")._value.get() == 1
+    assert h.service.metrics.produce_errors.labels(topic="dead-letters")._value.get() == 1
 
 
 def test_a_fatal_delivery_error_stops_before_any_commit(harness):
     h = harness
     h.service.start()
     h.clients.producers[0].fail = [KafkaError(KafkaError.MSG_SIZE_TOO_LARGE)]
+    h.raw_feature(b"{not json", b"bad")
     feed(h, 5)
     h.service.run_once()
-    with pytest.raises(ProduceFailed, match=r"predictions|label-requests"):
+    with pytest.raises(ProduceFailed, match=r"dead-letters"):
         h.service.checkpoint()
     assert h.broker.committed == {}
     assert h.service.store.paths() == []
 
 
-def test_a_failed_prediction_of_a_batch_is_resent_and_a_fatal_one_stops_before_any_commit(harness):
+def test_a_failed_output_of_a_batch_is_resent_and_a_fatal_one_stops_before_any_commit(harness):
     h = harness
     h.service.start()
     batch = h.service.emitter.batch
-    assert batch in h.clients.producers  # the predictions go through the batch producer
+    assert batch in h.clients.producers  # predictions and label requests go through the batch producer
     batch.fail = [KafkaError(KafkaError.REQUEST_TIMED_OUT)]
     feed(h, 5)
     h.service.run_once()
     h.service.emitter.serve()
     h.service.emitter.serve()
     assert sorted(p["id"] for p in h.out("predictions")) == [f"r{i}" for i in range(5)]
-    assert h.service.metrics.produce_errors.labels(topic="predictions")._value.get() == 1
+    assert len(h.out("label-requests")) == h.service.totals.get("label_requests") > 0
+    errors = h.service.metrics.produce_errors
+    assert errors.labels(topic="predictions")._value.get() + errors.labels(topic="label-requests")._value.get() == 1
 
     batch.fail = [KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)]
     feed(h, 5, prefix="s")
     h.service.run_once()
-    with pytest.raises(ProduceFailed, match="predictions"):
+    with pytest.raises(ProduceFailed, match=r"predictions|label-requests"):
         h.service.checkpoint()
     assert h.broker.committed == {}
     assert h.service.store.paths() == []
