@@ -382,8 +382,13 @@ def test_a_fatal_delivery_error_stops_before_any_commit(harness):
     h.clients.producers[0].fail = [KafkaError(KafkaError.MSG_SIZE_TOO_LARGE)]
     h.raw_feature(b"{not json", b"bad")
     feed(h, 5)
+    assert_checkpoint_refused(h, r"dead-letters")
+
+
+def assert_checkpoint_refused(h: Harness, failed: str) -> None:
+    """A loop turn, then a checkpoint that raises for the ``failed`` topics, writing and committing nothing."""
     h.service.run_once()
-    with pytest.raises(ProduceFailed, match=r"dead-letters"):
+    with pytest.raises(ProduceFailed, match=failed):
         h.service.checkpoint()
     assert h.broker.committed == {}
     assert h.service.store.paths() == []
@@ -406,11 +411,7 @@ def test_a_failed_output_of_a_batch_is_resent_and_a_fatal_one_stops_before_any_c
 
     batch.fail = [KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)]
     feed(h, 5, prefix="s")
-    h.service.run_once()
-    with pytest.raises(ProduceFailed, match=r"predictions|label-requests"):
-        h.service.checkpoint()
-    assert h.broker.committed == {}
-    assert h.service.store.paths() == []
+    assert_checkpoint_refused(h, r"predictions|label-requests")
 
 
 def test_stop_request_ends_with_a_final_checkpoint_and_commit(harness):
