@@ -89,7 +89,7 @@ class Emitter:
     too large, not authorised) is recorded and raised as :class:`ProduceFailed` by :meth:`serve` and
     :meth:`flush`, so the checkpoint that would commit past it never happens.
 
-    Batches of keyed values (the predictions, :meth:`send_packed`) go through ``batch``, a
+    Batches of keyed values (predictions, label requests: :meth:`send_packed`) go through ``batch``, a
     :class:`consumer.rdkafka.BatchProducer`, when there is one: a librdkafka call per batch instead
     of one per message. Its failures are handled as the producer's.
     """
@@ -137,7 +137,7 @@ class Emitter:
                 return
 
     def send_packed(self, topic: str, keys: Packed, values: Packed) -> None:
-        """Produce keyed values without headers to one topic, in order (the predictions)."""
+        """Produce keyed values without headers to one topic, in order (predictions, label requests)."""
         if self.batch is None:
             for key, value in zip(keys, values, strict=True):
                 self.send(topic, key, value)

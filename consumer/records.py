@@ -57,8 +57,6 @@ __all__ = [
     "decode_feature",
     "decode_feature_batch",
     "decode_label",
-    "encode_keys",
-    "encode_label_request",
     "encode_predictions",
     "pack_keys",
     "parse_source",
@@ -405,18 +403,9 @@ def pack_keys(ids: Sequence[str]) -> Packed:
     data = "".join(ids).encode()
     lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
     if len(data) != int(lengths.sum()):  # some id is not ASCII: its UTF-8 is longer than its str
-        return pack(encode_keys(ids))
+        return pack([rid.encode() for rid in ids])
     ends = np.cumsum(lengths)
     return Packed(data, ends - lengths, ends)
-
-
-def encode_keys(ids: Sequence[str]) -> list[bytes]:
-    """The Kafka key of each output: its id in UTF-8 (one encode for the batch when no id holds a
-    newline, which is every id the compiled reader reads)."""
-    joined = "\n".join(ids)
-    if joined.count("\n") == len(ids) - 1:
-        return joined.encode().split(b"\n")
-    return [rid.encode() for rid in ids]
 
 
 def source_of(topic: str, partition: int, offset: int) -> str:
@@ -427,13 +416,3 @@ def source_of(topic: str, partition: int, offset: int) -> str:
 def parse_source(value: str) -> tuple[str, int, int]:
     topic, partition, offset = value.rsplit(":", 2)
     return topic, int(partition), int(offset)
-
-
-def encode_label_request(rid: str, features: Any, prediction: Any, score: float, probability: float,
-                         uncertainty: float, cost: float, requested_at: float, expires_at: float,
-                         model_version: int, source: str) -> bytes:
-    return orjson.dumps({
-        "v": SCHEMA_VERSION, "id": rid, "features": features, "prediction": prediction, "score": score,
-        "probability": probability, "uncertainty": uncertainty, "cost": cost, "requested_at": requested_at,
-        "expires_at": expires_at, "model_version": model_version, "source": source,
-    })

@@ -103,8 +103,8 @@ class KafkaClients:
         return Producer({**producer_config(self.settings), "error_cb": self._on_error, "on_delivery": on_delivery})
 
     def batch_producer(self, on_failed: Callable[..., None], on_error: Callable[..., None]) -> BatchProducer | None:
-        """A second producer for the predictions, fed a batch per librdkafka call (None where no
-        librdkafka can be loaded: the predictions then go through :meth:`producer`)."""
+        """A second producer for predictions and label requests, fed a batch per librdkafka call
+        (None where no librdkafka can be loaded: they then go through :meth:`producer`)."""
         lib = rdkafka.load()
         if lib is None:
             log.info("librdkafka not loadable through ctypes: predictions are produced one by one")

@@ -5,7 +5,7 @@ import numpy as np
 import orjson
 
 from consumer.fastwrite import pack, write_label_requests, write_predictions
-from consumer.records import encode_label_request, pack_keys, source_of
+from consumer.records import pack_keys, source_of
 
 IDS = ["r1", 'quote"and\\backslash', "ünïcødé", "tab\there", "\u2028", "x" * 300, "0"]
 LABELS = [1, -1, "cat", 2.5, True, None, 0]
@@ -19,6 +19,15 @@ def reference(ids, labels, scores, probs, asked, ts, version, now, topic, partit
         "label_requested": asked[i], "model_version": version, "ts": ts[i], "predicted_at": now,
         "source": f"{topic}:{partitions[i]}:{offsets[i]}",
     }) for i in range(len(ids))]
+
+
+def request_reference(rid, features, prediction, score, probability, uncertainty, cost, requested_at, expires_at,
+                      model_version, source):
+    return orjson.dumps({
+        "v": 1, "id": rid, "features": features, "prediction": prediction, "score": score,
+        "probability": probability, "uncertainty": uncertainty, "cost": cost, "requested_at": requested_at,
+        "expires_at": expires_at, "model_version": model_version, "source": source,
+    })
 
 
 def random_floats(rng, n):
@@ -79,7 +88,7 @@ def test_every_label_request_is_what_orjson_writes_of_its_dict():
     partitions, offsets = [rng.randrange(100) for _ in range(n)], [rng.randrange(2**62) for _ in range(n)]
     out = write_label_requests(ids, pack(features), predictions, np.array(scores), probs, unc, costs,
                                1763812345.125, 1763815945.125, 42, "features.v2_x-1", partitions, offsets)
-    assert list(out) == [encode_label_request(
+    assert list(out) == [request_reference(
         ids[i], orjson.Fragment(features[i]), predictions[i], scores[i], probs[i], unc[i], costs[i], 1763812345.125,
         1763815945.125, 42, source_of("features.v2_x-1", partitions[i], offsets[i])) for i in range(n)]
     assert len(write_label_requests([], pack([]), [], [], [], [], [], 0.0, 0.0, 0, "f", [], [])) == 0

@@ -8,8 +8,8 @@ from consumer.records import (
     REASONS,
     decode_feature,
     decode_label,
-    encode_keys,
     encode_predictions,
+    pack_keys,
     parse_source,
     source_of,
 )
@@ -86,4 +86,4 @@ def test_sources_read_back_as_written():
 
 def test_keys_are_the_ids_in_utf8_whatever_they_hold():
     for ids in (["a", "b"], ["line\nbreak", "ü", ""], [], ["x"]):
-        assert encode_keys(ids) == [rid.encode() for rid in ids]
+        assert list(pack_keys(ids)) == [rid.encode() for rid in ids]
