@@ -1,15 +1,17 @@
-"""A compiled reader for the common shapes of feature records, for a whole batch at once.
+"""A compiled reader for the common shapes of feature and label records, for a whole batch at once.
 
 It accepts exactly::
 
     {"id": "<plain string>", "features": {"indices": [<ints>], "values": [<numbers>]}, "ts": <number>, "v": 1}
     {"id": "<plain string>", "features": [<n_features numbers>], ...}
+    {"id": "<plain string>", "label": "<plain string>" | <number>, "cost": <number>, "ts": <number>, "v": 1}
 
-in any key order, with any JSON whitespace, ``ts`` and ``v`` optional. Every other record — an id
+in any key order, with any JSON whitespace, ``ts``, ``v`` and ``cost`` optional. Every other record — an id
 with escapes or non-ASCII bytes, named features, extra keys, anything malformed, a number outside
 strict JSON grammar, an index out of range — is marked for the careful decoder
-(:func:`consumer.records.decode_feature`), which knows every rule and names every rejection. So
-this reader can only make the common case fast; it never decides that a record is bad.
+(:func:`consumer.records.decode_feature`, :func:`consumer.records.decode_label`), which knows every
+rule and names every rejection. So this reader can only make the common case fast; it never decides
+that a record is bad.
 
 Numbers are exact: a number with at most 19 significant digits and a small exponent is computed
 with correctly rounded float64 arithmetic (Clinger's fast path, or :func:`_long_decimal` for the
@@ -26,7 +28,7 @@ from numba import njit
 
 from learners.datasets import _POW10
 
-__all__ = ["compact_rows", "gather_lines", "scan_batch", "scan_features"]
+__all__ = ["compact_rows", "gather_lines", "scan_batch", "scan_features", "scan_label_batch", "scan_labels"]
 
 _MAX_FAST_MANTISSA = 2**53
 _POW10_INT = np.array([10**k for k in range(16)], dtype=np.uint64)  # exact in float64 too
@@ -65,7 +67,7 @@ def _ws(buf, i, end):
     return i
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")  # a call per number cost a third of the scan
 def _number(buf, i, end):
     """A strict JSON number at buf[i:]. Returns (value, next, status, is_integer):
     status 0 exact, 1 exact value needs Python's float, -1 not a JSON number."""
@@ -139,8 +141,9 @@ def _number(buf, i, end):
     return (-value if neg else value), i, status, integer
 
 
-_KEYS = [np.frombuffer(name, dtype=np.uint8) for name in (b"id", b"features", b"ts", b"v", b"indices", b"values")]
-K_ID, K_FEATURES, K_TS, K_V, K_INDICES, K_VALUES = _KEYS
+_KEYS = [np.frombuffer(name, dtype=np.uint8)
+         for name in (b"id", b"features", b"ts", b"v", b"indices", b"values", b"label", b"cost")]
+K_ID, K_FEATURES, K_TS, K_V, K_INDICES, K_VALUES, K_LABEL, K_COST = _KEYS
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -153,10 +156,23 @@ def _is(buf, start, n, key):
     return True
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _plain(buf, i, end):
+    """Where the plain ASCII string at buf[i:] (after its opening quote) ends: the index of its
+    closing quote, or -1 when it holds an escape, a control or a non-ASCII byte, or is not closed."""
+    while i < end and buf[i] != 34:
+        c = buf[i]
+        if c == 92 or c < 32 or c >= 128:
+            return -1
+        i += 1
+    return i if i < end else -1
+
+
 @njit(cache=True, nogil=True)
 def _key(buf, i, end):
     """A plain ASCII object key at buf[i:] (after its opening quote). Returns (code, next):
-    code 1 id, 2 features, 3 ts, 4 v, 5 indices, 6 values, 0 anything else, -1 not plain."""
+    code 1 id, 2 features, 3 ts, 4 v, 5 indices, 6 values, 7 label, 8 cost, 0 anything else,
+    -1 not plain."""
     start = i
     while i < end and buf[i] != 34:
         c = buf[i]
@@ -179,10 +195,14 @@ def _key(buf, i, end):
         code = 5
     elif _is(buf, start, n, K_VALUES):
         code = 6
+    elif _is(buf, start, n, K_LABEL):
+        code = 7
+    elif _is(buf, start, n, K_COST):
+        code = 8
     return code, i + 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _array(buf, i, end, out, at, fix_at, fix_lo, fix_hi, nfix, integers, fix_base):
     """A JSON array of numbers at buf[i:] (after '['), written to out[at:]. Returns
     (next, count, nfix, ok)."""
@@ -258,19 +278,12 @@ def scan_features(buf, bounds, n_features, status, id_lo, id_hi, ts, has_ts, ts_
                 if seen_id or buf[i] != 34:
                     good = False
                     break
-                lo = i + 1
-                i = lo
-                while i < end and buf[i] != 34:
-                    c = buf[i]
-                    if c == 92 or c < 32 or c >= 128:
-                        good = False
-                        break
-                    i += 1
-                if not good or i >= end or i == lo:
+                hi = _plain(buf, i + 1, end)
+                if hi <= i + 1:
                     good = False
                     break
-                id_lo[k], id_hi[k] = lo, i
-                i += 1
+                id_lo[k], id_hi[k] = i + 1, hi
+                i = hi + 1
                 seen_id = True
             elif code == 3:  # "ts": a number
                 if has_ts[k]:
@@ -423,10 +436,8 @@ def gather_lines(blob: bytes, lo: np.ndarray, hi: np.ndarray) -> bytes:
     return out.tobytes()
 
 
-def scan_batch(values: list[bytes | None], n_features: int):
-    """Run :func:`scan_features` over a batch. Returns (blob, status, id_lo, id_hi, ts, has_ts,
-    row_len, indices, data, feat_lo, feat_hi) with every number exact; the spans are offsets in
-    the blob."""
+def _joined(values: list[bytes | None]) -> tuple[bytes, np.ndarray]:
+    """The values laid end to end, and where each begins (value k is blob[bounds[k]:bounds[k+1]])."""
     n = len(values)
     try:
         blob, lengths = b"".join(values), np.fromiter(map(len, values), dtype=np.int64, count=n)
@@ -434,6 +445,22 @@ def scan_batch(values: list[bytes | None], n_features: int):
         blob, lengths = b"".join(v or b"" for v in values), [len(v) if v else 0 for v in values]
     bounds = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lengths, out=bounds[1:])
+    return blob, bounds
+
+
+def _reread_ts(blob: bytes, ts: np.ndarray, ts_lo: np.ndarray, ts_hi: np.ndarray, status: np.ndarray) -> None:
+    """Read with Python's ``float`` the timestamps the scanner could not vouch for."""
+    refix = np.flatnonzero((ts_hi > ts_lo) & (status == OK))
+    for k, lo, hi in zip(refix.tolist(), ts_lo[refix].tolist(), ts_hi[refix].tolist(), strict=True):
+        ts[k] = float(blob[lo:hi])
+
+
+def scan_batch(values: list[bytes | None], n_features: int):
+    """Run :func:`scan_features` over a batch. Returns (blob, status, id_lo, id_hi, ts, has_ts,
+    row_len, indices, data, feat_lo, feat_hi) with every number exact; the spans are offsets in
+    the blob."""
+    n = len(values)
+    blob, bounds = _joined(values)
     # each number takes a character and a separator at least: a bound without counting anything
     capacity = len(blob) // 2 + n + 1
     buf = np.frombuffer(blob, dtype=np.uint8)
@@ -450,7 +477,124 @@ def scan_batch(values: list[bytes | None], n_features: int):
                                indices, data, fix_at, fix_lo, fix_hi, feat_lo, feat_hi)
     for at, lo, hi in zip(fix_at[:nfix].tolist(), fix_lo[:nfix].tolist(), fix_hi[:nfix].tolist(), strict=True):
         data[at] = float(blob[lo:hi])
-    refix = np.flatnonzero((ts_hi > ts_lo) & (status == OK))
-    for k, lo, hi in zip(refix.tolist(), ts_lo[refix].tolist(), ts_hi[refix].tolist(), strict=True):
-        ts[k] = float(blob[lo:hi])
+    _reread_ts(blob, ts, ts_lo, ts_hi, status)
     return blob, status, id_lo, id_hi, ts, has_ts, row_len, indices[:used], data[:used], feat_lo, feat_hi
+
+
+LABEL_TEXT, LABEL_INTEGER, LABEL_NUMBER = 1, 2, 3
+
+
+@njit(cache=True, nogil=True)
+def scan_labels(buf, bounds, status, id_lo, id_hi, kind, label_lo, label_hi, number, cost, has_cost, ts, has_ts,
+                ts_lo, ts_hi):
+    """Scan label records ``buf[bounds[k]:bounds[k+1]]``. Fills, per record: status (0 read here,
+    1 for the careful decoder), the byte span of its id; its label's kind (LABEL_TEXT: the span of a
+    plain string; LABEL_INTEGER or LABEL_NUMBER: ``number``); cost and ts if present. A ts to
+    re-read has its byte span in ts_lo/ts_hi (empty otherwise); a label or cost that needs Python's
+    ``float`` leaves the record to the careful decoder."""
+    for k in range(bounds.size - 1):
+        i, end = bounds[k], bounds[k + 1]
+        status[k] = CAREFUL
+        kind[k] = 0
+        has_cost[k] = False
+        has_ts[k] = False
+        ts_lo[k] = ts_hi[k] = 0
+        i = _ws(buf, i, end)
+        if i >= end or buf[i] != 123:  # '{'
+            continue
+        i += 1
+        seen_id = False
+        seen_v = False
+        good = True
+        while good:
+            i = _ws(buf, i, end)
+            if i >= end or buf[i] != 34:
+                good = False
+                break
+            code, i = _key(buf, i + 1, end)
+            i = _ws(buf, i, end)
+            if code <= 0 or i >= end or buf[i] != 58:  # ':'
+                good = False
+                break
+            i = _ws(buf, i + 1, end)
+            if i >= end:
+                good = False
+                break
+            if code == 1 or (code == 7 and buf[i] == 34):  # the id, or a label that is a string
+                if buf[i] != 34 or (seen_id if code == 1 else kind[k] != 0):
+                    good = False
+                    break
+                hi = _plain(buf, i + 1, end)
+                if hi < 0 or (code == 1 and hi == i + 1):
+                    good = False
+                    break
+                if code == 1:
+                    id_lo[k], id_hi[k] = i + 1, hi
+                    seen_id = True
+                else:
+                    label_lo[k], label_hi[k] = i + 1, hi
+                    kind[k] = LABEL_TEXT
+                i = hi + 1
+            elif code == 7 or code == 8 or code == 3:  # a number: the label, the cost or the ts
+                lo = i
+                value, i, st, integer = _number(buf, i, end)
+                if st < 0 or (st == 1 and code != 3):
+                    good = False
+                    break
+                if code == 7:
+                    if kind[k] != 0:
+                        good = False
+                        break
+                    number[k] = value
+                    kind[k] = LABEL_INTEGER if integer else LABEL_NUMBER
+                elif code == 8:
+                    if has_cost[k]:
+                        good = False
+                        break
+                    cost[k] = value
+                    has_cost[k] = True
+                else:
+                    if has_ts[k]:
+                        good = False
+                        break
+                    ts[k] = value
+                    has_ts[k] = True
+                    if st == 1:
+                        ts_lo[k], ts_hi[k] = lo, i
+            elif code == 4:  # "v": exactly 1
+                if seen_v or buf[i] != 49:
+                    good = False
+                    break
+                i += 1
+                seen_v = True
+            else:
+                good = False
+                break
+            i = _ws(buf, i, end)
+            if i < end and buf[i] == 44:  # ','
+                i += 1
+                continue
+            if i < end and buf[i] == 125:  # '}'
+                i += 1
+                break
+            good = False
+        if good and seen_id and kind[k] != 0 and _ws(buf, i, end) == end:
+            status[k] = OK
+
+
+def scan_label_batch(values: list[bytes | None]):
+    """Run :func:`scan_labels` over a batch. Returns (blob, status, id_lo, id_hi, kind, label_lo,
+    label_hi, number, cost, has_cost, ts, has_ts) with every number exact; the spans are offsets in
+    the blob."""
+    n = len(values)
+    blob, bounds = _joined(values)
+    status, kind = np.empty(n, dtype=np.int8), np.empty(n, dtype=np.int8)
+    id_lo, id_hi = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    label_lo, label_hi = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    number, cost, ts = np.zeros(n), np.zeros(n), np.zeros(n)
+    has_cost, has_ts = np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_)
+    ts_lo, ts_hi = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    scan_labels(np.frombuffer(blob, dtype=np.uint8), bounds, status, id_lo, id_hi, kind, label_lo, label_hi, number,
+                cost, has_cost, ts, has_ts, ts_lo, ts_hi)
+    _reread_ts(blob, ts, ts_lo, ts_hi, status)
+    return blob, status, id_lo, id_hi, kind, label_lo, label_hi, number, cost, has_cost, ts, has_ts

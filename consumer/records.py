@@ -57,6 +57,7 @@ __all__ = [
     "decode_feature",
     "decode_feature_batch",
     "decode_label",
+    "decode_label_batch",
     "encode_predictions",
     "pack_keys",
     "parse_source",
@@ -396,6 +397,49 @@ def decode_label(value: bytes | None, classes: Mapping[Any, int], default_ts: fl
     ):
         raise InvalidRecord("bad_cost", f"cost must be a finite number ≥ 0, got {cost!r:.60}")
     return Label(rid, label, None if cost is None else float(cost), _timestamp(obj, default_ts))
+
+
+def decode_label_batch(values: Sequence[bytes | None], classes: Mapping[Any, int], default_ts: Callable[[int], float],
+                       ) -> tuple[list[Label], list[int], list[tuple[int, InvalidRecord]]]:
+    """Decode many label records at once, in input order: (labels, the position of each in
+    ``values``, [(position, why)] of the unusable ones). ``default_ts(k)`` is record k's time when
+    it has no "ts".
+
+    The common shapes are read by the compiled scanner of :mod:`consumer.fastjson`; a record it
+    leaves aside, or whose label is not one of ``classes`` or whose cost is negative, is read again
+    by :func:`decode_label`, which names the rejection.
+    """
+    from consumer.fastjson import LABEL_INTEGER, LABEL_TEXT, gather_lines, scan_label_batch
+
+    values = list(values)
+    blob, status, id_lo, id_hi, kind, label_lo, label_hi, number, cost, has_cost, ts, has_ts = scan_label_batch(values)
+    fast = np.flatnonzero((status == 0) & ~(has_cost & (cost < 0)))
+    ids = gather_lines(blob, id_lo[fast], id_hi[fast]).decode().split("\n") if fast.size else []
+    labels: list[Any] = number[fast].tolist()
+    kinds = kind[fast]
+    for j in np.flatnonzero(kinds == LABEL_INTEGER).tolist():
+        labels[j] = int(labels[j])  # exact: the scanner reads integers of at most 15 digits
+    text = np.flatnonzero(kinds == LABEL_TEXT)
+    if text.size:
+        names = gather_lines(blob, label_lo[fast[text]], label_hi[fast[text]]).decode().split("\n")
+        for j, name in zip(text.tolist(), names, strict=True):
+            labels[j] = name
+    costs = [c if h else None for c, h in zip(cost[fast].tolist(), has_cost[fast].tolist(), strict=True)]
+    stamps = ts[fast].tolist()
+    for j in np.flatnonzero(~has_ts[fast]).tolist():
+        stamps[j] = float(default_ts(int(fast[j])))
+    read = dict(zip(fast.tolist(), zip(ids, labels, costs, stamps, strict=True), strict=True))
+    out: list[Label] = []
+    positions, rejected = [], []
+    for k, value in enumerate(values):
+        fields = read.get(k)
+        try:
+            out.append(Label(*fields) if fields is not None and fields[1] in classes
+                       else decode_label(value, classes, default_ts(k)))
+            positions.append(k)
+        except InvalidRecord as err:
+            rejected.append((k, err))
+    return out, positions, rejected
 
 
 def pack_keys(ids: Sequence[str]) -> Packed:

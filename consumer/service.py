@@ -240,6 +240,7 @@ class Service:
         once), so readiness comes after the wait instead of the first records paying for it."""
         empty = Rows.stack([], self.settings.n_features)
         steps.decode_features([], self.settings.n_features, 0.0)
+        steps.decode_labels([], self.learner._codes, 0.0)
         self.learner.score(empty)
         state = self.learner.state_dict()
         self.learner.decide(empty, ids=[])

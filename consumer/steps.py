@@ -13,7 +13,7 @@ from typing import Any
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
 
 from consumer.errors import InvalidRecord
-from consumer.records import Feature, FeatureBatch, Label, decode_feature_batch, decode_label
+from consumer.records import Feature, FeatureBatch, Label, decode_feature_batch, decode_label_batch
 
 __all__ = [
     "Decoded",
@@ -45,33 +45,28 @@ class Decoded:
     rejected: list[tuple[Any, InvalidRecord]] = field(default_factory=list)
 
 
-def _decode(msgs: Sequence[Any], decode, now: float) -> Decoded:
-    out = Decoded()
-    for msg in msgs:
-        try:
-            out.records.append(decode(msg.value(), message_time(msg, now)))
-            out.messages.append(msg)
-        except InvalidRecord as err:
-            err.topic, err.partition, err.offset = msg.topic(), msg.partition(), msg.offset()
-            out.rejected.append((msg, err))
-    return out
-
-
 def decode_features(msgs: Sequence[Any], n_features: int, now: float) -> tuple[FeatureBatch, list[int], list]:
     """A batch of feature messages → (the decoded batch, the position in ``msgs`` of each usable
     record, [(message, InvalidRecord)] for the others)."""
     batch = decode_feature_batch([m.value() for m in msgs], n_features, lambda k: message_time(msgs[k], now))
-    rejected = []
-    for k, err in batch.rejected:
+    return batch, batch.positions, _located(msgs, batch.rejected)
+
+
+def _located(msgs: Sequence[Any], rejected: list[tuple[int, InvalidRecord]]) -> list[tuple[Any, InvalidRecord]]:
+    """(message, why) of each rejected position, the error told where its record came from."""
+    out = []
+    for k, err in rejected:
         msg = msgs[k]
         err.topic, err.partition, err.offset = msg.topic(), msg.partition(), msg.offset()
-        rejected.append((msg, err))
-    return batch, batch.positions, rejected
+        out.append((msg, err))
+    return out
 
 
 def decode_labels(msgs: Sequence[Any], classes: Mapping[Any, int], now: float) -> Decoded:
-    """Labels of a batch; invalid ones are set aside with their reason."""
-    return _decode(msgs, lambda value, ts: decode_label(value, classes, ts), now)
+    """Labels of a batch, in order; invalid ones are set aside with their reason."""
+    labels, positions, rejected = decode_label_batch([m.value() for m in msgs], classes,
+                                                     lambda k: message_time(msgs[k], now))
+    return Decoded(labels, [msgs[k] for k in positions], _located(msgs, rejected))
 
 
 def dead_letter(msg: Any, err: InvalidRecord) -> tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]:

@@ -21,6 +21,7 @@ class Totals:
     def __init__(self, metrics: Metrics) -> None:
         self._m = metrics
         self.values: defaultdict[str, float] = defaultdict(float)
+        self._counters: dict[str, object] = {}  # a labelled child found once, not on every add
 
     def _counter(self, key: str):
         m = self._m
@@ -50,7 +51,10 @@ class Totals:
     def add(self, key: str, amount: float = 1.0) -> None:
         if amount:
             self.values[key] += amount
-            self._counter(key).inc(amount)
+            counter = self._counters.get(key)
+            if counter is None:
+                counter = self._counters[key] = self._counter(key)
+            counter.inc(amount)
 
     @staticmethod
     def labelled_key(actual: object, predicted: object) -> str:

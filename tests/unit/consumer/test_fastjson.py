@@ -1,4 +1,4 @@
-"""The compiled feature-record reader against the careful decoder, record for record.
+"""The compiled feature- and label-record readers against the careful decoders, record for record.
 
 The fast reader may only ever take the common shapes and must read them exactly as the careful
 decoder does; everything else it must hand over. These tests generate well-formed, odd and broken
@@ -15,8 +15,9 @@ import orjson
 import pytest
 import scipy.sparse as sp
 
-from consumer.fastjson import _number, scan_batch
-from consumer.records import _canonical, _decode_one_by_one, decode_feature_batch
+from consumer.errors import InvalidRecord
+from consumer.fastjson import _number, scan_batch, scan_label_batch
+from consumer.records import _canonical, _decode_one_by_one, decode_feature_batch, decode_label, decode_label_batch
 
 D = 16
 
@@ -229,3 +230,91 @@ def test_rows_are_made_canonical_as_scipy_makes_them(seed):
     np.testing.assert_array_equal(got.indices, want.indices)
     np.testing.assert_array_equal(got.data, want.data)
     assert got.indices.dtype == np.int32
+
+
+# -- labels ------------------------------------------------------------------------------------------
+CLASSES = {-1: -1, 1: 1, "spam": 2, 2.5: 3}
+
+
+def same_labels(values: list) -> None:
+    """The batch decoder and :func:`decode_label` alone agree on every record: same labels, of the
+    same Python types, same costs and times, same rejections."""
+    default = lambda k: 1000.0 + k  # noqa: E731
+    got, positions, rejected = decode_label_batch(values, CLASSES, default)
+    want, want_positions, want_rejected = [], [], []
+    for k, value in enumerate(values):
+        try:
+            want.append(decode_label(value, CLASSES, default(k)))
+            want_positions.append(k)
+        except InvalidRecord as err:
+            want_rejected.append((k, err.reason))
+    assert positions == want_positions
+    assert [(k, e.reason) for k, e in rejected] == want_rejected
+    assert got == want
+    assert [tuple(map(type, g)) for g in got] == [tuple(map(type, w)) for w in want]
+
+
+def test_common_label_shapes_are_read_by_the_compiled_reader():
+    values = [b'{"id":"a","label":1}', b'{ "label" : -1 , "id" : "b", "cost": 0.25, "ts": 1763850011.6237588 }',
+              b'{"v":1,"id":"c","label":"spam"}', b'{"id":"d","label":2.5,"cost":0}', b'{"id":"e","label":1.0}']
+    assert scan_label_batch(values)[1].tolist() == [0] * len(values)
+    same_labels(values)
+    got = decode_label_batch(values, CLASSES, lambda k: 0.0)[0]
+    assert [(g.id, g.label, g.cost, g.ts) for g in got] == [
+        ("a", 1, None, 0.0), ("b", -1, 0.25, 1763850011.6237588), ("c", "spam", None, 0.0), ("d", 2.5, 0.0, 0.0),
+        ("e", 1.0, None, 0.0)]
+
+
+LABELS_ODD = [  # valid, but for the careful decoder
+    b'{"id": 17, "label": 1}',
+    rb'{"id": "\u00e9", "label": 1}',
+    rb'{"id": "a", "label": "sp\u0061m"}',
+    b'{"id": "a", "label": 1, "ts": "2023-11-14T22:13:20Z"}',
+    b'{"id": "a", "label": 1, "extra": [1, 2]}',
+    b'{"id": "a", "label": 1, "cost": 1e400}',
+    b'{"id": "a", "label": 1, "cost": 0.1000000000000000055511151231257827}',
+    b'{"id": "a", "label": 1, "cost": null}',
+    b'{"id": "a", "label": 12345678901234567}',
+    b'{"id": "a", "label": true}',
+]
+LABELS_BROKEN = [
+    b"", b"null", b"[]", b'"a"', b"{", b'{"id": "a"}', b'{"label": 1}', b'{"id": "", "label": 1}',
+    b'{"id": "a", "label": 3}', b'{"id": "a", "label": "ham"}', b'{"id": "a", "label": [1]}',
+    b'{"id": "a", "label": {"x": 1}}', b'{"id": "a", "label": 1, "cost": -1}', b'{"id": "a", "label": 1, "cost": "1"}',
+    b'{"id": "a", "label": 1, "ts": true}', b'{"id": "a", "label": 1, "v": 2}', b'{"id": "a", "label": 1, "v": 10}',
+    b'{"id": "a", "label": 1, "label": -1}', b'{"id": "a", "id": "b", "label": 1}',
+    b'{"id": "a", "label": 1, "cost": 1, "cost": 2}', b'{"id": "a", "label": 1,}', b'{"id": "a", "label": 1} x',
+    b'{"id": "a", "label": 01}', b'{"id": "a\x01", "label": 1}', b'{"id": "a", "label": -}',
+]
+
+
+@pytest.mark.parametrize("value", LABELS_ODD + LABELS_BROKEN, ids=range(len(LABELS_ODD + LABELS_BROKEN)))
+def test_odd_and_broken_labels_get_the_careful_verdict(value):
+    good = b'{"id": "ok", "label": -1}'
+    same_labels([good, value, None, good])
+
+
+def _random_label(rng: random.Random, k: int) -> bytes:
+    ws = lambda: rng.choice(["", " ", "\n", "\t "])  # noqa: E731
+    label = rng.choice(["1", "-1", "1.0", "-1e0", '"spam"', "2.5", "25e-1", "3", '"ham"', "true"])
+    fields = [f'"id":"r{k}"', f'"label":{ws()}{label}']
+    if rng.random() < 0.5:
+        fields.append(f'"cost":{_random_number(rng)}')
+    if rng.random() < 0.5:
+        fields.append(f'"ts":{_random_number(rng)}')
+    if rng.random() < 0.2:
+        fields.append('"v":1')
+    rng.shuffle(fields)
+    text = "{" + ws() + ("," + ws()).join(fields) + ws() + "}"
+    if rng.random() < 0.15:
+        cut = rng.randrange(len(text))
+        text = text[:cut] + rng.choice(["", "}", ",", "x", "]", '"', "1", "."]) + text[cut + 1 :]
+    return text.encode()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_labels_are_read_exactly_as_the_careful_decoder_reads_them(seed):
+    rng = random.Random(seed)
+    values = [_random_label(rng, k) for k in range(400)]
+    same_labels(values)
+    assert (scan_label_batch(values)[1] == 0).mean() > 0.5  # most of them did take the fast path
