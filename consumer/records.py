@@ -46,6 +46,7 @@ import orjson
 from consumer.errors import InvalidRecord
 from consumer.fastwrite import Packed, pack
 from consumer.fastwrite import write_predictions as encode_predictions  # one compiled pass per batch
+from learners.coin import record_keys, span_keys
 from learners.hashing import hash_features
 from learners.inputs import Rows
 
@@ -206,6 +207,21 @@ class FeatureBatch:
     # where the compiled reader found each record's "features" value: blob[lo:hi] (empty if not)
     blob: bytes = b""
     feature_spans: tuple[np.ndarray, np.ndarray] | None = None
+    # where it found each id's bytes, when it read every record of the batch
+    id_spans: tuple[np.ndarray, np.ndarray] | None = None
+
+    def keys(self) -> np.ndarray:
+        """The record keys of the ids (:func:`learners.coin.record_keys`), hashed from the received
+        bytes where the compiled reader has them."""
+        if self.id_spans is None:
+            return record_keys(self.ids)
+        return span_keys(self.blob, *self.id_spans)
+
+    def packed_ids(self) -> Packed:
+        """The ids in UTF-8, as Kafka keys: the received bytes where the compiled reader has them."""
+        if self.id_spans is None:
+            return pack_keys(self.ids)
+        return Packed(self.blob, *self.id_spans)
 
     def features(self, i: int) -> Any:
         """Record i's "features" as received (read again: only label requests need it)."""
@@ -267,7 +283,8 @@ def decode_feature_batch(values: Sequence[bytes | None], n_features: int,
         stamps[j] = float(default_ts(int(fast[j])))
     fast_rows = _canonical(indices, data, row_len[fast], n_features)
     if not careful:
-        return FeatureBatch(ids, fast_rows, stamps, values, fast.tolist(), [], blob, (feat_lo[fast], feat_hi[fast]))
+        return FeatureBatch(ids, fast_rows, stamps, values, fast.tolist(), [], blob, (feat_lo[fast], feat_hi[fast]),
+                            (id_lo, id_hi))
     slow = _python_batch([values[k] for k in careful], n_features, lambda j: default_ts(careful[j]))
     merged = _merge(values, fast.tolist(), ids, stamps, fast_rows, careful, slow, n_features)
     at = np.asarray(merged.positions, dtype=np.int64)  # a careful record's span is empty

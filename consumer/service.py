@@ -133,9 +133,9 @@ class _Batch:
     pending: list[tuple[str, Entry]] = field(default_factory=list)
     requested_ids: set[str] = field(default_factory=set)
     offsets: dict[tuple[str, int], int] = field(default_factory=dict)  # next offset per partition
-    predicted: list[Any] = field(default_factory=list)  # user labels, for the per-class counter
+    predicted: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))  # codes, per class
     probability: np.ndarray = field(default_factory=lambda: np.empty(0))
-    record_ts: list[float] = field(default_factory=list)
+    record_ts: np.ndarray = field(default_factory=lambda: np.empty(0))
     requests: int = 0
     suppressed: int = 0
     dead: Tally = field(default_factory=Tally)
@@ -356,12 +356,11 @@ class Service:
         s, learner, topics = self.settings, self.learner, self.settings.topics
         now = self.clock.now()
         batch = _Batch(started=self.clock.monotonic())
-        good = []
-        for msg in messages:
-            if msg.error() is None:
-                good.append(msg)
-            else:
-                log.warning("features consumer: %s", msg.error().str())
+        good = [msg for msg in messages if msg.error() is None]
+        if len(good) < len(messages):
+            for msg in messages:
+                if msg.error() is not None:
+                    log.warning("features consumer: %s", msg.error().str())
         decoded, positions, rejected = steps.decode_features(good, s.n_features, now)
         for msg, err in rejected:
             batch.outgoing.append((topics.dead_letters, *steps.dead_letter(msg, err)))
@@ -374,32 +373,36 @@ class Service:
             return batch
         if len(positions) < len(good):
             partitions, offsets = [partitions[k] for k in positions], [offsets[k] for k in positions]
-        d = learner.decide(decoded.rows, ids=decoded.ids)
-        labels, scores, probs = d.label.tolist(), d.scores.p, d.probability
-        wants, codes = d.query.tolist(), d.predicted.tolist()
-        ids, ts = decoded.ids, decoded.ts
+        d = learner.decide(decoded.rows, ids=decoded.keys())
+        labels, scores, probs, codes = d.label, d.scores.p, d.probability, d.predicted
+        ids, ts = decoded.ids, np.asarray(decoded.ts, dtype=np.float64)
         produced = None  # the prediction is already in the topic (recovery)
-        requested = [False] * n
+        requested = np.zeros(n, dtype=np.bool_)
         if self.recovery.recorded:
-            scores, probs, produced = scores.tolist(), probs.tolist(), [False] * n
+            labels, scores, probs, codes = labels.tolist(), scores.tolist(), probs.tolist(), codes.tolist()
+            wants, produced = d.query.tolist(), [False] * n
             for i in range(n):
                 recorded = self.recovery.take((topics.features, partitions[i], offsets[i]))
                 if recorded is not None:
                     self._keep_recorded(i, recorded, labels, scores, probs, wants, codes, produced, requested,
                                         decoded, batch)
-        granted = self._grant([i for i in range(n) if wants[i] and not requested[i]], decoded, batch)
+            asked = [i for i in range(n) if wants[i] and not requested[i]]
+            codes = np.asarray(codes, dtype=np.int64)
+            labels = learner.decode(codes)
+        else:
+            asked = np.flatnonzero(d.query).tolist()
+        granted = self._grant(asked, decoded, batch)
         if granted:
             self._request(granted, labels, scores, probs, codes, now, d, decoded, partitions, offsets, batch)
-            for i in granted:
-                requested[i] = True
-        values = encode_predictions(ids, labels, scores, probs, requested, ts, learner.labels_, now, topics.features,
-                                    partitions, offsets)
-        keys = pack_keys(ids)
+            requested[granted] = True
+        values = encode_predictions(ids, labels.tolist(), scores, probs, requested, ts, learner.labels_, now,
+                                    topics.features, partitions, offsets)
+        keys = decoded.packed_ids()
         if produced is not None and any(produced):
             left = ~np.array(produced, dtype=np.bool_)
             keys, values = keys.select(left), values.select(left)
         batch.outputs.append((topics.predictions, keys, values))
-        batch.predicted = labels
+        batch.predicted = codes
         batch.probability = np.asarray(probs)
         batch.record_ts = ts
         batch.records = n
@@ -417,8 +420,9 @@ class Service:
                 granted.append(i)
         return granted
 
-    def _request(self, granted: list[int], labels: list, scores: Any, probs: Any, codes: list, now: float,
-                 decisions: Any, decoded: Any, partitions: list[int], offsets: list[int], batch: _Batch) -> None:
+    def _request(self, granted: list[int], labels: np.ndarray, scores: Any, probs: Any, codes: np.ndarray,
+                 now: float, decisions: Any, decoded: Any, partitions: list[int], offsets: list[int],
+                 batch: _Batch) -> None:
         """Ask for the labels of the ``granted`` records: a label request each, and a pending entry
         holding a copy of its features (one gather for all of them)."""
         s, version = self.settings, self.learner.labels_
@@ -428,12 +432,12 @@ class Service:
         score, probability = np.asarray(scores, dtype=np.float64)[at], np.asarray(probs, dtype=np.float64)[at]
         gap = decisions.scores.gap
         uncertainty = steps.uncertainty(score, None if gap is None else gap[at])
-        ids, predicted = [decoded.ids[i] for i in granted], [labels[i] for i in granted]
-        costs, ptr = [self.costs.of(label) for label in predicted], rows.indptr.tolist()
-        for j, (rid, sc, prob, cost) in enumerate(zip(ids, score.tolist(), probability.tolist(), costs, strict=True)):
-            lo, hi = ptr[j], ptr[j + 1]
-            batch.pending.append((rid, Entry(rows.indices[lo:hi], rows.data[lo:hi], codes[granted[j]], prob, sc, now,
-                                             expires_at, cost)))
+        ids, predicted = [decoded.ids[i] for i in granted], labels[at].tolist()
+        costs = [self.costs.of(label) for label in predicted]
+        ptr, indices, data = rows.indptr.tolist(), rows.indices, rows.data
+        for rid, lo, hi, code, prob, sc, cost in zip(ids, ptr[:-1], ptr[1:], codes[at].tolist(), probability.tolist(),
+                                                     score.tolist(), costs, strict=True):
+            batch.pending.append((rid, Entry(indices[lo:hi], data[lo:hi], code, prob, sc, now, expires_at, cost)))
         requests = write_label_requests(ids, decoded.features_packed(granted), predicted, score, probability,
                                         uncertainty, costs, now, expires_at, version, s.topics.features,
                                         [partitions[i] for i in granted], [offsets[i] for i in granted])
@@ -481,7 +485,8 @@ class Service:
     def _account_batch(self, batch: _Batch, now: float) -> None:
         m, t = self.metrics, self.totals
         t.add("records_scored", batch.records)
-        for label, n in Tally(batch.predicted).items():
+        codes, counts = np.unique(batch.predicted, return_counts=True)
+        for label, n in zip(self.learner.decode(codes).tolist(), counts.tolist(), strict=True):
             t.add(f"predictions.{label}", n)
         t.add("label_requests", batch.requests)
         t.add("label_requests_suppressed", batch.suppressed)
@@ -489,7 +494,7 @@ class Service:
             t.add(f"dead_letters.{topic}.{reason}", n)
         if batch.records:
             m.query_probability.observe_many(batch.probability)
-            m.processing_latency.observe_many(now - np.asarray(batch.record_ts))
+            m.processing_latency.observe_many(now - batch.record_ts)
             m.batch_size.observe(batch.records)
         m.batch_duration.observe(self.clock.monotonic() - batch.started)
         self._publish_gauges()

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 import numpy as np
 from numba import njit, types
 
-__all__ = ["coin", "coins", "record_key", "record_keys"]
+__all__ = ["coin", "coins", "record_key", "record_keys", "span_keys"]
 
 _MASK64 = (1 << 64) - 1
 
@@ -50,13 +50,21 @@ def _draws(seed, keys, out):
 
 
 @njit(cache=True, nogil=True)
-def _fnv1a(blob, offsets, out):
-    """FNV-1a 64 of each string ``blob[offsets[i]:offsets[i+1]]``."""
+def _fnv1a(blob, lo, hi, out):
+    """FNV-1a 64 of each string ``blob[lo[i]:hi[i]]``."""
     for i in range(out.size):
         h = types.uint64(0xCBF29CE484222325)
-        for j in range(offsets[i], offsets[i + 1]):
+        for j in range(lo[i], hi[i]):
             h = (h ^ types.uint64(blob[j])) * types.uint64(0x100000001B3)
         out[i] = h
+
+
+def span_keys(blob: bytes, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The keys of string ids given as their UTF-8 bytes ``blob[lo[i]:hi[i]]``: what
+    :func:`record_keys` gives the decoded strings, without decoding them."""
+    out = np.empty(len(lo), dtype=np.uint64)
+    _fnv1a(np.frombuffer(blob, dtype=np.uint8), np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64), out)
+    return out
 
 
 def _string_keys(strings: list[str]) -> np.ndarray:
@@ -67,11 +75,8 @@ def _string_keys(strings: list[str]) -> np.ndarray:
     else:
         encoded = [s.encode() for s in strings]
         lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
-    offsets = np.zeros(len(strings) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    out = np.empty(len(strings), dtype=np.uint64)
-    _fnv1a(np.frombuffer(blob, dtype=np.uint8), offsets, out)
-    return out
+    ends = np.cumsum(lengths)
+    return span_keys(blob, ends - lengths, ends)
 
 
 def record_key(record_id: str | int) -> int:

@@ -18,6 +18,7 @@ import scipy.sparse as sp
 from consumer.errors import InvalidRecord
 from consumer.fastjson import _number, scan_batch, scan_label_batch
 from consumer.records import _canonical, _decode_one_by_one, decode_feature_batch, decode_label, decode_label_batch
+from learners.coin import record_keys
 
 D = 16
 
@@ -50,6 +51,18 @@ def test_common_shapes_are_read_by_the_compiled_reader():
         b'{"indices": [1, 3], "values": [0.5, -2e-3]}', b'{"values":[1,2],"indices":[0,15]}',
         b"[" + b", ".join(b"%d" % (i % 3) for i in range(D)) + b"]"]
 
+
+
+@pytest.mark.parametrize("careful", [False, True])
+def test_keys_and_kafka_keys_come_from_the_received_ids(careful):
+    values = [b'{"id": "order-1", "features": [' + b", ".join(b"1" for _ in range(D)) + b"]}",
+              b'{"features": {"indices": [2], "values": [1]}, "id": "b"}']
+    if careful:  # an id with an escape: read by the careful decoder, and the whole batch's keys with it
+        values.append(rb'{"id": "\u00e9t\u00e9", "features": {"indices": [2], "values": [1]}}')
+    batch = decode_feature_batch(values, D, lambda k: 0.0)
+    assert (batch.id_spans is None) == careful
+    assert batch.keys().tolist() == record_keys(batch.ids).tolist()
+    assert list(batch.packed_ids()) == [rid.encode() for rid in batch.ids]
 
 
 def test_a_timestamp_with_many_digits_stays_on_the_compiled_reader_and_is_exact():

@@ -5,7 +5,7 @@ import sys
 
 import numpy as np
 
-from learners.coin import coin, coins, record_key, record_keys
+from learners.coin import coin, coins, record_key, record_keys, span_keys
 
 
 def test_coin_is_deterministic_and_seed_dependent():
@@ -50,3 +50,8 @@ def test_string_keys_are_fnv1a_64():
     for rid in ["", "a", "order-42", "ünïcödé-7"]:
         assert record_key(rid) == fnv1a(rid.encode())
     assert record_keys(["a", "order-42"]).tolist() == [fnv1a(b"a"), fnv1a(b"order-42")]
+    blob = b'{"id":"order-42"} "a" ' + "ünïcödé-7".encode()
+    spans = [(7, 15), (19, 20), (22, len(blob)), (3, 3)]
+    lo, hi = np.array(spans).T
+    assert span_keys(blob, lo, hi).tolist() == [fnv1a(blob[a:b]) for a, b in spans]
+    assert span_keys(blob, lo, hi).tolist() == record_keys(["order-42", "a", "ünïcödé-7", ""]).tolist()
