@@ -55,25 +55,6 @@ def pack(items: Sequence[bytes]) -> Packed:
     return Packed(b"".join(items), ends - lengths, ends)
 
 
-@njit(cache=True, nogil=True)
-def _spans(buf, i, lo, hi):
-    """Cut the compact JSON array of scalars at buf[i:] into its elements; returns where it ends."""
-    i += 1  # '['
-    for k in range(lo.size):
-        lo[k] = i
-        if buf[i] == 34:  # a string: up to the closing quote that is not escaped
-            i += 1
-            while buf[i] != 34:
-                i += 2 if buf[i] == 92 else 1
-            i += 1
-        else:  # a number, true, false or null: up to the separator
-            while buf[i] != 44 and buf[i] != 93:
-                i += 1
-        hi[k] = i
-        i += 1  # ',' or ']'
-    return i if lo.size else i + 1
-
-
 @njit(cache=True, nogil=True, inline="always")
 def _put(out, at, src, lo, hi):
     for j in range(lo, hi):
@@ -82,16 +63,48 @@ def _put(out, at, src, lo, hi):
     return at
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _put_element(out, at, src, i):
+    """Copy the element of a compact JSON array of scalars that starts at src[i]; returns (where
+    the copy ends, where the next element starts)."""
+    if src[i] == 34:  # a string: up to the closing quote that is not escaped
+        out[at] = 34
+        at += 1
+        i += 1
+        while src[i] != 34:
+            if src[i] == 92:
+                out[at] = 92
+                at += 1
+                i += 1
+            out[at] = src[i]
+            at += 1
+            i += 1
+        out[at] = 34
+        return at + 1, i + 2  # past the quote and the ',' or ']'
+    while src[i] != 44 and src[i] != 93:  # a number, true, false or null: up to the separator
+        out[at] = src[i]
+        at += 1
+        i += 1
+    return at, i + 1
+
+
 @njit(cache=True, nogil=True)
-def _interleave(src, lo, hi, pieces, cuts, out, bounds):
-    """Record k = piece 0, src[lo[0, k]:hi[0, k]], piece 1, ..., src[lo[m-1, k]:hi[m-1, k]], piece m."""
+def _interleave(src, arrays, lo, hi, pieces, cuts, out, bounds):
+    """Record k = piece 0, value k of column 0, piece 1, ..., value k of column m-1, piece m.
+    Column c is either the compact JSON array of scalars at src[arrays[c]:] (its elements read
+    in order, in the same pass as they are copied) or, when arrays[c] < 0, the texts
+    src[lo[c, k]:hi[c, k]]."""
     m, n = lo.shape
+    cursor = arrays + 1  # past each array's '['
     at = 0
     for k in range(n):
         bounds[k] = at
         for c in range(m):
             at = _put(out, at, pieces, cuts[c], cuts[c + 1])
-            at = _put(out, at, src, lo[c, k], hi[c, k])
+            if arrays[c] >= 0:
+                at, cursor[c] = _put_element(out, at, src, cursor[c])
+            else:
+                at = _put(out, at, src, lo[c, k], hi[c, k])
         at = _put(out, at, pieces, cuts[m], cuts[m + 1])
     bounds[n] = at
 
@@ -110,20 +123,23 @@ def _records(parts: Sequence[bytes], columns: Sequence[bytes | Packed], n: int) 
     JSON texts, written as they are."""
     buffers = [c.data if isinstance(c, Packed) else c for c in columns]
     src = np.frombuffer(b"".join(buffers), dtype=np.uint8)
-    lo, hi = np.empty((len(columns), n), dtype=np.int64), np.empty((len(columns), n), dtype=np.int64)
-    base = 0
+    arrays = np.full(len(columns), -1, dtype=np.int64)
+    lo, hi = np.zeros((len(columns), n), dtype=np.int64), np.zeros((len(columns), n), dtype=np.int64)
+    base, size = 0, 0
     for c, column in enumerate(columns):
         if isinstance(column, Packed):
             lo[c], hi[c] = column.starts + base, column.ends + base
+            size += int((column.ends - column.starts).sum())
         else:
-            _spans(src, base, lo[c], hi[c])
+            arrays[c] = base
+            size += len(column) - 1 - n if n else 0  # the array without its brackets and commas
         base += len(buffers[c])
     pieces = np.frombuffer(b"".join(parts), dtype=np.uint8)
     cuts = np.zeros(len(parts) + 1, dtype=np.int64)
     np.cumsum([len(p) for p in parts], out=cuts[1:])
-    out = np.empty(int((hi - lo).sum()) + n * pieces.size, dtype=np.uint8)
+    out = np.empty(size + n * pieces.size, dtype=np.uint8)
     bounds = np.empty(n + 1, dtype=np.int64)
-    _interleave(src, lo, hi, pieces, cuts, out, bounds)
+    _interleave(src, arrays, lo, hi, pieces, cuts, out, bounds)
     return Packed(out.tobytes(), bounds[:-1], bounds[1:])
 
 
