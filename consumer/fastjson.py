@@ -203,6 +203,40 @@ def _key(buf, i, end):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _open_object(buf, i, end):
+    """Where the members of the object at buf[i:] start (past its '{'), or -1 if none starts there."""
+    i = _ws(buf, i, end)
+    return i + 1 if i < end and buf[i] == 123 else -1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _member(buf, i, end):
+    """An object member at buf[i:] up to its value: (its key's code, see :func:`_key`, where the
+    value starts); the code is -1 when no plain key, ':' and value follow."""
+    i = _ws(buf, i, end)
+    if i >= end or buf[i] != 34:
+        return -1, i
+    code, i = _key(buf, i + 1, end)
+    i = _ws(buf, i, end)
+    if code < 0 or i >= end or buf[i] != 58:  # ':'
+        return -1, i
+    i = _ws(buf, i + 1, end)
+    return (code if i < end else -1), i
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _after_member(buf, i, end):
+    """After a member's value: (1, past the ',') when another member follows, (0, past the '}') at
+    the end of the object, (-1, i) otherwise."""
+    i = _ws(buf, i, end)
+    if i < end and buf[i] == 44:
+        return 1, i + 1
+    if i < end and buf[i] == 125:
+        return 0, i + 1
+    return -1, i
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _array(buf, i, end, out, at, fix_at, fix_lo, fix_hi, nfix, integers, fix_base):
     """A JSON array of numbers at buf[i:] (after '['), written to out[at:]. Returns
     (next, count, nfix, ok)."""
@@ -251,27 +285,17 @@ def scan_features(buf, bounds, n_features, status, id_lo, id_hi, ts, has_ts, ts_
         row_len[k] = 0
         has_ts[k] = False
         ts_lo[k] = ts_hi[k] = 0
-        i = _ws(buf, i, end)
-        if i >= end or buf[i] != 123:  # '{'
+        i = _open_object(buf, i, end)
+        if i < 0:
             continue
-        i += 1
         seen_id = False
         seen_features = False
         seen_v = False
         good = True
         fix_mark = nfix
         while good:
-            i = _ws(buf, i, end)
-            if i >= end or buf[i] != 34:
-                good = False
-                break
-            code, i = _key(buf, i + 1, end)
-            i = _ws(buf, i, end)
-            if code <= 0 or i >= end or buf[i] != 58:  # ':'
-                good = False
-                break
-            i = _ws(buf, i + 1, end)
-            if i >= end:
+            code, i = _member(buf, i, end)
+            if code <= 0:
                 good = False
                 break
             if code == 1:  # "id": a plain, non-empty ASCII string
@@ -324,17 +348,8 @@ def scan_features(buf, bounds, n_features, status, id_lo, id_hi, ts, has_ts, ts_
                     n_idx = -1
                     n_val = -1
                     while True:
-                        i = _ws(buf, i, end)
-                        if i >= end or buf[i] != 34:
-                            good = False
-                            break
-                        sub, i = _key(buf, i + 1, end)
-                        i = _ws(buf, i, end)
-                        if i >= end or buf[i] != 58:
-                            good = False
-                            break
-                        i = _ws(buf, i + 1, end)
-                        if i >= end or buf[i] != 91:
+                        sub, i = _member(buf, i, end)
+                        if sub < 0 or buf[i] != 91:  # '['
                             good = False
                             break
                         if sub == 5 and n_idx < 0:
@@ -349,15 +364,10 @@ def scan_features(buf, bounds, n_features, status, id_lo, id_hi, ts, has_ts, ts_
                         if not ok:
                             good = False
                             break
-                        i = _ws(buf, i, end)
-                        if i < end and buf[i] == 44:
-                            i += 1
-                            continue
-                        if i < end and buf[i] == 125:  # '}'
-                            i += 1
+                        more, i = _after_member(buf, i, end)
+                        if more <= 0:
+                            good = more == 0
                             break
-                        good = False
-                        break
                     if not good or n_idx < 0 or n_val != n_idx:
                         good = False
                         break
@@ -374,14 +384,10 @@ def scan_features(buf, bounds, n_features, status, id_lo, id_hi, ts, has_ts, ts_
                     good = False
                     break
                 feat_hi[k] = i
-            i = _ws(buf, i, end)
-            if i < end and buf[i] == 44:
-                i += 1
-                continue
-            if i < end and buf[i] == 125:
-                i += 1
+            more, i = _after_member(buf, i, end)
+            if more <= 0:
+                good = more == 0
                 break
-            good = False
         if good and seen_id and seen_features and _ws(buf, i, end) == end:
             status[k] = OK
             at += row_len[k]
@@ -499,25 +505,15 @@ def scan_labels(buf, bounds, status, id_lo, id_hi, kind, label_lo, label_hi, num
         has_cost[k] = False
         has_ts[k] = False
         ts_lo[k] = ts_hi[k] = 0
-        i = _ws(buf, i, end)
-        if i >= end or buf[i] != 123:  # '{'
+        i = _open_object(buf, i, end)
+        if i < 0:
             continue
-        i += 1
         seen_id = False
         seen_v = False
         good = True
         while good:
-            i = _ws(buf, i, end)
-            if i >= end or buf[i] != 34:
-                good = False
-                break
-            code, i = _key(buf, i + 1, end)
-            i = _ws(buf, i, end)
-            if code <= 0 or i >= end or buf[i] != 58:  # ':'
-                good = False
-                break
-            i = _ws(buf, i + 1, end)
-            if i >= end:
+            code, i = _member(buf, i, end)
+            if code <= 0:
                 good = False
                 break
             if code == 1 or (code == 7 and buf[i] == 34):  # the id, or a label that is a string
@@ -570,14 +566,10 @@ def scan_labels(buf, bounds, status, id_lo, id_hi, kind, label_lo, label_hi, num
             else:
                 good = False
                 break
-            i = _ws(buf, i, end)
-            if i < end and buf[i] == 44:  # ','
-                i += 1
-                continue
-            if i < end and buf[i] == 125:  # '}'
-                i += 1
+            more, i = _after_member(buf, i, end)
+            if more <= 0:
+                good = more == 0
                 break
-            good = False
         if good and seen_id and kind[k] != 0 and _ws(buf, i, end) == end:
             status[k] = OK
 
