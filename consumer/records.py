@@ -262,8 +262,10 @@ def _flat(raw: Any, n_features: int) -> tuple[Any, list] | None:
 
 
 def decode_feature_batch(values: Sequence[bytes | None], n_features: int,
-                         default_ts: Callable[[int], float]) -> FeatureBatch:
+                         default_ts: Callable[[int], float], scanned: tuple | None = None) -> FeatureBatch:
     """Decode many feature records at once; ``default_ts(k)`` is record k's time when it has no "ts".
+    ``scanned``: what :func:`consumer.fastjson.scan_batch` returned for these values, if it ran
+    already (in another thread, while the previous batch was processed).
 
     Sparse ``{"indices", "values"}`` and dense records with plain ids are read by the compiled scanner
     of :mod:`consumer.fastjson`; the others (named features, unusual ids or timestamps, anything
@@ -272,7 +274,8 @@ def decode_feature_batch(values: Sequence[bytes | None], n_features: int,
     from consumer.fastjson import gather_lines, scan_batch
 
     values = list(values)
-    blob, status, id_lo, id_hi, ts, has_ts, row_len, indices, data, feat_lo, feat_hi = scan_batch(values, n_features)
+    blob, status, id_lo, id_hi, ts, has_ts, row_len, indices, data, feat_lo, feat_hi = (
+        scanned or scan_batch(values, n_features))
     careful = np.flatnonzero(status).tolist()
     fast = np.flatnonzero(status == 0)
     if len(careful) == len(values):

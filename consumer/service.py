@@ -24,6 +24,7 @@ import math
 import threading
 from collections import Counter as Tally
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from consumer.checkpoint import CheckpointPolicy, CheckpointStore
 from consumer.clock import Clock, SystemClock
 from consumer.config import Settings
 from consumer.errors import Backpressure, CheckpointError, ConfigError, IncompatibleCheckpoint
+from consumer.fastjson import scan_batch
 from consumer.fastwrite import Packed, write_label_requests
 from consumer.health import Health, HealthServer
 from consumer.kafka import Emitter, OffsetTracker, consumer_config, producer_config
@@ -171,6 +173,10 @@ class Service:
         self._partitions_seen: dict[str, list[int]] = {}
         self.recovery_attempts = 0
         self._batch: _Batch | None = None
+        # the next batch, consumed while this one is decided; its compiled scan runs meanwhile in a
+        # thread of its own (the scan releases the GIL), off the loop's critical path
+        self._ahead: tuple[list[Any], Future] | None = None
+        self._scanner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="activestream-scan")
         self._paused = False
         self._started = False
         self._output_floor: dict[tuple[str, int], int] = {}
@@ -254,6 +260,9 @@ class Service:
             if known is not None:
                 tp.offset = known
         consumer.assign(partitions)
+        if consumer is self._features and self._paused and self._batch is None:
+            consumer.resume(partitions)  # the batch that paused it went with the revocation
+            self._paused = False
         for tp in partitions:
             self.metrics.rebalances.labels(topic=tp.topic).inc()
         if consumer is self._features:
@@ -264,7 +273,10 @@ class Service:
     def _on_revoke(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         if self._started and partitions:
             log.info("partitions revoked: checkpointing first")
-            self._batch = None  # not emitted: its records will be consumed again by the new owner
+            if consumer is self._features:
+                # not emitted: the new owner consumes these records again, or this process after
+                # _on_assign has sought back to the offsets of what it did emit
+                self._batch = self._ahead = None
             try:
                 self.checkpoint()
             except CheckpointError as exc:
@@ -281,7 +293,7 @@ class Service:
         """Stop consuming, flush the producer, checkpoint, commit, close."""
         log.info("stopping: final checkpoint")
         self.health.stopping = True
-        self._batch = None  # a batch held back by backpressure is consumed again after restart
+        self._batch = self._ahead = None  # consumed, not emitted: consumed again after a restart
         self._close(final_checkpoint=True)
 
     def _close(self, final_checkpoint: bool) -> None:
@@ -303,6 +315,7 @@ class Service:
                 self.emitter.close()
             if self.http is not None:
                 self.http.close()
+            self._scanner.shutdown(wait=True, cancel_futures=True)
 
     # -- one iteration ---------------------------------------------------------------------------
     def run_once(self) -> None:
@@ -310,9 +323,11 @@ class Service:
         self.emitter.serve()
         self._take_labels(self._labels.consume(s.batch_size, 0))
         if self._batch is None:
-            messages = self._poll_features()
+            ahead, self._ahead = self._ahead, None
+            messages, scanned = ahead if ahead is not None else (self._poll_features(), None)
             if messages:
-                self._batch = self._decide(messages)
+                self._ahead = self._read_ahead()
+                self._batch = self._decide(messages, None if scanned is None else scanned.result())
         if self._batch is not None:
             self._try_emit()
         self._expire(self.clock.now())
@@ -333,6 +348,14 @@ class Service:
             return []
         return [first, *self._features.consume(self.settings.batch_size - 1, 0)]
 
+    def _read_ahead(self) -> tuple[list[Any], Future] | None:
+        """The records already waiting, up to a batch, with their scan started in the scan thread."""
+        messages = self._features.consume(self.settings.batch_size, 0)
+        if not messages:
+            return None
+        values = [m.value() for m in messages if m.error() is None]
+        return messages, self._scanner.submit(scan_batch, values, self.settings.n_features)
+
     def _try_emit(self) -> None:
         try:
             self._emit(self._batch)
@@ -351,8 +374,9 @@ class Service:
             self._paused = False
 
     # -- scoring -----------------------------------------------------------------------------------
-    def _decide(self, messages: list[Any]) -> _Batch:
-        """Decode a batch, score it in one call, decide queries, and prepare every output."""
+    def _decide(self, messages: list[Any], scanned: tuple | None = None) -> _Batch:
+        """Decode a batch, score it in one call, decide queries, and prepare every output.
+        ``scanned``: the compiled scan of the values of its messages without an error, if it ran."""
         s, learner, topics = self.settings, self.learner, self.settings.topics
         now = self.clock.now()
         batch = _Batch(started=self.clock.monotonic())
@@ -361,7 +385,7 @@ class Service:
             for msg in messages:
                 if msg.error() is not None:
                     log.warning("features consumer: %s", msg.error().str())
-        decoded, positions, rejected = steps.decode_features(good, s.n_features, now)
+        decoded, positions, rejected = steps.decode_features(good, s.n_features, now, scanned)
         for msg, err in rejected:
             batch.outgoing.append((topics.dead_letters, *steps.dead_letter(msg, err)))
             batch.dead[(msg.topic(), err.reason)] += 1

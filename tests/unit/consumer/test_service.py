@@ -362,6 +362,45 @@ def test_backpressure_holds_the_decided_batch_and_pauses_features(tmp_path):
     assert len(h.out("predictions")) == 16
 
 
+def test_the_next_batch_is_consumed_and_scanned_while_one_is_decided(tmp_path):
+    h = Harness(tmp_path, batch_size=4)
+    h.service.start()
+    feed(h, 10)
+    h.service.run_once()
+    messages, scan = h.service._ahead
+    assert [m.key() for m in messages] == [b"r4", b"r5", b"r6", b"r7"]
+    assert scan.result()[1].tolist() == [0, 0, 0, 0]  # the compiled scan read all four
+    assert [p["id"] for p in h.out("predictions")] == [f"r{i}" for i in range(4)]
+    h.service.run_once()
+    h.service.run_once()
+    h.service.run_once()
+    assert h.service._ahead is None
+    assert [p["id"] for p in h.out("predictions")] == [f"r{i}" for i in range(10)]  # in order, once each
+
+
+@pytest.mark.parametrize("revoked", ["labels", "features"])
+def test_a_revocation_drops_only_the_revoked_consumers_records_and_loses_none(tmp_path, revoked):
+    h = Harness(tmp_path, batch_size=4, max_in_flight=6)
+    h.service.start()
+    h.hold(True)
+    feed(h, 12)
+    h.service.run_once()  # r0-r3 produced, not acknowledged; r4-r7 read ahead
+    h.service.run_once()  # r4-r7 decided, held back by backpressure
+    assert h.service._batch is not None and h.service._ahead is not None
+    h.hold(False)
+    h.deliver()
+    consumer = getattr(h.service, f"_{revoked}")
+    partitions = consumer.assignment()
+    h.service._on_revoke(consumer, partitions)
+    # the features' own records are dropped only with their consumer, which is then sought back
+    assert (h.service._batch is None) == (revoked == "features")
+    h.service._on_assign(consumer, partitions)
+    for _ in range(6):
+        h.service.run_once()
+        h.service.emitter.serve()
+    assert sorted(p["id"] for p in h.out("predictions")) == sorted(f"r{i}" for i in range(12))
+
+
 def test_a_retriable_delivery_error_is_resent(harness):
     h = harness
     h.service.start()
