@@ -174,13 +174,9 @@ def _key(buf, i, end):
     code 1 id, 2 features, 3 ts, 4 v, 5 indices, 6 values, 7 label, 8 cost, 0 anything else,
     -1 not plain."""
     start = i
-    while i < end and buf[i] != 34:
-        c = buf[i]
-        if c == 92 or c < 32 or c >= 128:
-            return -1, i
-        i += 1
-    if i >= end:
-        return -1, i
+    i = _plain(buf, i, end)
+    if i < 0:
+        return -1, start
     n = i - start
     code = 0
     if _is(buf, start, n, K_ID):
@@ -234,6 +230,64 @@ def _after_member(buf, i, end):
     if i < end and buf[i] == 125:
         return 0, i + 1
     return -1, i
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _string(buf, i, end):
+    """Where the plain string value at buf[i:] ends (the index of its closing quote), or -1 when no
+    plain string starts there."""
+    return _plain(buf, i + 1, end) if buf[i] == 34 else -1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _id_member(buf, i, end, k, seen, id_lo, id_hi):
+    """The "id" value at buf[i:], a plain non-empty string, as record k's span. Returns (next, ok):
+    not ok for a second id or any other value."""
+    hi = _string(buf, i, end)
+    if seen or hi <= i + 1:
+        return i, False
+    id_lo[k], id_hi[k] = i + 1, hi
+    return hi + 1, True
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _ts_member(buf, i, end, k, ts, has_ts, ts_lo, ts_hi):
+    """The "ts" value at buf[i:], a number, as record k's ts. Returns (next, ok): not ok for a second
+    ts or anything but a JSON number (the careful decoder says why). A ts that needs Python's float
+    (e.g. repr(time.time()) beyond the exact paths) keeps its span in ts_lo/ts_hi."""
+    if has_ts[k]:
+        return i, False
+    lo = i
+    value, i, st, _ = _number(buf, i, end)
+    if st < 0:
+        return i, False
+    ts[k] = value
+    has_ts[k] = True
+    if st == 1:
+        ts_lo[k], ts_hi[k] = lo, i
+    return i, True
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _v_member(buf, i, seen):
+    """The "v" value at buf[i:], exactly 1. Returns (next, ok)."""
+    if seen or buf[i] != 49:
+        return i, False
+    return i + 1, True
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _shared_member(buf, i, end, k, code, seen_id, seen_v, id_lo, id_hi, ts, has_ts, ts_lo, ts_hi):
+    """A member every record kind has (code 1 id, 3 ts, 4 v) at buf[i:], for record k. Returns
+    (next, ok, seen_id, seen_v)."""
+    if code == 1:
+        i, ok = _id_member(buf, i, end, k, seen_id, id_lo, id_hi)
+        return i, ok, True, seen_v
+    if code == 3:
+        i, ok = _ts_member(buf, i, end, k, ts, has_ts, ts_lo, ts_hi)
+        return i, ok, seen_id, seen_v
+    i, ok = _v_member(buf, i, seen_v)
+    return i, ok, seen_id, True
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -298,36 +352,9 @@ def scan_features(buf, bounds, n_features, status, id_lo, id_hi, ts, has_ts, ts_
             if code <= 0:
                 good = False
                 break
-            if code == 1:  # "id": a plain, non-empty ASCII string
-                if seen_id or buf[i] != 34:
-                    good = False
-                    break
-                hi = _plain(buf, i + 1, end)
-                if hi <= i + 1:
-                    good = False
-                    break
-                id_lo[k], id_hi[k] = i + 1, hi
-                i = hi + 1
-                seen_id = True
-            elif code == 3:  # "ts": a number
-                if has_ts[k]:
-                    good = False
-                    break
-                lo = i
-                value, i, st, _ = _number(buf, i, end)
-                if st < 0:
-                    good = False  # not a JSON number: the careful decoder says why
-                    break
-                ts[k] = value
-                has_ts[k] = True
-                if st == 1:  # e.g. repr(time.time()), 17 digits: Python's float reads it exactly
-                    ts_lo[k], ts_hi[k] = lo, i
-            elif code == 4:  # "v": exactly 1
-                if seen_v or buf[i] != 49:
-                    good = False
-                    break
-                i += 1
-                seen_v = True
+            if code == 1 or code == 3 or code == 4:
+                i, good, seen_id, seen_v = _shared_member(buf, i, end, k, code, seen_id, seen_v, id_lo, id_hi, ts,
+                                                          has_ts, ts_lo, ts_hi)
             elif code == 2:  # "features"
                 if seen_features:
                     good = False
@@ -384,6 +411,10 @@ def scan_features(buf, bounds, n_features, status, id_lo, id_hi, ts, has_ts, ts_
                     good = False
                     break
                 feat_hi[k] = i
+            else:
+                good = False  # a member feature records do not have
+            if not good:
+                break
             more, i = _after_member(buf, i, end)
             if more <= 0:
                 good = more == 0
@@ -516,55 +547,27 @@ def scan_labels(buf, bounds, status, id_lo, id_hi, kind, label_lo, label_hi, num
             if code <= 0:
                 good = False
                 break
-            if code == 1 or (code == 7 and buf[i] == 34):  # the id, or a label that is a string
-                if buf[i] != 34 or (seen_id if code == 1 else kind[k] != 0):
-                    good = False
-                    break
-                hi = _plain(buf, i + 1, end)
-                if hi < 0 or (code == 1 and hi == i + 1):
-                    good = False
-                    break
-                if code == 1:
-                    id_lo[k], id_hi[k] = i + 1, hi
-                    seen_id = True
-                else:
-                    label_lo[k], label_hi[k] = i + 1, hi
-                    kind[k] = LABEL_TEXT
+            if code == 1 or code == 3 or code == 4:
+                i, good, seen_id, seen_v = _shared_member(buf, i, end, k, code, seen_id, seen_v, id_lo, id_hi, ts,
+                                                          has_ts, ts_lo, ts_hi)
+            elif code == 7 and kind[k] == 0 and buf[i] == 34:  # "label": a plain string
+                hi = _string(buf, i, end)
+                good = hi >= 0
+                label_lo[k], label_hi[k] = i + 1, hi
+                kind[k] = LABEL_TEXT
                 i = hi + 1
-            elif code == 7 or code == 8 or code == 3:  # a number: the label, the cost or the ts
-                lo = i
+            elif (code == 7 and kind[k] == 0) or (code == 8 and not has_cost[k]):  # a number read exactly
                 value, i, st, integer = _number(buf, i, end)
-                if st < 0 or (st == 1 and code != 3):
-                    good = False
-                    break
+                good = st == 0
                 if code == 7:
-                    if kind[k] != 0:
-                        good = False
-                        break
                     number[k] = value
                     kind[k] = LABEL_INTEGER if integer else LABEL_NUMBER
-                elif code == 8:
-                    if has_cost[k]:
-                        good = False
-                        break
+                else:
                     cost[k] = value
                     has_cost[k] = True
-                else:
-                    if has_ts[k]:
-                        good = False
-                        break
-                    ts[k] = value
-                    has_ts[k] = True
-                    if st == 1:
-                        ts_lo[k], ts_hi[k] = lo, i
-            elif code == 4:  # "v": exactly 1
-                if seen_v or buf[i] != 49:
-                    good = False
-                    break
-                i += 1
-                seen_v = True
             else:
                 good = False
+            if not good:
                 break
             more, i = _after_member(buf, i, end)
             if more <= 0:
