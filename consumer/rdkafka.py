@@ -30,10 +30,6 @@ __all__ = ["MESSAGE", "BatchProducer", "load"]
 
 log = logging.getLogger(__name__)
 
-# rd_kafka_message_t (rdkafka.h): err, rkt, partition, payload, len, key, key_len, offset, _private
-MESSAGE = np.dtype([("err", np.int32), ("rkt", np.uintp), ("partition", np.int32), ("payload", np.uintp),
-                    ("len", np.uintp), ("key", np.uintp), ("key_len", np.uintp), ("offset", np.int64),
-                    ("private", np.uintp)], align=True)
 _PRODUCER, _PARTITION_UA, _MSG_F_COPY = 0, -1, 0x2
 _ERR_FATAL = -150
 _PURGE_QUEUE, _PURGE_INFLIGHT = 0x1, 0x2
@@ -63,12 +59,14 @@ _SIGNATURES = {
 
 
 class _Message(ctypes.Structure):
+    """rd_kafka_message_t (rdkafka.h)."""
+
     _fields_ = [("err", ctypes.c_int), ("rkt", _p), ("partition", ctypes.c_int32), ("payload", _p),
                 ("len", ctypes.c_size_t), ("key", _p), ("key_len", ctypes.c_size_t), ("offset", ctypes.c_int64),
                 ("private", _p)]
 
 
-assert ctypes.sizeof(_Message) == MESSAGE.itemsize  # the two views of rd_kafka_message_t agree
+MESSAGE = np.dtype(_Message)  # the same layout as a NumPy record, to fill a whole batch at once
 
 
 def _library_paths() -> list[str]:

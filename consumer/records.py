@@ -46,7 +46,7 @@ import orjson
 from consumer.errors import InvalidRecord
 from consumer.fastwrite import Packed, pack
 from consumer.fastwrite import write_predictions as encode_predictions  # one compiled pass per batch
-from learners.coin import record_keys, span_keys
+from learners.coin import record_keys, span_keys, utf8_spans
 from learners.hashing import hash_features
 from learners.inputs import Rows
 
@@ -464,12 +464,7 @@ def decode_label_batch(values: Sequence[bytes | None], classes: Mapping[Any, int
 
 def pack_keys(ids: Sequence[str]) -> Packed:
     """The Kafka key of each output, its id in UTF-8, laid end to end (one encode for the batch)."""
-    data = "".join(ids).encode()
-    lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
-    if len(data) != int(lengths.sum()):  # some id is not ASCII: its UTF-8 is longer than its str
-        return pack([rid.encode() for rid in ids])
-    ends = np.cumsum(lengths)
-    return Packed(data, ends - lengths, ends)
+    return Packed(*utf8_spans(ids))
 
 
 def source_of(topic: str, partition: int, offset: int) -> str:

@@ -18,12 +18,12 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 from numba import njit, types
 
-__all__ = ["coin", "coins", "record_key", "record_keys", "span_keys"]
+__all__ = ["coin", "coins", "record_key", "record_keys", "span_keys", "utf8_spans"]
 
 _MASK64 = (1 << 64) - 1
 
@@ -67,23 +67,23 @@ def span_keys(blob: bytes, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return out
 
 
-def _string_keys(strings: list[str]) -> np.ndarray:
+def utf8_spans(strings: Sequence[str]) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """The strings in UTF-8 laid end to end (one encode for all), with where each starts and ends."""
     joined = "".join(strings)
     blob = joined.encode()
     if len(blob) == len(joined):  # all ASCII: a string's bytes are its characters
         lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
     else:
-        encoded = [s.encode() for s in strings]
-        lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+        lengths = np.fromiter((len(s.encode()) for s in strings), dtype=np.int64, count=len(strings))
     ends = np.cumsum(lengths)
-    return span_keys(blob, ends - lengths, ends)
+    return blob, ends - lengths, ends
 
 
 def record_key(record_id: str | int) -> int:
     """The 64-bit key of a record id: the integer itself, or FNV-1a 64 of a string's UTF-8 bytes."""
     if isinstance(record_id, (int, np.integer)):
         return int(record_id) & _MASK64
-    return int(_string_keys([str(record_id)])[0])
+    return int(span_keys(*utf8_spans([str(record_id)]))[0])
 
 
 def record_keys(record_ids: Iterable[str | int] | np.ndarray) -> np.ndarray:
@@ -92,7 +92,7 @@ def record_keys(record_ids: Iterable[str | int] | np.ndarray) -> np.ndarray:
         return record_ids.astype(np.uint64, copy=False)
     ids = list(record_ids)
     if set(map(type, ids)) <= {str}:
-        return _string_keys(ids)
+        return span_keys(*utf8_spans(ids))
     return np.fromiter((record_key(r) for r in ids), dtype=np.uint64, count=len(ids))
 
 
