@@ -231,20 +231,20 @@ def stages(values: list[bytes], delta: float) -> dict[str, float]:
     decoded = [steps.decode_features(msgs[i : i + 1000], D, 0.0)[0] for i in range(0, len(msgs), 1000)]
     t["decode (compiled scanner + numpy checks)"] = time.perf_counter() - start
     start = time.perf_counter()
-    decisions = [learner.decide(batch.rows, ids=batch.ids) for batch in decoded]
+    decisions = [learner.decide(batch.rows, ids=batch.keys()) for batch in decoded]
     t["score + decide (one compiled call per batch)"] = time.perf_counter() - start
     encode, produce = "encode outputs (compiled writer, keys, requests)", "produce (librdkafka, a call per batch)"
     t[encode] = t[produce] = 0.0
     for b, (batch, dec) in enumerate(zip(decoded, decisions, strict=True)):  # batch by batch, as the service does
         start = time.perf_counter()
-        labels, wants = dec.label.tolist(), dec.query.tolist()
+        labels = dec.label.tolist()
         mine = [msgs[1000 * b + k] for k in batch.positions]
         partitions, offsets = [m.partition() for m in mine], [m.offset() for m in mine]
-        encoded = encode_predictions(batch.ids, labels, dec.scores.p, dec.probability, wants, batch.ts, 0, 0.0,
+        encoded = encode_predictions(batch.ids, labels, dec.scores.p, dec.probability, dec.query, batch.ts, 0, 0.0,
                                     "features", partitions, offsets)
-        keys = pack_keys(batch.ids)
-        asked = [i for i in range(len(batch.ids)) if wants[i]]
-        at = np.asarray(asked, dtype=np.int64)
+        keys = batch.packed_ids()
+        at = np.flatnonzero(dec.query)
+        asked = at.tolist()
         batch.rows.take(at)  # the pending entries' copy of their rows
         requests = write_label_requests(
             [batch.ids[i] for i in asked], batch.features_packed(asked), [labels[i] for i in asked],
