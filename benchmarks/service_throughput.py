@@ -32,7 +32,7 @@ from confluent_kafka import Consumer, Producer
 
 from consumer import rdkafka, steps
 from consumer.config import load_settings
-from consumer.demo.broker import CLIENT_SETTINGS, Broker, create_topics
+from consumer.demo.broker import CLIENT_SETTINGS, LABELS_CONSUMER_SETTINGS, Broker, create_topics
 from consumer.fastwrite import pack, write_label_requests
 from consumer.kafka import CONSUMER_DEFAULTS
 from consumer.records import encode_predictions, pack_keys
@@ -134,15 +134,18 @@ def output_latencies(bootstrap: str, topic: str, n: int, timeout_s: float = 120)
 
 
 def annotate(bootstrap: str, topics: dict, truth: dict, stop) -> None:
-    """Answer every label request at once, until ``stop`` is set (runs in its own process)."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"ann-{uuid.uuid4().hex[:6]}", **CLIENT_SETTINGS})
+    """Answer every label request as soon as it is read, until ``stop`` is set (runs in its own
+    process). It shares the machine with the service, so it is kept light: the id is the request's
+    Kafka key, and its fetches wait as long as the service's labels consumer's."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"ann-{uuid.uuid4().hex[:6]}", **CLIENT_SETTINGS,
+                  **LABELS_CONSUMER_SETTINGS})
     c.subscribe([topics["label_requests"]])
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2})
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
     while not stop.is_set():
         for msg in c.consume(1000, 0.1):
             if msg.error() is None and msg.value() is not None:
-                rid = orjson.loads(msg.value())["id"]
-                p.produce(topics["labels"], key=rid.encode(), value=orjson.dumps({"id": rid, "label": truth[rid]}))
+                rid = msg.key().decode()
+                p.produce(topics["labels"], key=msg.key(), value=orjson.dumps({"id": rid, "label": truth[rid]}))
         p.poll(0)
     p.flush(10)
     c.close()
@@ -153,7 +156,8 @@ def run_service(bootstrap: str, topics: dict, delta: float, truth: dict, workdir
     production (in a thread it would take the service's GIL)."""
     settings = load_settings(bootstrap_servers=bootstrap, topics=topics, checkpoint_dir=workdir / uuid.uuid4().hex,
                              n_features=D, learner="paa-1", learner_params={"delta": delta},
-                             kafka_consumer=CLIENT_SETTINGS, metrics_port=0, batch_size=1000)
+                             kafka_consumer=CLIENT_SETTINGS, kafka_labels_consumer=LABELS_CONSUMER_SETTINGS,
+                             metrics_port=0, batch_size=1000)
     fork = multiprocessing.get_context("fork")  # the child inherits the ground truth; it opens its own clients
     stop = fork.Event()
     annotator = fork.Process(target=annotate, args=(bootstrap, topics, truth, stop), daemon=True)

@@ -110,6 +110,9 @@ class Settings(BaseSettings):
     kafka: dict[str, str] = Field(default_factory=dict, description="extra client properties, both clients")
     kafka_consumer: dict[str, str] = Field(default_factory=dict, description="extra consumer properties")
     kafka_producer: dict[str, str] = Field(default_factory=dict, description="extra producer properties")
+    kafka_labels_consumer: dict[str, str] = Field(
+        default_factory=dict, description="extra properties of the labels consumer alone, over KAFKA_CONSUMER"
+    )
 
     learner: str = "paa-1"
     learner_params: dict[str, Any] = Field(default_factory=dict)
@@ -131,7 +134,7 @@ class Settings(BaseSettings):
     healthy_loop_age_s: float = Field(60.0, gt=0, description="/healthz fails when the loop is idle this long")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
-    @field_validator("kafka", "kafka_consumer", "kafka_producer", mode="after")
+    @field_validator("kafka", "kafka_consumer", "kafka_producer", "kafka_labels_consumer", mode="after")
     @classmethod
     def _dotted(cls, props: dict[str, str]) -> dict[str, str]:
         return {key.replace("_", ".").lower(): value for key, value in props.items()}

@@ -26,7 +26,8 @@ __all__ = ["CONSUMER_DEFAULTS", "Emitter", "OffsetTracker", "consumer_config", "
 log = logging.getLogger(__name__)
 
 # Settings that make librdkafka behave well for this loop. A user's own properties
-# (ACTIVESTREAM_KAFKA, ACTIVESTREAM_KAFKA_CONSUMER/PRODUCER) override them.
+# (ACTIVESTREAM_KAFKA, ACTIVESTREAM_KAFKA_CONSUMER/PRODUCER, ACTIVESTREAM_KAFKA_LABELS_CONSUMER)
+# override them.
 CONSUMER_DEFAULTS = {
     "enable.auto.commit": "false",  # offsets are committed only after a checkpoint is durable
     "enable.auto.offset.store": "false",
@@ -68,6 +69,8 @@ def consumer_config(settings: Settings, role: str) -> dict[str, Any]:
         conf["group.instance.id"] = f"{settings.group_instance_id}-{role}"
     conf.update(settings.kafka)
     conf.update(settings.kafka_consumer)
+    if role == "labels":
+        conf.update(settings.kafka_labels_consumer)
     return conf
 
 

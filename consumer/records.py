@@ -448,6 +448,8 @@ def decode_label_batch(values: Sequence[bytes | None], classes: Mapping[Any, int
     stamps = ts[fast].tolist()
     for j in np.flatnonzero(~has_ts[fast]).tolist():
         stamps[j] = float(default_ts(int(fast[j])))
+    if fast.size == len(values) and all(label in classes for label in labels):  # the usual batch
+        return list(map(Label, ids, labels, costs, stamps)), list(range(len(values))), []
     read = dict(zip(fast.tolist(), zip(ids, labels, costs, stamps, strict=True), strict=True))
     out: list[Label] = []
     positions, rejected = [], []

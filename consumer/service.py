@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -125,6 +125,14 @@ class KafkaClients:
         return Consumer(conf)
 
 
+class _Read(NamedTuple):
+    """A batch of feature messages as read: those without an error, their values, their scan."""
+
+    messages: list[Any]
+    values: list[bytes | None]
+    scan: Future | None
+
+
 @dataclass(slots=True)
 class _Batch:
     """A decided batch of feature records, waiting to be emitted."""
@@ -175,7 +183,7 @@ class Service:
         self._batch: _Batch | None = None
         # the next batch, consumed while this one is decided; its compiled scan runs meanwhile in a
         # thread of its own (the scan releases the GIL), off the loop's critical path
-        self._ahead: tuple[list[Any], Future] | None = None
+        self._ahead: _Read | None = None
         self._scanner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="activestream-scan")
         self._paused = False
         self._started = False
@@ -323,11 +331,10 @@ class Service:
         self.emitter.serve()
         self._take_labels(self._labels.consume(s.batch_size, 0))
         if self._batch is None:
-            ahead, self._ahead = self._ahead, None
-            messages, scanned = ahead if ahead is not None else (self._poll_features(), None)
-            if messages:
-                self._ahead = self._read_ahead()
-                self._batch = self._decide(messages, None if scanned is None else scanned.result())
+            read, self._ahead = self._ahead or self._read(self._poll_features(), scan=False), None
+            if read is not None:
+                self._ahead = self._read(self._features.consume(s.batch_size, 0), scan=True)
+                self._batch = self._decide(*read)
         if self._batch is not None:
             self._try_emit()
         self._expire(self.clock.now())
@@ -348,13 +355,18 @@ class Service:
             return []
         return [first, *self._features.consume(self.settings.batch_size - 1, 0)]
 
-    def _read_ahead(self) -> tuple[list[Any], Future] | None:
-        """The records already waiting, up to a batch, with their scan started in the scan thread."""
-        messages = self._features.consume(self.settings.batch_size, 0)
+    def _read(self, messages: list[Any], scan: bool) -> _Read | None:
+        """A batch of feature messages as :meth:`_decide` takes it (None if there is none). With
+        ``scan``, the batch is read ahead: its compiled scan starts now in the scan thread."""
         if not messages:
             return None
-        values = [m.value() for m in messages if m.error() is None]
-        return messages, self._scanner.submit(scan_batch, values, self.settings.n_features)
+        good = [msg for msg in messages if msg.error() is None]
+        if len(good) < len(messages):
+            for msg in messages:
+                if msg.error() is not None:
+                    log.warning("features consumer: %s", msg.error().str())
+        values = [msg.value() for msg in good]
+        return _Read(good, values, self._scanner.submit(scan_batch, values, self.settings.n_features) if scan else None)
 
     def _try_emit(self) -> None:
         try:
@@ -374,18 +386,15 @@ class Service:
             self._paused = False
 
     # -- scoring -----------------------------------------------------------------------------------
-    def _decide(self, messages: list[Any], scanned: tuple | None = None) -> _Batch:
-        """Decode a batch, score it in one call, decide queries, and prepare every output.
-        ``scanned``: the compiled scan of the values of its messages without an error, if it ran."""
+    def _decide(self, good: list[Any], values: list[bytes | None], scan: Future | None = None) -> _Batch:
+        """Decode a batch (messages without an error, and their values), score it in one call,
+        decide queries, and prepare every output. ``scan``: the compiled scan of the values, if it
+        was started when the batch was read."""
         s, learner, topics = self.settings, self.learner, self.settings.topics
         now = self.clock.now()
         batch = _Batch(started=self.clock.monotonic())
-        good = [msg for msg in messages if msg.error() is None]
-        if len(good) < len(messages):
-            for msg in messages:
-                if msg.error() is not None:
-                    log.warning("features consumer: %s", msg.error().str())
-        decoded, positions, rejected = steps.decode_features(good, s.n_features, now, scanned)
+        decoded, positions, rejected = steps.decode_features(good, s.n_features, now,
+                                                             None if scan is None else scan.result(), values)
         for msg, err in rejected:
             batch.outgoing.append((topics.dead_letters, *steps.dead_letter(msg, err)))
             batch.dead[(msg.topic(), err.reason)] += 1

@@ -45,13 +45,14 @@ class Decoded:
     rejected: list[tuple[Any, InvalidRecord]] = field(default_factory=list)
 
 
-def decode_features(msgs: Sequence[Any], n_features: int, now: float,
-                    scanned: tuple | None = None) -> tuple[FeatureBatch, list[int], list]:
+def decode_features(msgs: Sequence[Any], n_features: int, now: float, scanned: tuple | None = None,
+                    values: list[bytes | None] | None = None) -> tuple[FeatureBatch, list[int], list]:
     """A batch of feature messages → (the decoded batch, the position in ``msgs`` of each usable
     record, [(message, InvalidRecord)] for the others). ``scanned``: the compiled scan of their
-    values, if it ran already (:func:`consumer.fastjson.scan_batch`)."""
-    batch = decode_feature_batch([m.value() for m in msgs], n_features, lambda k: message_time(msgs[k], now),
-                                 scanned)
+    values, if it ran already (:func:`consumer.fastjson.scan_batch`); ``values``: their values, if
+    they were taken already."""
+    batch = decode_feature_batch([m.value() for m in msgs] if values is None else values, n_features,
+                                 lambda k: message_time(msgs[k], now), scanned)
     return batch, batch.positions, _located(msgs, batch.rejected)
 
 

@@ -28,6 +28,17 @@ def test_nested_variables_and_kafka_passthrough(monkeypatch):
     assert s.kafka_consumer == {"fetch.wait.max.ms": "20"}
 
 
+def test_the_labels_consumer_takes_its_own_properties_over_the_consumers(monkeypatch):
+    from consumer.kafka import consumer_config
+
+    monkeypatch.setenv("ACTIVESTREAM_KAFKA_CONSUMER__FETCH_WAIT_MAX_MS", "10")
+    monkeypatch.setenv("ACTIVESTREAM_KAFKA_LABELS_CONSUMER__FETCH_WAIT_MAX_MS", "100")
+    s = load_settings()
+    assert consumer_config(s, "labels")["fetch.wait.max.ms"] == "100"
+    assert consumer_config(s, "features")["fetch.wait.max.ms"] == "10"
+    assert consumer_config(s, "recovery")["fetch.wait.max.ms"] == "10"
+
+
 def test_kafka_json_mapping(monkeypatch):
     monkeypatch.setenv("ACTIVESTREAM_KAFKA", '{"security.protocol": "SASL_SSL", "sasl.username": "u"}')
     assert load_settings().kafka == {"security.protocol": "SASL_SSL", "sasl.username": "u"}

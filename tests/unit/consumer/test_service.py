@@ -367,15 +367,28 @@ def test_the_next_batch_is_consumed_and_scanned_while_one_is_decided(tmp_path):
     h.service.start()
     feed(h, 10)
     h.service.run_once()
-    messages, scan = h.service._ahead
-    assert [m.key() for m in messages] == [b"r4", b"r5", b"r6", b"r7"]
-    assert scan.result()[1].tolist() == [0, 0, 0, 0]  # the compiled scan read all four
+    ahead = h.service._ahead
+    assert [m.key() for m in ahead.messages] == [b"r4", b"r5", b"r6", b"r7"]
+    assert ahead.scan.result()[1].tolist() == [0, 0, 0, 0]  # the compiled scan read all four
     assert [p["id"] for p in h.out("predictions")] == [f"r{i}" for i in range(4)]
     h.service.run_once()
     h.service.run_once()
     h.service.run_once()
     assert h.service._ahead is None
     assert [p["id"] for p in h.out("predictions")] == [f"r{i}" for i in range(10)]  # in order, once each
+
+
+def test_consumer_errors_among_the_records_are_logged_and_skipped(tmp_path, caplog):
+    h = Harness(tmp_path, batch_size=4)
+    h.service.start()
+    h.service._features.partition_eof = True  # librdkafka reports a partition's end as an error message
+    feed(h, 6)
+    for _ in range(4):
+        h.service.run_once()
+    assert [p["id"] for p in h.out("predictions")] == [f"r{i}" for i in range(6)]
+    assert h.service.offsets.next[("features", 0)] == 6
+    assert "features consumer: end of partition" in caplog.text
+    assert not h.out("dead-letters")
 
 
 @pytest.mark.parametrize("revoked", ["labels", "features"])
