@@ -22,6 +22,7 @@ from its text.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -492,30 +493,67 @@ def _reread_ts(blob: bytes, ts: np.ndarray, ts_lo: np.ndarray, ts_hi: np.ndarray
         ts[k] = float(blob[lo:hi])
 
 
-def scan_batch(values: list[bytes | None], n_features: int):
-    """Run :func:`scan_features` over a batch. Returns (blob, status, id_lo, id_hi, ts, has_ts,
-    row_len, indices, data, feat_lo, feat_hi) with every number exact; the spans are offsets in
-    the blob."""
+class ScanJob(NamedTuple):
+    """A batch laid out for :func:`scan_features`: the joined values and the arrays it fills.
+    Made by :func:`scan_job`, scanned by :func:`run_scan` (which holds the GIL only to call the
+    compiled loop), read back by :func:`scan_result`."""
+
+    blob: bytes
+    buf: np.ndarray
+    bounds: np.ndarray
+    n_features: int
+    status: np.ndarray
+    id_lo: np.ndarray
+    id_hi: np.ndarray
+    ts: np.ndarray
+    has_ts: np.ndarray
+    ts_lo: np.ndarray
+    ts_hi: np.ndarray
+    row_len: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    fix_at: np.ndarray
+    fix_lo: np.ndarray
+    fix_hi: np.ndarray
+    feat_lo: np.ndarray
+    feat_hi: np.ndarray
+
+
+def scan_job(values: list[bytes | None], n_features: int) -> ScanJob:
     n = len(values)
     blob, bounds = _joined(values)
     # each number takes a character and a separator at least: a bound without counting anything
     capacity = len(blob) // 2 + n + 1
-    buf = np.frombuffer(blob, dtype=np.uint8)
-    status = np.empty(n, dtype=np.int8)
-    id_lo, id_hi = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
-    ts, has_ts = np.zeros(n), np.zeros(n, dtype=np.bool_)
-    ts_lo, ts_hi = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
-    row_len = np.zeros(n, dtype=np.int64)
-    indices, data = np.empty(capacity, dtype=np.int32), np.empty(capacity, dtype=np.float64)
-    fix_at = np.empty(capacity, dtype=np.int64)
-    fix_lo, fix_hi = np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int64)
-    feat_lo, feat_hi = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
-    nfix, used = scan_features(buf, bounds, n_features, status, id_lo, id_hi, ts, has_ts, ts_lo, ts_hi, row_len,
-                               indices, data, fix_at, fix_lo, fix_hi, feat_lo, feat_hi)
-    for at, lo, hi in zip(fix_at[:nfix].tolist(), fix_lo[:nfix].tolist(), fix_hi[:nfix].tolist(), strict=True):
+    spans = [np.zeros(n, dtype=np.int64) for _ in range(4)]
+    return ScanJob(blob, np.frombuffer(blob, dtype=np.uint8), bounds, n_features, np.empty(n, dtype=np.int8),
+                   spans[0], spans[1], np.zeros(n), np.zeros(n, dtype=np.bool_), spans[2], spans[3],
+                   np.zeros(n, dtype=np.int64), np.empty(capacity, dtype=np.int32), np.empty(capacity),
+                   *(np.empty(capacity, dtype=np.int64) for _ in range(3)),
+                   np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
+
+
+def run_scan(job: ScanJob) -> tuple[int, int]:
+    """The compiled scan of a job: (numbers left to Python's ``float``, numbers read)."""
+    return scan_features(*job[1:])
+
+
+def scan_result(job: ScanJob, nfix: int, used: int):
+    """What :func:`scan_batch` returns, from a job that :func:`run_scan` has scanned."""
+    blob, data = job.blob, job.data
+    for at, lo, hi in zip(job.fix_at[:nfix].tolist(), job.fix_lo[:nfix].tolist(), job.fix_hi[:nfix].tolist(),
+                          strict=True):
         data[at] = float(blob[lo:hi])
-    _reread_ts(blob, ts, ts_lo, ts_hi, status)
-    return blob, status, id_lo, id_hi, ts, has_ts, row_len, indices[:used], data[:used], feat_lo, feat_hi
+    _reread_ts(blob, job.ts, job.ts_lo, job.ts_hi, job.status)
+    return (blob, job.status, job.id_lo, job.id_hi, job.ts, job.has_ts, job.row_len, job.indices[:used], data[:used],
+            job.feat_lo, job.feat_hi)
+
+
+def scan_batch(values: list[bytes | None], n_features: int):
+    """Run :func:`scan_features` over a batch. Returns (blob, status, id_lo, id_hi, ts, has_ts,
+    row_len, indices, data, feat_lo, feat_hi) with every number exact; the spans are offsets in
+    the blob."""
+    job = scan_job(values, n_features)
+    return scan_result(job, *run_scan(job))
 
 
 LABEL_TEXT, LABEL_INTEGER, LABEL_NUMBER = 1, 2, 3

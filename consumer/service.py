@@ -38,7 +38,7 @@ from consumer.checkpoint import CheckpointPolicy, CheckpointStore
 from consumer.clock import Clock, SystemClock
 from consumer.config import Settings
 from consumer.errors import Backpressure, CheckpointError, ConfigError, IncompatibleCheckpoint
-from consumer.fastjson import scan_batch
+from consumer.fastjson import ScanJob, run_scan, scan_job, scan_result
 from consumer.fastwrite import Packed, write_label_requests
 from consumer.health import Health, HealthServer
 from consumer.kafka import Emitter, OffsetTracker, consumer_config, producer_config
@@ -126,10 +126,12 @@ class KafkaClients:
 
 
 class _Read(NamedTuple):
-    """A batch of feature messages as read: those without an error, their values, their scan."""
+    """A batch of feature messages as read: those without an error, their values, and their scan
+    (laid out, and running in the scan thread) if it was read ahead."""
 
     messages: list[Any]
     values: list[bytes | None]
+    job: ScanJob | None
     scan: Future | None
 
 
@@ -366,7 +368,12 @@ class Service:
                 if msg.error() is not None:
                     log.warning("features consumer: %s", msg.error().str())
         values = [msg.value() for msg in good]
-        return _Read(good, values, self._scanner.submit(scan_batch, values, self.settings.n_features) if scan else None)
+        if not scan:
+            return _Read(good, values, None, None)
+        # Laid out here, so that the scan thread holds the GIL only to call the compiled loop: each
+        # moment it holds it is one the loop waits for it.
+        job = scan_job(values, self.settings.n_features)
+        return _Read(good, values, job, self._scanner.submit(run_scan, job))
 
     def _try_emit(self) -> None:
         try:
@@ -386,15 +393,16 @@ class Service:
             self._paused = False
 
     # -- scoring -----------------------------------------------------------------------------------
-    def _decide(self, good: list[Any], values: list[bytes | None], scan: Future | None = None) -> _Batch:
+    def _decide(self, good: list[Any], values: list[bytes | None], job: ScanJob | None = None,
+                scan: Future | None = None) -> _Batch:
         """Decode a batch (messages without an error, and their values), score it in one call,
-        decide queries, and prepare every output. ``scan``: the compiled scan of the values, if it
-        was started when the batch was read."""
+        decide queries, and prepare every output. ``job``, ``scan``: the compiled scan of the
+        values, if it was started when the batch was read."""
         s, learner, topics = self.settings, self.learner, self.settings.topics
         now = self.clock.now()
         batch = _Batch(started=self.clock.monotonic())
-        decoded, positions, rejected = steps.decode_features(good, s.n_features, now,
-                                                             None if scan is None else scan.result(), values)
+        scanned = None if scan is None else scan_result(job, *scan.result())
+        decoded, positions, rejected = steps.decode_features(good, s.n_features, now, scanned, values)
         for msg, err in rejected:
             batch.outgoing.append((topics.dead_letters, *steps.dead_letter(msg, err)))
             batch.dead[(msg.topic(), err.reason)] += 1

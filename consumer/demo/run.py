@@ -29,7 +29,7 @@ from confluent_kafka import Consumer
 
 from consumer.config import load_settings
 from consumer.demo.annotator import Annotator
-from consumer.demo.broker import CLIENT_SETTINGS, LABELS_CONSUMER_SETTINGS, Broker, create_topics
+from consumer.demo.broker import CLIENT_SETTINGS, Broker, create_topics
 from consumer.demo.feed import DemoStream, Feeder, drifting_stream, from_dataset
 from consumer.demo.remote import RemoteTotals
 from consumer.demo.report import RunningF1, Sample, write_report
@@ -159,9 +159,7 @@ def run_demo(opts: DemoOptions, progress=sys.stderr) -> dict[str, Any]:
             service = Service(load_settings(
                 bootstrap_servers=bootstrap, topics=TOPICS, checkpoint_dir=checkpoint_dir, learner=opts.learner,
                 learner_params=opts.params, n_features=stream.n_features, classes=stream.classes,
-                kafka_consumer=CLIENT_SETTINGS if not opts.bootstrap else {},
-                kafka_labels_consumer=LABELS_CONSUMER_SETTINGS if not opts.bootstrap else {},
-                metrics_port=opts.metrics_port,
+                kafka_consumer=CLIENT_SETTINGS if not opts.bootstrap else {}, metrics_port=opts.metrics_port,
                 checkpoint={"every_s": 5.0},
                 labels={"ttl_s": max(60.0, 20 * opts.label_delay_s), "cost_per_request": opts.label_cost},
             ))

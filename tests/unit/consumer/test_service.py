@@ -369,7 +369,8 @@ def test_the_next_batch_is_consumed_and_scanned_while_one_is_decided(tmp_path):
     h.service.run_once()
     ahead = h.service._ahead
     assert [m.key() for m in ahead.messages] == [b"r4", b"r5", b"r6", b"r7"]
-    assert ahead.scan.result()[1].tolist() == [0, 0, 0, 0]  # the compiled scan read all four
+    ahead.scan.result()
+    assert ahead.job.status.tolist() == [0, 0, 0, 0]  # the compiled scan read all four
     assert [p["id"] for p in h.out("predictions")] == [f"r{i}" for i in range(4)]
     h.service.run_once()
     h.service.run_once()
