@@ -154,6 +154,8 @@ class BatchProducer:
         """Queue message k = (key ``keys[key_starts[k]:key_ends[k]]``, value ``values[starts[k]:ends[k]]``)
         for every k, in order (librdkafka copies them), each to the partition of its key. Returns the
         positions of the messages librdkafka did not take (its queue was full), usually none."""
+        if not self._rk:
+            raise ValueError("the producer is closed")
         n = len(starts)
         messages = np.zeros(n, dtype=MESSAGE)
         # The buffers only have to live through the call (the messages are copied): the views below
@@ -195,12 +197,15 @@ class BatchProducer:
             log.exception("handling a producer error")
 
     def poll(self, timeout_s: float = 0.0) -> None:
-        """Serve failed deliveries and client errors."""
-        self._lib.rd_kafka_poll(self._rk, int(timeout_s * 1000))
+        """Serve failed deliveries and client errors (nothing once closed)."""
+        if self._rk:
+            self._lib.rd_kafka_poll(self._rk, int(timeout_s * 1000))
 
     def flush(self, timeout_s: float) -> int:
-        """Wait up to ``timeout_s`` for every message to be acknowledged; returns how many are left."""
-        self._lib.rd_kafka_flush(self._rk, max(0, int(timeout_s * 1000)))
+        """Wait up to ``timeout_s`` for every message to be acknowledged; returns how many are left
+        (none once closed: what was left went with the client)."""
+        if self._rk:
+            self._lib.rd_kafka_flush(self._rk, max(0, int(timeout_s * 1000)))
         return len(self)
 
     def close(self, timeout_s: float = 0.0) -> None:

@@ -189,6 +189,7 @@ class Service:
         self._scanner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="activestream-scan")
         self._paused = False
         self._started = False
+        self._closed = False
         self._output_floor: dict[tuple[str, int], int] = {}
         self._last_checkpoint_at = self.clock.monotonic()
         self._labels_since_checkpoint = 0
@@ -307,6 +308,9 @@ class Service:
         self._close(final_checkpoint=True)
 
     def _close(self, final_checkpoint: bool) -> None:
+        if self._closed:  # e.g. the final checkpoint failed and run() closes again on its way out
+            return
+        self._closed = True
         started, self._started = self._started, False  # closing consumers revokes: no second checkpoint
         try:
             if final_checkpoint and started:

@@ -183,6 +183,7 @@ class FakeProducer:
         self._queue: list[tuple] = []
         self.fail: list[KafkaError] = []  # the next deliveries fail with these errors, in order
         self.hold = False  # while True nothing is acknowledged (a slow or absent broker)
+        self.closed = False
 
     def __len__(self) -> int:
         return len(self._queue)
@@ -194,6 +195,8 @@ class FakeProducer:
         self._queue.append((topic, value, key, headers, on_delivery or self.on_delivery))
 
     def poll(self, timeout: float = 0) -> int:
+        if self.closed:  # the real clients crash or raise: the service must not get here
+            raise RuntimeError("producer used after close")
         if self.hold:
             return 0
         queue, self._queue = self._queue, []

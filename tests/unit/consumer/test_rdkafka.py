@@ -94,3 +94,14 @@ def test_a_property_librdkafka_refuses_is_named():
         rdkafka.BatchProducer(lib, {"bootstrap.servers": "127.0.0.1:1", "no.such.property": "1"}, print, print)
     with pytest.raises(ValueError, match=r"linger\.ms"):
         rdkafka.BatchProducer(lib, {"bootstrap.servers": "127.0.0.1:1", "linger.ms": "soon"}, print, print)
+
+
+def test_a_closed_producer_is_inert_and_refuses_to_produce(cluster):
+    # librdkafka has no client behind a closed producer: a call that reached it would crash the process
+    p = producer(cluster, [])
+    p.close()
+    p.close()
+    p.poll(0.0)
+    assert p.flush(0.1) == 0 and len(p) == 0
+    with pytest.raises(ValueError, match="closed"):
+        send(p, "out", [b"k"], [b"v"])

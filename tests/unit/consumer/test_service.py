@@ -9,7 +9,7 @@ import orjson
 import pytest
 from confluent_kafka import KafkaError
 
-from consumer.errors import IncompatibleCheckpoint, ProduceFailed
+from consumer.errors import CheckpointError, IncompatibleCheckpoint, ProduceFailed
 from tests.bad_records import BAD_LABELS, bad_features
 from tests.unit.consumer.conftest import Harness
 
@@ -377,6 +377,21 @@ def test_the_next_batch_is_consumed_and_scanned_while_one_is_decided(tmp_path):
     h.service.run_once()
     assert h.service._ahead is None
     assert [p["id"] for p in h.out("predictions")] == [f"r{i}" for i in range(10)]  # in order, once each
+
+
+def test_a_failed_final_checkpoint_closes_every_client_once_and_exits_with_1(tmp_path, monkeypatch, caplog):
+    h = Harness(tmp_path)
+    feed(h, 10)
+
+    def disk_full(state):
+        raise CheckpointError("disk full")
+
+    monkeypatch.setattr(h.service.store, "write", disk_full)
+    h.service.request_stop()  # a SIGTERM: run() goes straight to the final checkpoint, which fails
+    assert h.service.run() == 1
+    assert "disk full" in caplog.text
+    assert h.clients.producers and all(p.closed for p in h.clients.producers)
+    assert h.service._features.closed and h.service._labels.closed
 
 
 def test_consumer_errors_among_the_records_are_logged_and_skipped(tmp_path, caplog):
