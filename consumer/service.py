@@ -17,6 +17,7 @@ the decisions already produced are read back (:mod:`consumer.recovery`) so repla
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import logging
@@ -58,6 +59,11 @@ log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1  # of the service's part of a checkpoint
 _FLUSH_TIMEOUT_S = 20.0  # within Kubernetes' 30 s grace period, with room to write and commit
+# How long a checkpoint asks the broker where the output topics end; then it takes the last known
+# ends (a lower bound: recovery reads a little more). Unbounded, a broker that does not answer cost
+# 10 s per topic and 5 s per partition: 40 s for two topics of two partitions, past the grace period.
+_OUTPUT_ENDS_TIMEOUT_S = 4.0
+_MIN_WAIT_S = 0.1  # the shortest question worth sending once the time is up: a topic's partitions
 _LAG_EVERY_S = 1.0
 LABEL_OUTCOMES = ("applied", "duplicate", "expired", "unknown", "defaulted")
 _MAX_CLASSES_INITIALISED = 20  # labelled records: one series per (class, predicted) pair, k² of them
@@ -737,17 +743,19 @@ class Service:
         value only makes recovery read a little more, since it matches outputs by their source."""
         ends = {}
         topics = self.settings.topics
+        deadline = self.clock.monotonic() + _OUTPUT_ENDS_TIMEOUT_S
         for topic in (topics.predictions, topics.label_requests):
             try:
-                partitions = self._partitions(topic)
+                partitions = self._partitions(topic, timeout=max(_MIN_WAIT_S, deadline - self.clock.monotonic()))
             except KafkaException as exc:
                 raise CheckpointError(f"cannot list the partitions of {topic}: {exc}") from None
             for p in partitions:
-                try:
-                    _, high = self._features.get_watermark_offsets(TopicPartition(topic, p), timeout=5)
-                except KafkaException:
-                    high = self._output_floor.get((topic, p), 0)
-                ends[(topic, p)] = max(0, high)
+                left, high = deadline - self.clock.monotonic(), -1
+                if left > 0:
+                    with contextlib.suppress(KafkaException):  # no answer: the last known end below
+                        _, high = self._features.get_watermark_offsets(TopicPartition(topic, p), timeout=left)
+                ends[(topic, p)] = max(0, high if high >= 0 else self._output_floor.get((topic, p), 0))
+        self._output_floor.update(ends)  # what the next checkpoint falls back on
         return ends
 
     def _commit_offsets(self) -> None:
@@ -821,11 +829,11 @@ class Service:
         self.recovery.forget_before(self.offsets.next)
         log.info("recovery: %d decisions made after the checkpoint will be kept", len(self.recovery))
 
-    def _partitions(self, topic: str, required: bool = False) -> list[int]:
-        """The topic's partitions; the last known list when the broker does not answer (unless
-        ``required``, where the error is raised)."""
+    def _partitions(self, topic: str, required: bool = False, timeout: float = 10.0) -> list[int]:
+        """The topic's partitions; the last known list when the broker does not answer within
+        ``timeout`` seconds (unless ``required``, where the error is raised)."""
         try:
-            metadata = self._producer.list_topics(topic, timeout=10)
+            metadata = self._producer.list_topics(topic, timeout=timeout)
         except KafkaException:
             if required or topic not in self._partitions_seen:
                 raise

@@ -7,8 +7,9 @@ import gc
 import numpy as np
 import orjson
 import pytest
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException
 
+from consumer import service as service_module
 from consumer.errors import CheckpointError, IncompatibleCheckpoint, ProduceFailed
 from tests.bad_records import BAD_LABELS, bad_features
 from tests.unit.consumer.conftest import Harness
@@ -377,6 +378,31 @@ def test_the_next_batch_is_consumed_and_scanned_while_one_is_decided(tmp_path):
     h.service.run_once()
     assert h.service._ahead is None
     assert [p["id"] for p in h.out("predictions")] == [f"r{i}" for i in range(10)]  # in order, once each
+
+
+def test_a_checkpoint_asks_an_absent_broker_for_a_bounded_time_then_keeps_the_last_known_ends(harness,
+                                                                                              monkeypatch):
+    h = harness
+    h.service.start()
+    feed(h, 20)
+    h.service.run_once()
+    h.service.checkpoint()  # the broker answers: where the outputs end is known
+    known = h.service.store.latest()[1]
+    assert known["outputs.next"].tolist()[1] == 20  # [label-requests, predictions]
+    waited = []
+
+    def away(*_, timeout: float = -1):  # a client call that waits its whole timeout, then fails
+        waited.append(timeout)
+        h.clock.advance(timeout)
+        raise KafkaException(KafkaError(KafkaError._TRANSPORT))
+
+    monkeypatch.setattr(h.service._producer, "list_topics", away)
+    monkeypatch.setattr(h.service._features, "get_watermark_offsets", away)
+    h.service.checkpoint()
+    assert 0 < sum(waited) <= service_module._OUTPUT_ENDS_TIMEOUT_S + service_module._MIN_WAIT_S
+    state = h.service.store.latest()[1]
+    assert state["outputs.next"].tolist() == known["outputs.next"].tolist()
+    assert state["outputs.partitions"].tolist() == known["outputs.partitions"].tolist()
 
 
 def test_a_failed_final_checkpoint_closes_every_client_once_and_exits_with_1(tmp_path, monkeypatch, caplog):
