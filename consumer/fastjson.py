@@ -494,9 +494,9 @@ def _reread_ts(blob: bytes, ts: np.ndarray, ts_lo: np.ndarray, ts_hi: np.ndarray
 
 
 class ScanJob(NamedTuple):
-    """A batch laid out for :func:`scan_features`: the joined values and the arrays it fills.
-    Made by :func:`scan_job`, scanned by :func:`run_scan` (which holds the GIL only to call the
-    compiled loop), read back by :func:`scan_result`."""
+    """A batch laid out for :func:`scan_features`: the joined values and the arrays it fills, from
+    ``buf`` on in the order of its arguments. Made by :func:`scan_job`, scanned by :func:`run_scan`
+    (which holds the GIL only to call the compiled loop), read back by :func:`scan_result`."""
 
     blob: bytes
     buf: np.ndarray
@@ -524,12 +524,20 @@ def scan_job(values: list[bytes | None], n_features: int) -> ScanJob:
     blob, bounds = _joined(values)
     # each number takes a character and a separator at least: a bound without counting anything
     capacity = len(blob) // 2 + n + 1
-    spans = [np.zeros(n, dtype=np.int64) for _ in range(4)]
-    return ScanJob(blob, np.frombuffer(blob, dtype=np.uint8), bounds, n_features, np.empty(n, dtype=np.int8),
-                   spans[0], spans[1], np.zeros(n), np.zeros(n, dtype=np.bool_), spans[2], spans[3],
-                   np.zeros(n, dtype=np.int64), np.empty(capacity, dtype=np.int32), np.empty(capacity),
-                   *(np.empty(capacity, dtype=np.int64) for _ in range(3)),
-                   np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
+
+    def per_record() -> np.ndarray:
+        return np.zeros(n, dtype=np.int64)
+
+    def per_number() -> np.ndarray:
+        return np.empty(capacity, dtype=np.int64)
+
+    return ScanJob(
+        blob=blob, buf=np.frombuffer(blob, dtype=np.uint8), bounds=bounds, n_features=n_features,
+        status=np.empty(n, dtype=np.int8), id_lo=per_record(), id_hi=per_record(),
+        ts=np.zeros(n), has_ts=np.zeros(n, dtype=np.bool_), ts_lo=per_record(), ts_hi=per_record(),
+        row_len=per_record(), indices=np.empty(capacity, dtype=np.int32), data=np.empty(capacity),
+        fix_at=per_number(), fix_lo=per_number(), fix_hi=per_number(), feat_lo=per_record(), feat_hi=per_record(),
+    )
 
 
 def run_scan(job: ScanJob) -> tuple[int, int]:
