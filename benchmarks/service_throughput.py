@@ -12,8 +12,10 @@
    prediction − the record's timestamp, p50 / p99, for the null pipe and the service.
 3. Where the time goes, measured during the drains of part 1: the CPU each part spends per record,
    read from /proc (the thread running the pipe or the service loop, the rest of its process, the
-   broker, the annotator, the whole machine), and the wall time of the service loop's steps (scan,
-   decode, score and decide, write, label requests, produce, labels; the rest by difference).
+   broker, the annotator, the whole machine, and how much of the machine stood idle), the requests
+   each Kafka client sent the broker (from librdkafka's statistics), and the wall time of the
+   service loop's steps (scan, decode, score and decide, write, label requests, produce, labels;
+   the rest by difference).
 
 Writes benchmarks/results/service_throughput.md.
 """
@@ -29,9 +31,10 @@ import tempfile
 import threading
 import time
 import uuid
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from pathlib import Path
+from queue import Empty
 from typing import Any
 from unittest import mock
 
@@ -45,7 +48,7 @@ from consumer.config import load_settings
 from consumer.demo.broker import CLIENT_SETTINGS, Broker, create_topics
 from consumer.fastwrite import pack
 from consumer.kafka import CONSUMER_DEFAULTS, Emitter
-from consumer.service import Service
+from consumer.service import KafkaClients, Service
 from learners import make
 from learners.base import Learner
 from learners.datasets import synthetic_sparse
@@ -112,24 +115,96 @@ class CpuMeter:
     def read(self) -> np.ndarray:
         thread = _cpu_s(f"/proc/self/task/{self.thread_id}/stat")
         machine = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-        busy = (sum(machine) - machine[3] - machine[4]) / os.sysconf("SC_CLK_TCK")  # all but idle and iowait
+        idle = (machine[3] + machine[4]) / os.sysconf("SC_CLK_TCK")
+        busy = sum(machine) / os.sysconf("SC_CLK_TCK") - idle
         return np.array([thread, _cpu_s("/proc/self/stat") - thread, _cpu_s(f"/proc/{self.broker_pid}/stat"),
-                         _cpu_s(f"/proc/{self.annotator_pid}/stat") if self.annotator_pid else 0.0, busy])
+                         _cpu_s(f"/proc/{self.annotator_pid}/stat") if self.annotator_pid else 0.0, busy, idle])
+
+
+STATS_MS = 100  # librdkafka's statistics interval for the clients of a drain
+REQUESTS = ("Fetch", "Produce")
+
+
+class BrokerRequests:
+    """How many requests of each of :data:`REQUESTS` every client sent the broker between
+    :meth:`begin` and :meth:`end`, from librdkafka's statistics (cumulative counts, one sample
+    every :data:`STATS_MS`, so a window's edges are known to that much). With a ``queue``, the
+    samples go there instead, for the process that counts (:meth:`take`)."""
+
+    def __init__(self, queue: Any = None) -> None:
+        self.samples: defaultdict[str, list[tuple[float, ...]]] = defaultdict(list)
+        self.window = (0.0, 0.0)
+        self.queue = queue
+
+    @staticmethod
+    def sample(stats: str | bytes) -> tuple[float, ...]:
+        """(now, count of each of :data:`REQUESTS`) from one statistics JSON."""
+        brokers = orjson.loads(stats)["brokers"].values()
+        return (time.monotonic(), *(sum(b["req"].get(r, 0) for b in brokers) for r in REQUESTS))
+
+    def record(self, client: str, stats: str | bytes) -> None:
+        if self.queue is not None:
+            self.queue.put((client, *self.sample(stats)))
+        else:
+            self.samples[client].append(self.sample(stats))
+
+    def conf(self, client: str) -> dict[str, Any]:
+        """The properties that make a confluent-kafka client report to :meth:`record`."""
+        return {"statistics.interval.ms": STATS_MS, "stats_cb": functools.partial(self.record, client)}
+
+    def begin(self) -> None:
+        self.window = (time.monotonic(), 0.0)
+
+    def end(self) -> None:
+        self.window = (self.window[0], time.monotonic())
+
+    def complete(self) -> bool:
+        """Whether every client has reported since the window ended."""
+        return all(samples[-1][0] >= self.window[1] for samples in self.samples.values())
+
+    def take(self, queue: Any) -> None:
+        """Add the samples another process put on ``queue`` as (client, *sample)."""
+        with contextlib.suppress(Empty):
+            while True:
+                client, *sample = queue.get_nowait()
+                self.samples[client].append(tuple(sample))
+
+    def per_second(self) -> dict[str, np.ndarray]:
+        """Requests/s of each client over the window: from its last sample before the window to
+        its first after it."""
+        start, stop = self.window
+        rates = {}
+        for client, samples in self.samples.items():
+            before = [s for s in samples if s[0] <= start]
+            after = [s for s in samples if s[0] >= stop]
+            if before and after:
+                a, b = before[-1], after[0]
+                rates[client] = (np.array(b[1:]) - np.array(a[1:])) / (b[0] - a[0])
+        return rates
 
 
 def null_pipe(bootstrap: str, source: str, sink: str, n: int, ready: threading.Event,
-              batched: bool = False, broker_pid: int | None = None) -> np.ndarray | None:
+              batched: bool = False, broker_pid: int | None = None,
+              requests: BrokerRequests | None = None) -> np.ndarray | None:
     """Consume n records and produce one output each, untouched. With ``broker_pid``, returns the
-    CPU seconds of each of :data:`CPU_PARTS` from the first record to the last output's delivery.
+    CPU seconds of each of :data:`CPU_PARTS` from the first record to the last output's delivery;
+    with ``requests``, counts the requests of both clients over that time.
 
     The consumer has the service's fetch settings; the outputs are produced one ``produce`` call
     each, or, ``batched``, a consumed batch per call as the service produces its predictions
     (:class:`consumer.rdkafka.BatchProducer`)."""
+    counted = requests or BrokerRequests()
+    stats = {"statistics.interval.ms": STATS_MS} if requests else {}
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"null-{uuid.uuid4().hex[:6]}", **CLIENT_SETTINGS,
-                  "fetch.queue.backoff.ms": CONSUMER_DEFAULTS["fetch.queue.backoff.ms"], "enable.auto.commit": "false"})
+                  "fetch.queue.backoff.ms": CONSUMER_DEFAULTS["fetch.queue.backoff.ms"], "enable.auto.commit": "false",
+                  **(counted.conf("null pipe: consumer") if requests else {})})
     c.subscribe([source], on_assign=lambda cons, parts: (cons.assign(parts), ready.set()))
-    conf = {"bootstrap.servers": bootstrap, "linger.ms": 5, "queue.buffering.max.messages": 2_000_000}
-    p = rdkafka.BatchProducer(rdkafka.load(), conf, _lost, _lost) if batched else Producer(conf)
+    conf = {"bootstrap.servers": bootstrap, "linger.ms": 5, "queue.buffering.max.messages": 2_000_000, **stats}
+    if batched:
+        on_stats = functools.partial(counted.record, "null pipe: producer") if requests else None
+        p = rdkafka.BatchProducer(rdkafka.load(), conf, _lost, _lost, on_stats)
+    else:
+        p = Producer({**conf, **(counted.conf("null pipe: producer") if requests else {})})
     meter = CpuMeter(broker_pid, threading.get_native_id()) if broker_pid else None
     done, started = 0, None
     while done < n:
@@ -137,6 +212,7 @@ def null_pipe(bootstrap: str, source: str, sink: str, n: int, ready: threading.E
         if got:
             if started is None:
                 started = meter.read() if meter else 0.0
+                counted.begin()
             done += len(got)
         if batched and got:
             keys, values = pack([m.key() for m in got]), pack([m.value() for m in got])
@@ -147,6 +223,11 @@ def null_pipe(bootstrap: str, source: str, sink: str, n: int, ready: threading.E
         p.poll(0)
     p.flush(60)
     spent = meter.read() - started if meter else None
+    counted.end()
+    deadline = time.monotonic() + 10 * STATS_MS / 1000
+    while requests and not counted.complete() and time.monotonic() < deadline:
+        c.poll(STATS_MS / 4000)  # the source is drained: this serves the statistics only
+        p.poll(STATS_MS / 4000)
     c.close()
     if batched:
         p.close()
@@ -171,12 +252,15 @@ def output_latencies(bootstrap: str, topic: str, n: int, timeout_s: float = 120)
     return np.asarray(out)
 
 
-def annotate(bootstrap: str, topics: dict, truth: dict, stop) -> None:
+def annotate(bootstrap: str, topics: dict, truth: dict, stop, requests: Any = None) -> None:
     """Answer every label request at once, until ``stop`` is set (runs in its own process). It
-    shares the machine with the service, so it is kept light: the id is the request's Kafka key."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"ann-{uuid.uuid4().hex[:6]}", **CLIENT_SETTINGS})
+    shares the machine with the service, so it is kept light: the id is the request's Kafka key.
+    With ``requests`` (a queue), its clients' request counts go there (see :class:`BrokerRequests`)."""
+    stats = BrokerRequests(requests).conf if requests is not None else (lambda client: {})
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"ann-{uuid.uuid4().hex[:6]}", **CLIENT_SETTINGS,
+                  **stats("annotator: consumer")})
     c.subscribe([topics["label_requests"]])
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2})
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2, **stats("annotator: producer")})
     while not stop.is_set():
         for msg in c.consume(1000, 0.1):
             if msg.error() is None and msg.value() is not None:
@@ -187,17 +271,23 @@ def annotate(bootstrap: str, topics: dict, truth: dict, stop) -> None:
     c.close()
 
 
-def run_service(bootstrap: str, topics: dict, delta: float, truth: dict, workdir: Path):
+def run_service(bootstrap: str, topics: dict, delta: float, truth: dict, workdir: Path,
+                requests: BrokerRequests | None = None):
     """The service in a thread of this process; the annotator in a process of its own, as in
-    production (in a thread it would take the service's GIL)."""
+    production (in a thread it would take the service's GIL). With ``requests``, both count their
+    clients' requests there (the annotator's through ``requests.queue``)."""
     settings = load_settings(bootstrap_servers=bootstrap, topics=topics, checkpoint_dir=workdir / uuid.uuid4().hex,
                              n_features=D, learner="paa-1", learner_params={"delta": delta},
-                             kafka_consumer=CLIENT_SETTINGS, metrics_port=0, batch_size=1000)
+                             kafka_consumer=CLIENT_SETTINGS, metrics_port=0, batch_size=1000,
+                             kafka={"statistics.interval.ms": str(STATS_MS)} if requests else {})
     fork = multiprocessing.get_context("fork")  # the child inherits the ground truth; it opens its own clients
     stop = fork.Event()
-    annotator = fork.Process(target=annotate, args=(bootstrap, topics, truth, stop), daemon=True)
+    annotator = fork.Process(target=annotate, args=(bootstrap, topics, truth, stop, requests and requests.queue),
+                             daemon=True)
     annotator.start()
-    service = Service(settings, serve_http=False)
+    clients = KafkaClients(settings, on_stats=lambda client, stats: requests.record(f"service: {client}", stats)
+                           ) if requests else None
+    service = Service(settings, serve_http=False, clients=clients)
     runner = threading.Thread(target=service.run, daemon=True)
     runner.start()
     return service, runner, stop, annotator
@@ -271,42 +361,125 @@ def timed_stages() -> Iterator[Counter]:
 
 
 def drain_backlog(b: str, values: list[bytes], truth: dict, delta: float, workdir: Path,
-                  broker_pid: int) -> tuple[float, float, float, float, np.ndarray, dict[str, float]]:
+                  broker_pid: int) -> tuple[float, float, float, float, np.ndarray, dict[str, float], list[dict]]:
     """One repetition of part 1: (null pipe records/s, batched null pipe records/s, service
-    records/s, the service's query ratio, CPU seconds per record of each of :data:`CPU_PARTS` for
-    the null pipe, the batched null pipe and the service, seconds per record in each of
-    :data:`STAGES`), each draining the same backlog from fresh topics."""
+    records/s, the service's query ratio, CPU seconds per record of each of :data:`CPU_PARTS` (and
+    the machine's idle seconds) for the null pipe, the batched null pipe and the service, seconds per
+    record in each of :data:`STAGES`, each drain's requests/s per client), each draining the same
+    backlog from fresh topics."""
     n = len(values)
-    null_rates, cpu = [], []
+    null_rates, cpu, requests = [], [], []
     for batched in (False, True):
         src, dst = f"src-{uuid.uuid4().hex[:6]}", f"dst-{uuid.uuid4().hex[:6]}"
         create_topics(b, [src, dst])
         feed(b, src, values)
-        cpu.append(null_pipe(b, src, dst, n, threading.Event(), batched=batched, broker_pid=broker_pid) / n)
+        counted = BrokerRequests()
+        cpu.append(null_pipe(b, src, dst, n, threading.Event(), batched=batched, broker_pid=broker_pid,
+                             requests=counted) / n)
         null_rates.append(output_rate(b, dst, n))
+        requests.append(counted.per_second())
     topics = {k: f"{k}-{uuid.uuid4().hex[:6]}" for k in
               ("features", "predictions", "label_requests", "labels", "dead_letters")}
     create_topics(b, list(topics.values()))
     feed(b, topics["features"], values)
+    counted = BrokerRequests(multiprocessing.get_context("fork").Queue())
     with timed_stages() as seconds:
-        service, runner, stop, annotator = run_service(b, topics, delta, truth, workdir)
+        service, runner, stop, annotator = run_service(b, topics, delta, truth, workdir, counted)
         meter = CpuMeter(broker_pid, runner.native_id, annotator.pid)
         wait_scored(service, 1)
         started, first = meter.read(), service.totals.get("records_scored")
+        counted.begin()
         wait_scored(service, n)
         cpu.append((meter.read() - started) / (service.totals.get("records_scored") - first))
+        counted.end()
+        deadline = time.monotonic() + 10 * STATS_MS / 1000
+        while (counted.take(counted.queue) or not counted.complete()) and time.monotonic() < deadline:
+            time.sleep(STATS_MS / 4000)  # the clients report from their own threads and process
         scored = service.totals.get("records_scored")
         queries = service.totals.get("label_requests") / scored
         stop.set()
         service.request_stop()
         runner.join(60)
         annotator.join(10)
+    requests.append(counted.per_second())
     rate = output_rate(b, topics["predictions"], n)
-    return null_rates[0], null_rates[1], rate, queries, np.array(cpu), {k: v / scored for k, v in seconds.items()}
+    return (null_rates[0], null_rates[1], rate, queries, np.array(cpu), {k: v / scored for k, v in seconds.items()},
+            requests)
 
 
 def _us(seconds: float, none: bool = False) -> str:
     return "–" if none else f"{seconds * 1e6:.2f}"
+
+
+DRAINS = ("null pipe, one `produce` each", "null pipe, batched", "service")
+
+
+def broker_cpu_per_request(b: str, broker_pid: int, seconds: float = 2.0) -> tuple[float, float]:
+    """The broker's CPU seconds per request, each kind alone: (per fetch, from one consumer
+    waiting on an empty topic; per produce request, from a producer sending 10,000 records/s of
+    200 bytes with ``linger.ms`` 2 and no consumer: its records' share is included)."""
+    topic = f"calibrate-{uuid.uuid4().hex[:6]}"
+    create_topics(b, [topic])
+    counted, assigned = BrokerRequests(), threading.Event()
+    consumer = Consumer({"bootstrap.servers": b, "group.id": f"cal-{uuid.uuid4().hex[:6]}", **CLIENT_SETTINGS,
+                         **counted.conf("Fetch")})
+    consumer.subscribe([topic], on_assign=lambda c, parts: (c.assign(parts), assigned.set()))
+    while not assigned.is_set():
+        consumer.poll(0.05)
+    per_fetch = _per_request(counted, "Fetch", consumer, lambda: consumer.poll(0.05), broker_pid, seconds)
+    consumer.close()
+
+    counted = BrokerRequests()
+    producer = Producer({"bootstrap.servers": b, "linger.ms": 2, **counted.conf("Produce")})
+    start, sent = time.monotonic(), 0
+
+    def paced() -> None:
+        nonlocal sent
+        due = int((time.monotonic() - start) * 10_000)
+        for _ in range(sent, due):
+            producer.produce(topic, b"x" * 200)
+        sent = max(sent, due)
+        producer.poll(0.001)
+
+    per_produce = _per_request(counted, "Produce", producer, paced, broker_pid, seconds)
+    producer.flush(10)
+    return per_fetch, per_produce
+
+
+def _per_request(counted: BrokerRequests, kind: str, client: Any, work: Any, broker_pid: int,
+                 seconds: float) -> float:
+    """Broker CPU seconds per request of ``kind`` while ``work`` runs for ``seconds``."""
+    while not counted.samples:  # a first count before the window opens
+        work()
+    counted.begin()
+    cpu = _cpu_s(f"/proc/{broker_pid}/stat")
+    while time.monotonic() - counted.window[0] < seconds:
+        work()
+    cpu = _cpu_s(f"/proc/{broker_pid}/stat") - cpu
+    counted.end()
+    deadline = time.monotonic() + 10 * STATS_MS / 1000
+    while not counted.complete() and time.monotonic() < deadline:
+        client.poll(STATS_MS / 4000)
+    requests = counted.per_second()[kind][REQUESTS.index(kind)] * (counted.window[1] - counted.window[0])
+    return cpu / requests
+
+
+def _requests_table(runs: list[tuple], drain_rates: np.ndarray, cost: tuple[float, float]) -> list[str]:
+    """Rows of the requests table: each drain's clients, median requests/s over the repetitions,
+    and the broker CPU per record they stand for at ``cost`` (seconds per fetch, per produce)."""
+    rows = []
+    for d, drain in enumerate(DRAINS):
+        clients = sorted({client for r in runs for client in r[6][d]})
+        for client in clients:
+            got = [(r[6][d][client], drain_rates[k, d]) for k, r in enumerate(runs) if client in r[6][d]]
+            per_s = np.median([g for g, _ in got], axis=0)
+            per_record = np.median([g.sum() / rate for g, rate in got])
+            broker = np.median([g @ np.array(cost) / rate for g, rate in got])
+            rows.append(f"| {drain} | {client} | {per_s[0]:.0f} | {per_s[1]:.0f} | {per_record * 1000:.2f} | "
+                        f"{broker * 1e6:.2f} |")
+        total = np.median([sum(r[6][d].values()) @ np.array(cost) / drain_rates[k, d] for k, r in enumerate(runs)])
+        rows.append(f"| {drain} | all | | | | **{total * 1e6:.2f}** |")
+    return rows
 
 
 def main() -> None:
@@ -325,8 +498,11 @@ def main() -> None:
     with Broker() as broker:
         b = broker.bootstrap
         runs = [drain_backlog(b, values, truth, delta, workdir, broker.pid) for _ in range(args.repeats)]
+        per_fetch, per_produce = broker_cpu_per_request(b, broker.pid)
         null_rates, batched_rates, service_rates, query_ratios, cpu = (np.array([r[k] for r in runs]) for k in range(5))
         per_stage = {stage: float(np.median([r[5].get(stage, 0.0) for r in runs])) for _, _, stage in STAGES}
+        drain_rates = np.stack([null_rates, batched_rates, service_rates], axis=1)
+        requests = _requests_table(runs, drain_rates, (per_fetch, per_produce))
         shares, batched_shares = service_rates / null_rates, service_rates / batched_rates
         queries = float(np.mean(query_ratios))
 
@@ -391,8 +567,20 @@ def main() -> None:
         "| | null pipe, one `produce` each | null pipe, batched | service |",
         "|---|---|---|---|",
         *[f"| {part} | " + " | ".join(_us(v, none=part == "the annotator" and j < 2) for j, v in enumerate(row)) + " |"
-          for part, row in zip(CPU_PARTS, np.median(cpu, axis=0).T, strict=True)],
+          for part, row in zip(CPU_PARTS, np.median(cpu, axis=0).T[:len(CPU_PARTS)], strict=True)],
         f"| service / null pipe, the whole machine | | | {np.median(cpu[:, 2, 4] / cpu[:, 0, 4]):.1f} × |",
+        "| the machine's idle time, share of all its cores | " + " | ".join(
+            f"{v:.0%}" for v in np.median(cpu[:, :, 5] / (cpu[:, :, 4] + cpu[:, :, 5]), axis=0)) + " |",
+        "",
+        f"Requests each Kafka client sent the broker during the drains (librdkafka's statistics every {STATS_MS} "
+        "ms, median of the repetitions), and the broker CPU they stand for at its cost per request measured "
+        f"alone after the drains: {per_fetch * 1e3:.2f} ms per fetch (one consumer waiting on an empty topic), "
+        f"{per_produce * 1e3:.2f} ms per produce request (10,000 records/s of 200 bytes, `linger.ms` 2, records "
+        "included):",
+        "",
+        "| drain | client | Fetch/s | Produce/s | requests per 1,000 records | broker CPU, µs/record |",
+        "|---|---|---|---|---|---|",
+        *requests,
         "",
         "Where the loop's time goes while the service drains the backlog (wall time in each step, µs per "
         "record, median of the repetitions; the scan runs in a thread of its own):",

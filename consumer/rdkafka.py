@@ -37,12 +37,15 @@ _PURGE_QUEUE, _PURGE_INFLIGHT = 0x1, 0x2
 _p = ctypes.c_void_p
 _DR_CB = ctypes.CFUNCTYPE(None, _p, _p, _p)  # (rk, const rd_kafka_message_t *, opaque)
 _ERROR_CB = ctypes.CFUNCTYPE(None, _p, ctypes.c_int, ctypes.c_char_p, _p)  # (rk, err, reason, opaque)
+# (rk, json, json_len, opaque) -> 0: librdkafka frees the json (a char * kept raw: it is not NUL-bound)
+_STATS_CB = ctypes.CFUNCTYPE(ctypes.c_int, _p, _p, ctypes.c_size_t, _p)
 _SIGNATURES = {
     "rd_kafka_conf_new": (_p, []),
     "rd_kafka_conf_destroy": (None, [_p]),
     "rd_kafka_conf_set": (ctypes.c_int, [_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]),
     "rd_kafka_conf_set_dr_msg_cb": (None, [_p, _DR_CB]),
     "rd_kafka_conf_set_error_cb": (None, [_p, _ERROR_CB]),
+    "rd_kafka_conf_set_stats_cb": (None, [_p, _STATS_CB]),
     "rd_kafka_new": (_p, [ctypes.c_int, _p, ctypes.c_char_p, ctypes.c_size_t]),
     "rd_kafka_destroy": (None, [_p]),
     "rd_kafka_topic_new": (_p, [_p, ctypes.c_char_p, _p]),
@@ -103,6 +106,8 @@ def load() -> ctypes.CDLL | None:
 FailedCallback = Callable[[str, int, str, bytes | None, bytes | None], None]
 # (error code, reason, fatal) of a client-level error
 ErrorCallback = Callable[[int, str, bool], None]
+# librdkafka's statistics (JSON), every ``statistics.interval.ms``
+StatsCallback = Callable[[bytes], None]
 
 
 def _text(value: Any) -> str:
@@ -114,14 +119,16 @@ class BatchProducer:
 
     ``config`` holds librdkafka properties (the emitter's producer settings); values that are not
     properties (Python callbacks) must be left out. A property librdkafka refuses raises
-    ``ValueError`` naming it.
+    ``ValueError`` naming it. ``on_stats`` receives librdkafka's statistics while :meth:`poll`
+    runs, when ``statistics.interval.ms`` is set.
     """
 
     def __init__(self, lib: ctypes.CDLL, config: Mapping[str, Any], on_failed: FailedCallback,
-                 on_error: ErrorCallback) -> None:
+                 on_error: ErrorCallback, on_stats: StatsCallback | None = None) -> None:
         self._lib = lib
-        self._on_failed, self._on_error = on_failed, on_error
+        self._on_failed, self._on_error, self._on_stats = on_failed, on_error, on_stats
         self._dr_cb, self._error_cb = _DR_CB(self._delivered), _ERROR_CB(self._errored)  # kept alive with self
+        self._stats_cb = _STATS_CB(self._statistics)
         errstr = ctypes.create_string_buffer(512)
         conf = lib.rd_kafka_conf_new()
         for name, value in {**config, "delivery.report.only.error": "true"}.items():
@@ -130,6 +137,8 @@ class BatchProducer:
                 raise ValueError(f"{name}: {errstr.value.decode(errors='replace')}")
         lib.rd_kafka_conf_set_dr_msg_cb(conf, self._dr_cb)
         lib.rd_kafka_conf_set_error_cb(conf, self._error_cb)
+        if on_stats is not None:
+            lib.rd_kafka_conf_set_stats_cb(conf, self._stats_cb)
         self._rk = lib.rd_kafka_new(_PRODUCER, conf, errstr, len(errstr))  # owns conf from here on
         if not self._rk:
             lib.rd_kafka_conf_destroy(conf)
@@ -195,6 +204,13 @@ class BatchProducer:
             self._on_error(err, text, fatal)
         except Exception:
             log.exception("handling a producer error")
+
+    def _statistics(self, rk: int, json: int, length: int, opaque: int) -> int:
+        try:
+            self._on_stats(ctypes.string_at(json, length))
+        except Exception:
+            log.exception("handling librdkafka statistics")
+        return 0  # librdkafka frees the JSON
 
     def poll(self, timeout_s: float = 0.0) -> None:
         """Serve failed deliveries and client errors (nothing once closed)."""

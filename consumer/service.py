@@ -18,6 +18,7 @@ the decisions already produced are read back (:mod:`consumer.recovery`) so repla
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import json
 import logging
@@ -93,22 +94,31 @@ def build_learner(settings: Settings):
 
 
 class KafkaClients:
-    """Builds the real confluent-kafka clients (tests pass fakes with the same methods)."""
+    """Builds the real confluent-kafka clients (tests pass fakes with the same methods).
 
-    def __init__(self, settings: Settings) -> None:
+    ``on_stats(client, json)``, if given, receives each client's librdkafka statistics (every
+    ``statistics.interval.ms``, a property of ``ACTIVESTREAM_KAFKA``); ``client`` names it:
+    "features", "labels", "producer", "predictions"."""
+
+    def __init__(self, settings: Settings, on_stats: Callable[[str, str | bytes], None] | None = None) -> None:
         self.settings = settings
+        self._on_stats = on_stats
+
+    def _stats(self, client: str) -> dict[str, Any]:
+        return {} if self._on_stats is None else {"stats_cb": functools.partial(self._on_stats, client)}
 
     @staticmethod
     def _on_error(err: KafkaError) -> None:
         log.warning("kafka: %s", err.str())
 
     def consumer(self, role: str) -> Consumer:
-        return Consumer({**consumer_config(self.settings, role), "error_cb": self._on_error})
+        return Consumer({**consumer_config(self.settings, role), "error_cb": self._on_error, **self._stats(role)})
 
     def producer(self, on_delivery: Callable[[KafkaError | None, Any], None]) -> Producer:
         """The producer; ``on_delivery`` is called for every failed delivery (one callback for all
         messages costs less per message than one passed with each)."""
-        return Producer({**producer_config(self.settings), "error_cb": self._on_error, "on_delivery": on_delivery})
+        return Producer({**producer_config(self.settings), "error_cb": self._on_error, "on_delivery": on_delivery,
+                         **self._stats("producer")})
 
     def batch_producer(self, on_failed: Callable[..., None], on_error: Callable[..., None]) -> BatchProducer | None:
         """A second producer for predictions and label requests, fed a batch per librdkafka call
@@ -119,7 +129,8 @@ class KafkaClients:
             return None
         conf = {**producer_config(self.settings), "client.id": "activestream-predictions"}
         try:
-            return BatchProducer(lib, conf, on_failed, on_error)
+            on_stats = None if self._on_stats is None else functools.partial(self._on_stats, "predictions")
+            return BatchProducer(lib, conf, on_failed, on_error, on_stats)
         except ValueError as exc:
             raise ConfigError(f"ACTIVESTREAM_KAFKA_PRODUCER: {exc}") from None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+import orjson
 import pytest
 from confluent_kafka import KafkaError, Producer
 
@@ -105,3 +106,21 @@ def test_a_closed_producer_is_inert_and_refuses_to_produce(cluster):
     assert p.flush(0.1) == 0 and len(p) == 0
     with pytest.raises(ValueError, match="closed"):
         send(p, "out", [b"k"], [b"v"])
+
+
+def test_statistics_reach_on_stats_while_polling(cluster):
+    cluster.create_topic("out", partitions=1)
+    stats: list[bytes] = []
+    lib = rdkafka.load()
+    p = rdkafka.BatchProducer(lib, {"bootstrap.servers": cluster.bootstraps, "linger.ms": "1",
+                                    "statistics.interval.ms": "100"}, print, print, stats.append)
+    send(p, "out", [b"k"], [b"v"])
+    assert p.flush(10) == 0
+    deadline = time.monotonic() + 10
+    while not any(b"Produce" in s and orjson.loads(s)["txmsgs"] == 1 for s in stats) and time.monotonic() < deadline:
+        p.poll(0.05)
+    p.close()
+    sent = [orjson.loads(s) for s in stats if orjson.loads(s)["txmsgs"] == 1]
+    assert sent, "no statistics after the message was acknowledged"
+    assert sum(b["req"].get("Produce", 0) for b in sent[-1]["brokers"].values()) >= 1
+

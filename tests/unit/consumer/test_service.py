@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import time
 
 import numpy as np
 import orjson
@@ -629,3 +630,31 @@ def test_an_incompatible_checkpoint_makes_run_exit_2(harness, caplog):
     h.service._close(final_checkpoint=False)
     assert h.new_service(learner_params={"delta": 9.0}).run() == 2
     assert "ALLOW_PARAM_CHANGE" in caplog.text
+
+
+def test_kafka_clients_report_librdkafka_statistics_by_client_name():
+    from consumer.config import load_settings
+    from tests.rdmock import MockCluster
+
+    cluster = MockCluster(brokers=1)
+    got: dict[str, list] = {}
+    try:
+        settings = load_settings(bootstrap_servers=cluster.bootstraps, kafka={"statistics.interval.ms": "100"})
+        clients = service_module.KafkaClients(settings, on_stats=lambda name, s: got.setdefault(name, []).append(s))
+        features, labels = clients.consumer("features"), clients.consumer("labels")
+        producer = clients.producer(lambda err, msg: None)
+        batch = clients.batch_producer(print, print)
+        names = {"features", "labels", "producer", "predictions"}
+        deadline = time.monotonic() + 10
+        while set(got) != names and time.monotonic() < deadline:
+            for client in (features, labels, producer, batch):
+                client.poll(0.02)  # statistics are served by each client's poll
+        for client in (features, labels):
+            client.close()
+        producer.flush(1)
+        batch.close()
+    finally:
+        cluster.close()
+    assert set(got) == names
+    assert {orjson.loads(got[name][-1])["type"] for name in names} == {"consumer", "producer"}
+    assert orjson.loads(got["predictions"][-1])["client_id"] == "activestream-predictions"

@@ -1,0 +1,39 @@
+import queue
+
+import numpy as np
+import orjson
+
+from benchmarks.service_throughput import BrokerRequests
+
+
+def stats(fetch: int, produce: int) -> bytes:
+    return orjson.dumps({"brokers": {"a": {"req": {"Fetch": fetch, "Produce": produce}},
+                                     "b": {"req": {"Fetch": 1}}}})
+
+
+def test_requests_per_second_over_the_window_from_the_samples_around_it():
+    r = BrokerRequests()
+    r.samples["c"] = [(0.0, 0, 0), (1.0, 10, 4), (2.0, 30, 8), (3.0, 70, 8), (4.0, 71, 8)]
+    r.window = (1.5, 2.5)
+    rates = r.per_second()
+    assert np.allclose(rates["c"], [(70 - 10) / 2, (8 - 4) / 2])  # samples at 1.0 and 3.0
+
+
+def test_a_client_without_a_sample_on_both_sides_is_left_out_and_the_count_is_incomplete():
+    r = BrokerRequests()
+    r.samples["early"] = [(0.0, 0, 0), (1.0, 5, 0)]
+    r.samples["late"] = [(0.2, 0, 0), (3.0, 9, 1)]
+    r.window = (0.5, 2.0)
+    assert set(r.per_second()) == {"late"}
+    assert not r.complete()
+    r.samples["early"].append((2.5, 6, 0))
+    assert r.complete()
+
+
+def test_samples_from_another_process_arrive_through_the_queue_with_every_broker_summed():
+    q: queue.Queue = queue.Queue()
+    BrokerRequests(q).record("annotator", stats(3, 2))
+    r = BrokerRequests()
+    r.take(q)
+    (sample,) = r.samples["annotator"]
+    assert sample[1:] == (4, 2)
