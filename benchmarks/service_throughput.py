@@ -128,8 +128,8 @@ REQUESTS = ("Fetch", "Produce")
 class BrokerRequests:
     """How many requests of each of :data:`REQUESTS` every client sent the broker between
     :meth:`begin` and :meth:`end`, from librdkafka's statistics (cumulative counts, one sample
-    every :data:`STATS_MS`, so a window's edges are known to that much). With a ``queue``, the
-    samples go there instead, for the process that counts (:meth:`take`)."""
+    every :data:`STATS_MS`, so a window's edges are known to that much). With a ``queue``, every
+    sample goes there instead, from any thread or process, until :meth:`take` adds it."""
 
     def __init__(self, queue: Any = None) -> None:
         self.samples: defaultdict[str, list[tuple[float, ...]]] = defaultdict(list)
@@ -162,12 +162,14 @@ class BrokerRequests:
         """Whether every client has reported since the window ended."""
         return all(samples[-1][0] >= self.window[1] for samples in self.samples.values())
 
-    def take(self, queue: Any) -> None:
-        """Add the samples another process put on ``queue`` as (client, *sample)."""
+    def take(self, queue: Any, wait_s: float = 0.0) -> None:
+        """Add the samples another process put on ``queue`` as (client, *sample), waiting up to
+        ``wait_s`` for the first."""
         with contextlib.suppress(Empty):
+            client, *sample = queue.get(timeout=wait_s) if wait_s > 0 else queue.get_nowait()
             while True:
-                client, *sample = queue.get_nowait()
                 self.samples[client].append(tuple(sample))
+                client, *sample = queue.get_nowait()
 
     def per_second(self) -> dict[str, np.ndarray]:
         """Requests/s of each client over the window: from its last sample before the window to
@@ -193,18 +195,18 @@ def null_pipe(bootstrap: str, source: str, sink: str, n: int, ready: threading.E
     The consumer has the service's fetch settings; the outputs are produced one ``produce`` call
     each, or, ``batched``, a consumed batch per call as the service produces its predictions
     (:class:`consumer.rdkafka.BatchProducer`)."""
-    counted = requests or BrokerRequests()
-    stats = {"statistics.interval.ms": STATS_MS} if requests else {}
+    stats = requests.conf if requests else (lambda client: {})
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"null-{uuid.uuid4().hex[:6]}", **CLIENT_SETTINGS,
                   "fetch.queue.backoff.ms": CONSUMER_DEFAULTS["fetch.queue.backoff.ms"], "enable.auto.commit": "false",
-                  **(counted.conf("null pipe: consumer") if requests else {})})
+                  **stats("null pipe: consumer")})
     c.subscribe([source], on_assign=lambda cons, parts: (cons.assign(parts), ready.set()))
-    conf = {"bootstrap.servers": bootstrap, "linger.ms": 5, "queue.buffering.max.messages": 2_000_000, **stats}
+    conf = {"bootstrap.servers": bootstrap, "linger.ms": 5, "queue.buffering.max.messages": 2_000_000,
+            **stats("null pipe: producer")}
     if batched:
-        on_stats = functools.partial(counted.record, "null pipe: producer") if requests else None
+        on_stats = conf.pop("stats_cb", None)  # a Python callback goes beside the properties
         p = rdkafka.BatchProducer(rdkafka.load(), conf, _lost, _lost, on_stats)
     else:
-        p = Producer({**conf, **(counted.conf("null pipe: producer") if requests else {})})
+        p = Producer(conf)
     meter = CpuMeter(broker_pid, threading.get_native_id()) if broker_pid else None
     done, started = 0, None
     while done < n:
@@ -212,7 +214,8 @@ def null_pipe(bootstrap: str, source: str, sink: str, n: int, ready: threading.E
         if got:
             if started is None:
                 started = meter.read() if meter else 0.0
-                counted.begin()
+                if requests:
+                    requests.begin()
             done += len(got)
         if batched and got:
             keys, values = pack([m.key() for m in got]), pack([m.value() for m in got])
@@ -223,11 +226,12 @@ def null_pipe(bootstrap: str, source: str, sink: str, n: int, ready: threading.E
         p.poll(0)
     p.flush(60)
     spent = meter.read() - started if meter else None
-    counted.end()
-    deadline = time.monotonic() + 10 * STATS_MS / 1000
-    while requests and not counted.complete() and time.monotonic() < deadline:
-        c.poll(STATS_MS / 4000)  # the source is drained: this serves the statistics only
-        p.poll(STATS_MS / 4000)
+    if requests:
+        requests.end()
+        deadline = time.monotonic() + 10 * STATS_MS / 1000
+        while not requests.complete() and time.monotonic() < deadline:
+            c.poll(STATS_MS / 4000)  # the source is drained: this serves the statistics only
+            p.poll(STATS_MS / 4000)
     c.close()
     if batched:
         p.close()
@@ -393,8 +397,9 @@ def drain_backlog(b: str, values: list[bytes], truth: dict, delta: float, workdi
         cpu.append((meter.read() - started) / (service.totals.get("records_scored") - first))
         counted.end()
         deadline = time.monotonic() + 10 * STATS_MS / 1000
-        while (counted.take(counted.queue) or not counted.complete()) and time.monotonic() < deadline:
-            time.sleep(STATS_MS / 4000)  # the clients report from their own threads and process
+        counted.take(counted.queue)  # the service's clients and the annotator's report through the queue
+        while not counted.complete() and time.monotonic() < deadline:
+            counted.take(counted.queue, wait_s=STATS_MS / 1000)
         scored = service.totals.get("records_scored")
         queries = service.totals.get("label_requests") / scored
         stop.set()

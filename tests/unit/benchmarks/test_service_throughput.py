@@ -37,3 +37,13 @@ def test_samples_from_another_process_arrive_through_the_queue_with_every_broker
     r.take(q)
     (sample,) = r.samples["annotator"]
     assert sample[1:] == (4, 2)
+
+
+def test_take_waits_for_a_sample_that_is_on_its_way():
+    import threading
+
+    q: queue.Queue = queue.Queue()
+    threading.Timer(0.05, BrokerRequests(q).record, ("annotator", stats(1, 0))).start()
+    r = BrokerRequests()
+    r.take(q, wait_s=5.0)
+    assert [s[1:] for s in r.samples["annotator"]] == [(2, 0)]
