@@ -1,6 +1,7 @@
 """End-to-end throughput and latency of one service process through a real broker, beside the limit.
 
     python -m benchmarks.service_throughput [--records 200000] [--repeats 5] [--rate 20000] [--seconds 15]
+                                            [--batch-size 2000]
 
 1. Throughput: a backlog of N feature records (sparse, ~18 non-zeros, 2^20 dimensions) is drained
    (a) by a null service that consumes and produces one output per input with no decoding or
@@ -44,8 +45,8 @@ from confluent_kafka import Consumer, Producer
 
 from consumer import rdkafka, steps
 from consumer import service as service_module
-from consumer.config import load_settings
-from consumer.demo.broker import CLIENT_SETTINGS, Broker, create_topics
+from consumer.config import Settings, load_settings
+from consumer.demo.broker import CLIENT_SETTINGS, LABEL_LOOP_FETCH, Broker, create_topics
 from consumer.fastwrite import pack
 from consumer.kafka import CONSUMER_DEFAULTS, Emitter
 from consumer.service import KafkaClients, Service
@@ -187,10 +188,11 @@ class BrokerRequests:
 
 def null_pipe(bootstrap: str, source: str, sink: str, n: int, ready: threading.Event,
               batched: bool = False, broker_pid: int | None = None,
-              requests: BrokerRequests | None = None) -> np.ndarray | None:
+              requests: BrokerRequests | None = None, batch_size: int = 2000) -> np.ndarray | None:
     """Consume n records and produce one output each, untouched. With ``broker_pid``, returns the
     CPU seconds of each of :data:`CPU_PARTS` from the first record to the last output's delivery;
-    with ``requests``, counts the requests of both clients over that time.
+    with ``requests``, counts the requests of both clients over that time. It takes up to
+    ``batch_size`` records at a time, as the service does: it waits for one, then takes what is there.
 
     The consumer has the service's fetch settings; the outputs are produced one ``produce`` call
     each, or, ``batched``, a consumed batch per call as the service produces its predictions
@@ -210,7 +212,8 @@ def null_pipe(bootstrap: str, source: str, sink: str, n: int, ready: threading.E
     meter = CpuMeter(broker_pid, threading.get_native_id()) if broker_pid else None
     done, started = 0, None
     while done < n:
-        got = [msg for msg in c.consume(500, 0.1) if msg.error() is None]
+        first = c.poll(0.1)  # as the service: wait for a record, then take what is already there
+        got = [] if first is None else [msg for msg in (first, *c.consume(batch_size - 1, 0)) if msg.error() is None]
         if got:
             if started is None:
                 started = meter.read() if meter else 0.0
@@ -262,7 +265,7 @@ def annotate(bootstrap: str, topics: dict, truth: dict, stop, requests: Any = No
     With ``requests`` (a queue), its clients' request counts go there (see :class:`BrokerRequests`)."""
     stats = BrokerRequests(requests).conf if requests is not None else (lambda client: {})
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"ann-{uuid.uuid4().hex[:6]}", **CLIENT_SETTINGS,
-                  **stats("annotator: consumer")})
+                  **LABEL_LOOP_FETCH, **stats("annotator: consumer")})
     c.subscribe([topics["label_requests"]])
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2, **stats("annotator: producer")})
     while not stop.is_set():
@@ -276,13 +279,14 @@ def annotate(bootstrap: str, topics: dict, truth: dict, stop, requests: Any = No
 
 
 def run_service(bootstrap: str, topics: dict, delta: float, truth: dict, workdir: Path,
-                requests: BrokerRequests | None = None):
+                requests: BrokerRequests | None = None, batch_size: int = 2000):
     """The service in a thread of this process; the annotator in a process of its own, as in
     production (in a thread it would take the service's GIL). With ``requests``, both count their
     clients' requests there (the annotator's through ``requests.queue``)."""
     settings = load_settings(bootstrap_servers=bootstrap, topics=topics, checkpoint_dir=workdir / uuid.uuid4().hex,
                              n_features=D, learner="paa-1", learner_params={"delta": delta},
-                             kafka_consumer=CLIENT_SETTINGS, metrics_port=0, batch_size=1000,
+                             kafka_consumer=CLIENT_SETTINGS,
+                             kafka_labels_consumer=LABEL_LOOP_FETCH, metrics_port=0, batch_size=batch_size,
                              kafka={"statistics.interval.ms": str(STATS_MS)} if requests else {})
     fork = multiprocessing.get_context("fork")  # the child inherits the ground truth; it opens its own clients
     stop = fork.Event()
@@ -364,8 +368,9 @@ def timed_stages() -> Iterator[Counter]:
         yield seconds
 
 
-def drain_backlog(b: str, values: list[bytes], truth: dict, delta: float, workdir: Path,
-                  broker_pid: int) -> tuple[float, float, float, float, np.ndarray, dict[str, float], list[dict]]:
+def drain_backlog(b: str, values: list[bytes], truth: dict, delta: float, workdir: Path, broker_pid: int,
+                  batch_size: int = 2000,
+                  ) -> tuple[float, float, float, float, np.ndarray, dict[str, float], list[dict]]:
     """One repetition of part 1: (null pipe records/s, batched null pipe records/s, service
     records/s, the service's query ratio, CPU seconds per record of each of :data:`CPU_PARTS` (and
     the machine's idle seconds) for the null pipe, the batched null pipe and the service, seconds per
@@ -379,7 +384,7 @@ def drain_backlog(b: str, values: list[bytes], truth: dict, delta: float, workdi
         feed(b, src, values)
         counted = BrokerRequests()
         cpu.append(null_pipe(b, src, dst, n, threading.Event(), batched=batched, broker_pid=broker_pid,
-                             requests=counted) / n)
+                             requests=counted, batch_size=batch_size) / n)
         null_rates.append(output_rate(b, dst, n))
         requests.append(counted.per_second())
     topics = {k: f"{k}-{uuid.uuid4().hex[:6]}" for k in
@@ -388,7 +393,7 @@ def drain_backlog(b: str, values: list[bytes], truth: dict, delta: float, workdi
     feed(b, topics["features"], values)
     counted = BrokerRequests(multiprocessing.get_context("fork").Queue())
     with timed_stages() as seconds:
-        service, runner, stop, annotator = run_service(b, topics, delta, truth, workdir, counted)
+        service, runner, stop, annotator = run_service(b, topics, delta, truth, workdir, counted, batch_size)
         meter = CpuMeter(broker_pid, runner.native_id, annotator.pid)
         wait_scored(service, 1)
         started, first = meter.read(), service.totals.get("records_scored")
@@ -493,6 +498,8 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=20_000, help="records/s for the latency phase")
     ap.add_argument("--seconds", type=float, default=15, help="length of the latency phase")
     ap.add_argument("--repeats", type=int, default=5, help="throughput repetitions (null pipe, then service)")
+    ap.add_argument("--batch-size", type=int, default=Settings.model_fields["batch_size"].default,
+                    help="records per batch (ACTIVESTREAM_BATCH_SIZE), and per consume call of the null pipes")
     args = ap.parse_args()
     n = args.records
     values, truth = make_records(n)
@@ -502,7 +509,8 @@ def main() -> None:
 
     with Broker() as broker:
         b = broker.bootstrap
-        runs = [drain_backlog(b, values, truth, delta, workdir, broker.pid) for _ in range(args.repeats)]
+        runs = [drain_backlog(b, values, truth, delta, workdir, broker.pid, args.batch_size)
+                for _ in range(args.repeats)]
         per_fetch, per_produce = broker_cpu_per_request(b, broker.pid)
         null_rates, batched_rates, service_rates, query_ratios, cpu = (np.array([r[k] for r in runs]) for k in range(5))
         per_stage = {stage: float(np.median([r[5].get(stage, 0.0) for r in runs])) for _, _, stage in STAGES}
@@ -517,7 +525,8 @@ def main() -> None:
         src, dst = f"src-{uuid.uuid4().hex[:6]}", f"dst-{uuid.uuid4().hex[:6]}"
         create_topics(b, [src, dst])
         ready = threading.Event()
-        pipe = threading.Thread(target=null_pipe, args=(b, src, dst, m, ready), daemon=True)
+        pipe = threading.Thread(target=null_pipe, args=(b, src, dst, m, ready), kwargs={"batch_size": args.batch_size},
+                                daemon=True)
         pipe.start()
         ready.wait(30)
         feed(b, src, lat_values, rate=args.rate)
@@ -526,7 +535,8 @@ def main() -> None:
         topics = {k: f"{k}-{uuid.uuid4().hex[:6]}" for k in
                   ("features", "predictions", "label_requests", "labels", "dead_letters")}
         create_topics(b, list(topics.values()))
-        service, runner, stop, annotator = run_service(b, topics, delta, lat_truth, workdir)
+        service, runner, stop, annotator = run_service(b, topics, delta, lat_truth, workdir,
+                                                       batch_size=args.batch_size)
         wait_ready(service)
         feed(b, topics["features"], lat_values, rate=args.rate)
         wait_scored(service, m)
@@ -540,7 +550,8 @@ def main() -> None:
         "# Service throughput and latency through one broker (Tansu on 127.0.0.1)",
         "",
         f"Records: {n:,} sparse (~18 non-zeros, 2^20 dimensions), JSON `{{indices, values}}`; learner paa-1, "
-        f"δ = {delta:.4g} (query ratio {queries:.1%}); an annotator answers every request at once.",
+        f"δ = {delta:.4g} (query ratio {queries:.1%}); an annotator answers every request at once. Batches of up to "
+        f"{args.batch_size:,} records (`ACTIVESTREAM_BATCH_SIZE`; the null pipes take as many per consume call).",
         "",
         f"Throughput on a backlog, {args.repeats} repetitions (each: the null pipe producing one call per "
         "output, the null pipe producing a batch per call, then the service, on fresh topics); each service "

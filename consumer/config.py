@@ -128,7 +128,7 @@ class Settings(BaseSettings):
     checkpoint: CheckpointSettings = CheckpointSettings()
 
     metrics_port: int = Field(9108, ge=0, le=65535)
-    batch_size: int = Field(500, gt=0, le=100_000)
+    batch_size: int = Field(2000, gt=0, le=100_000)
     poll_timeout_s: float = Field(0.1, gt=0, le=10)
     max_in_flight: int = Field(100_000, gt=0, description="produced but unacknowledged messages before backpressure")
     healthy_loop_age_s: float = Field(60.0, gt=0, description="/healthz fails when the loop is idle this long")

@@ -27,9 +27,9 @@ import numpy as np
 import orjson
 from confluent_kafka import Consumer
 
-from consumer.config import load_settings
+from consumer.config import Settings, load_settings
 from consumer.demo.annotator import Annotator
-from consumer.demo.broker import CLIENT_SETTINGS, Broker, create_topics
+from consumer.demo.broker import CLIENT_SETTINGS, LABEL_LOOP_FETCH, Broker, create_topics
 from consumer.demo.feed import DemoStream, Feeder, drifting_stream, from_dataset
 from consumer.demo.remote import RemoteTotals
 from consumer.demo.report import RunningF1, Sample, write_report
@@ -139,6 +139,18 @@ def _sample(started: float, board: _Scoreboard, t: Any) -> Sample:
                   t.get("labelling_cost"), t.get("importance_weighted_labels"), t.get("importance_weighted_mistakes"))
 
 
+def service_settings(opts: DemoOptions, stream: DemoStream, bootstrap: str, checkpoint_dir: Any) -> Settings:
+    """The settings of the demo's own service: the embedded broker's client settings (none for a
+    Kafka of the user's), and the label loop's longer fetch wait either way."""
+    return load_settings(
+        bootstrap_servers=bootstrap, topics=TOPICS, checkpoint_dir=checkpoint_dir, learner=opts.learner,
+        learner_params=opts.params, n_features=stream.n_features, classes=stream.classes,
+        kafka_consumer=CLIENT_SETTINGS if not opts.bootstrap else {}, kafka_labels_consumer=LABEL_LOOP_FETCH,
+        metrics_port=opts.metrics_port, checkpoint={"every_s": 5.0},
+        labels={"ttl_s": max(60.0, 20 * opts.label_delay_s), "cost_per_request": opts.label_cost},
+    )
+
+
 def run_demo(opts: DemoOptions, progress=sys.stderr) -> dict[str, Any]:
     stream = _stream(opts)
     started = time.monotonic()
@@ -156,13 +168,7 @@ def run_demo(opts: DemoOptions, progress=sys.stderr) -> dict[str, Any]:
         else:
             checkpoint_dir = opts.checkpoint_dir or stack.enter_context(
                 tempfile.TemporaryDirectory(prefix="activestream-demo-"))
-            service = Service(load_settings(
-                bootstrap_servers=bootstrap, topics=TOPICS, checkpoint_dir=checkpoint_dir, learner=opts.learner,
-                learner_params=opts.params, n_features=stream.n_features, classes=stream.classes,
-                kafka_consumer=CLIENT_SETTINGS if not opts.bootstrap else {}, metrics_port=opts.metrics_port,
-                checkpoint={"every_s": 5.0},
-                labels={"ttl_s": max(60.0, 20 * opts.label_delay_s), "cost_per_request": opts.label_cost},
-            ))
+            service = Service(service_settings(opts, stream, bootstrap, checkpoint_dir))
             runner = threading.Thread(target=service.run, name="activestream-service", daemon=True)
             runner.start()
             totals, learner = service.totals, service.learner.name
@@ -187,7 +193,7 @@ def _play(opts: DemoOptions, stream: DemoStream, bootstrap: str, clients: dict, 
     n = len(stream.values)
     remote = service is None
     annotator = Annotator(bootstrap, TOPICS["label_requests"], TOPICS["labels"], stream.truth,
-                          opts.label_delay_s, opts.label_cost, clients)
+                          opts.label_delay_s, opts.label_cost, {**clients, **LABEL_LOOP_FETCH})
     feeder = Feeder(bootstrap, TOPICS["features"], stream, opts.rate)
     bar = _Progress(progress, n)
     annotator.start()

@@ -1,0 +1,18 @@
+"""The demo's own service settings."""
+
+from consumer.demo.broker import CLIENT_SETTINGS, LABEL_LOOP_FETCH
+from consumer.demo.feed import drifting_stream
+from consumer.demo.run import DemoOptions, service_settings
+from consumer.kafka import consumer_config
+
+
+def test_the_label_loop_waits_longer_per_fetch_than_the_features_consumer(tmp_path):
+    stream = drifting_stream(10)
+    embedded = service_settings(DemoOptions(), stream, "127.0.0.1:9092", tmp_path)
+    assert consumer_config(embedded, "features")["fetch.wait.max.ms"] == CLIENT_SETTINGS["fetch.wait.max.ms"]
+    assert consumer_config(embedded, "labels")["fetch.wait.max.ms"] == LABEL_LOOP_FETCH["fetch.wait.max.ms"]
+    assert int(LABEL_LOOP_FETCH["fetch.wait.max.ms"]) > int(CLIENT_SETTINGS["fetch.wait.max.ms"])
+    # a Kafka of the user's: the service's own defaults, and the label loop's wait over them
+    own = service_settings(DemoOptions(bootstrap="kafka:9092"), stream, "kafka:9092", tmp_path)
+    assert own.kafka_consumer == {}
+    assert consumer_config(own, "labels")["fetch.wait.max.ms"] == LABEL_LOOP_FETCH["fetch.wait.max.ms"]
