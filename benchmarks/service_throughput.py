@@ -57,6 +57,7 @@ from learners.replay import find_budget
 
 RESULTS = Path(__file__).parent / "results"
 D = 2**20
+BATCH_SIZE = Settings.model_fields["batch_size"].default  # the service's own, unless --batch-size
 
 
 def make_records(n: int, seed: int = 0) -> tuple[list[bytes], dict[str, int]]:
@@ -188,7 +189,7 @@ class BrokerRequests:
 
 def null_pipe(bootstrap: str, source: str, sink: str, n: int, ready: threading.Event,
               batched: bool = False, broker_pid: int | None = None,
-              requests: BrokerRequests | None = None, batch_size: int = 2000) -> np.ndarray | None:
+              requests: BrokerRequests | None = None, batch_size: int = BATCH_SIZE) -> np.ndarray | None:
     """Consume n records and produce one output each, untouched. With ``broker_pid``, returns the
     CPU seconds of each of :data:`CPU_PARTS` from the first record to the last output's delivery;
     with ``requests``, counts the requests of both clients over that time. It takes up to
@@ -279,7 +280,7 @@ def annotate(bootstrap: str, topics: dict, truth: dict, stop, requests: Any = No
 
 
 def run_service(bootstrap: str, topics: dict, delta: float, truth: dict, workdir: Path,
-                requests: BrokerRequests | None = None, batch_size: int = 2000):
+                requests: BrokerRequests | None = None, batch_size: int = BATCH_SIZE):
     """The service in a thread of this process; the annotator in a process of its own, as in
     production (in a thread it would take the service's GIL). With ``requests``, both count their
     clients' requests there (the annotator's through ``requests.queue``)."""
@@ -369,7 +370,7 @@ def timed_stages() -> Iterator[Counter]:
 
 
 def drain_backlog(b: str, values: list[bytes], truth: dict, delta: float, workdir: Path, broker_pid: int,
-                  batch_size: int = 2000,
+                  batch_size: int = BATCH_SIZE,
                   ) -> tuple[float, float, float, float, np.ndarray, dict[str, float], list[dict]]:
     """One repetition of part 1: (null pipe records/s, batched null pipe records/s, service
     records/s, the service's query ratio, CPU seconds per record of each of :data:`CPU_PARTS` (and
@@ -498,8 +499,8 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=20_000, help="records/s for the latency phase")
     ap.add_argument("--seconds", type=float, default=15, help="length of the latency phase")
     ap.add_argument("--repeats", type=int, default=5, help="throughput repetitions (null pipe, then service)")
-    ap.add_argument("--batch-size", type=int, default=Settings.model_fields["batch_size"].default,
-                    help="records per batch (ACTIVESTREAM_BATCH_SIZE), and per consume call of the null pipes")
+    ap.add_argument("--batch-size", type=int, default=BATCH_SIZE,
+                    help="records per batch (ACTIVESTREAM_BATCH_SIZE), the null pipes' too")
     args = ap.parse_args()
     n = args.records
     values, truth = make_records(n)
@@ -551,7 +552,7 @@ def main() -> None:
         "",
         f"Records: {n:,} sparse (~18 non-zeros, 2^20 dimensions), JSON `{{indices, values}}`; learner paa-1, "
         f"δ = {delta:.4g} (query ratio {queries:.1%}); an annotator answers every request at once. Batches of up to "
-        f"{args.batch_size:,} records (`ACTIVESTREAM_BATCH_SIZE`; the null pipes take as many per consume call).",
+        f"{args.batch_size:,} records (`ACTIVESTREAM_BATCH_SIZE`; the null pipes take as many at a time).",
         "",
         f"Throughput on a backlog, {args.repeats} repetitions (each: the null pipe producing one call per "
         "output, the null pipe producing a batch per call, then the service, on fresh topics); each service "
