@@ -164,6 +164,20 @@ class BrokerRequests:
         """Whether every client has reported since the window ended."""
         return all(samples[-1][0] >= self.window[1] for samples in self.samples.values())
 
+    def finish(self, *clients: Any) -> None:
+        """End the window, then wait (ten intervals at most) until every client has reported once
+        more: the queue's samples are taken (the clients of this process report there too, so it is
+        emptied before asking), and ``clients`` are polled, which serves their statistics."""
+        self.end()
+        deadline = time.monotonic() + 10 * STATS_MS / 1000
+        if self.queue is not None:
+            self.take(self.queue)
+        while not self.complete() and time.monotonic() < deadline:
+            if self.queue is not None:
+                self.take(self.queue, wait_s=STATS_MS / 1000)
+            for client in clients:
+                client.poll(STATS_MS / 4000)
+
     def take(self, queue: Any, wait_s: float = 0.0) -> None:
         """Add the samples another process put on ``queue`` as (client, *sample), waiting up to
         ``wait_s`` for the first."""
@@ -231,11 +245,7 @@ def null_pipe(bootstrap: str, source: str, sink: str, n: int, ready: threading.E
     p.flush(60)
     spent = meter.read() - started if meter else None
     if requests:
-        requests.end()
-        deadline = time.monotonic() + 10 * STATS_MS / 1000
-        while not requests.complete() and time.monotonic() < deadline:
-            c.poll(STATS_MS / 4000)  # the source is drained: this serves the statistics only
-            p.poll(STATS_MS / 4000)
+        requests.finish(c, p)  # the source is drained: polling serves the statistics only
     c.close()
     if batched:
         p.close()
@@ -401,11 +411,7 @@ def drain_backlog(b: str, values: list[bytes], truth: dict, delta: float, workdi
         counted.begin()
         wait_scored(service, n)
         cpu.append((meter.read() - started) / (service.totals.get("records_scored") - first))
-        counted.end()
-        deadline = time.monotonic() + 10 * STATS_MS / 1000
-        counted.take(counted.queue)  # the service's clients and the annotator's report through the queue
-        while not counted.complete() and time.monotonic() < deadline:
-            counted.take(counted.queue, wait_s=STATS_MS / 1000)
+        counted.finish()  # the service's clients and the annotator's report through the queue
         scored = service.totals.get("records_scored")
         queries = service.totals.get("label_requests") / scored
         stop.set()
@@ -467,10 +473,7 @@ def _per_request(counted: BrokerRequests, kind: str, client: Any, work: Any, bro
     while time.monotonic() - counted.window[0] < seconds:
         work()
     cpu = _cpu_s(f"/proc/{broker_pid}/stat") - cpu
-    counted.end()
-    deadline = time.monotonic() + 10 * STATS_MS / 1000
-    while not counted.complete() and time.monotonic() < deadline:
-        client.poll(STATS_MS / 4000)
+    counted.finish(client)
     requests = counted.per_second()[kind][REQUESTS.index(kind)] * (counted.window[1] - counted.window[0])
     return cpu / requests
 

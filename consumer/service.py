@@ -25,7 +25,7 @@ import logging
 import math
 import threading
 from collections import Counter as Tally
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -140,6 +140,16 @@ class KafkaClients:
         conf.update({"enable.partition.eof": "true", "error_cb": self._on_error})
         conf.pop("group.instance.id", None)
         return Consumer(conf)
+
+
+def _without_errors(messages: list[Any], consumer: str) -> list[Any]:
+    """The messages that carry a record; the others (consumer errors) are logged."""
+    good = [msg for msg in messages if msg.error() is None]
+    if len(good) < len(messages):
+        for msg in messages:
+            if msg.error() is not None:
+                log.warning("%s consumer: %s", consumer, msg.error().str())
+    return good
 
 
 class _Read(NamedTuple):
@@ -383,11 +393,7 @@ class Service:
         ``scan``, the batch is read ahead: its compiled scan starts now in the scan thread."""
         if not messages:
             return None
-        good = [msg for msg in messages if msg.error() is None]
-        if len(good) < len(messages):
-            for msg in messages:
-                if msg.error() is not None:
-                    log.warning("features consumer: %s", msg.error().str())
+        good = _without_errors(messages, "features")
         values = [msg.value() for msg in good]
         if not scan:
             return _Read(good, values, None, None)
@@ -562,13 +568,8 @@ class Service:
         self._publish_gauges()
 
     # -- labels -------------------------------------------------------------------------------------
-    def _take_labels(self, messages: Iterable[Any]) -> None:
-        good = []
-        for msg in messages:
-            if msg.error() is None:
-                good.append(msg)
-            else:
-                log.warning("labels consumer: %s", msg.error().str())
+    def _take_labels(self, messages: list[Any]) -> None:
+        good = _without_errors(messages, "labels")
         if not good:
             return
         now = self.clock.now()

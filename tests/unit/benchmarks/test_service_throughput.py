@@ -47,3 +47,25 @@ def test_take_waits_for_a_sample_that_is_on_its_way():
     r = BrokerRequests()
     r.take(q, wait_s=5.0)
     assert [s[1:] for s in r.samples["annotator"]] == [(2, 0)]
+
+
+def test_finish_waits_until_every_client_has_reported_after_the_window():
+    import threading
+
+    q: queue.Queue = queue.Queue()
+    r = BrokerRequests(q)
+    r.record("service: features", stats(1, 0))
+    r.record("annotator: consumer", stats(1, 0))
+    r.begin()
+    # one client reports after the window from this process's queue, the other a little later
+    threading.Timer(0.15, r.record, ("annotator: consumer", stats(5, 0))).start()
+    polled = []
+
+    class Client:  # a client of this process: polling it makes it report
+        def poll(self, timeout: float) -> None:
+            polled.append(timeout)
+            r.record("service: features", stats(3, 0))
+
+    r.finish(Client())
+    assert r.complete() and polled
+    assert set(r.per_second()) == {"service: features", "annotator: consumer"}

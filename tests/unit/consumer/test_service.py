@@ -425,12 +425,14 @@ def test_consumer_errors_among_the_records_are_logged_and_skipped(tmp_path, capl
     h = Harness(tmp_path, batch_size=4)
     h.service.start()
     h.service._features.partition_eof = True  # librdkafka reports a partition's end as an error message
+    h.service._labels.partition_eof = True
     feed(h, 6)
     for _ in range(4):
         h.service.run_once()
     assert [p["id"] for p in h.out("predictions")] == [f"r{i}" for i in range(6)]
     assert h.service.offsets.next[("features", 0)] == 6
     assert "features consumer: end of partition" in caplog.text
+    assert "labels consumer: end of partition" in caplog.text
     assert not h.out("dead-letters")
 
 
