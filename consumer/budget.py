@@ -11,7 +11,7 @@ clock, keeps a replay after a restart making the same decisions.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,10 +25,14 @@ class CostModel:
     per_request: float
     per_class: Mapping[str, float]
 
-    def of(self, label: Any, stated: float | None = None) -> float:
-        if stated is not None:
-            return stated
-        return self.per_class.get(str(label), self.per_request)
+    def of_many(self, labels: Sequence[Any], stated: np.ndarray | None = None) -> np.ndarray:
+        """The cost of each label: the one it carries (``stated``, NaN where it carries none), else
+        its class's, else the cost per request."""
+        if self.per_class:
+            costs = np.array([self.per_class.get(str(label), self.per_request) for label in labels], dtype=np.float64)
+        else:
+            costs = np.full(len(labels), self.per_request, dtype=np.float64)
+        return costs if stated is None else np.where(np.isnan(stated), costs, stated)
 
 
 class LabelBudget:
@@ -49,6 +53,12 @@ class LabelBudget:
             return False
         self.used += 1
         return True
+
+    def allow_many(self, ts: Sequence[float]) -> list[bool]:
+        """:meth:`allow` for each record time in turn."""
+        if self.budget is None:
+            return [True] * len(ts)
+        return [self.allow(t) for t in ts]
 
     def remaining(self) -> float:
         return math.inf if self.budget is None else float(self.budget - self.used)

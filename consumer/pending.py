@@ -66,13 +66,23 @@ class PendingStore:
 
     def add(self, rid: str, entry: Entry) -> list[tuple[str, Entry]]:
         """Record a request; returns the oldest entries pushed out when the store is full."""
-        self._entries[rid] = entry
+        return self.add_many([(rid, entry)], entry.requested_at)
+
+    def add_many(self, items: list[tuple[str, Entry]], now: float) -> list[tuple[str, Entry]]:
+        """Record (id, entry) requests in order; returns the oldest entries pushed out when the store
+        is full (remembered as expired at ``now``)."""
+        entries = self._entries
+        entries.update(items)
         pushed = []
-        while len(self._entries) > self.max_entries:
-            old_id, old = self._entries.popitem(last=False)
-            self._expired[old_id] = entry.requested_at
+        while len(entries) > self.max_entries:
+            old_id, old = entries.popitem(last=False)
+            self._expired[old_id] = now
             pushed.append((old_id, old))
         return pushed
+
+    def ids(self):
+        """The pending ids (a live view: ``rid in store.ids()`` without a Python call per id)."""
+        return self._entries.keys()
 
     def status(self, rid: str) -> Outcome:
         if rid in self._entries:
@@ -89,11 +99,17 @@ class PendingStore:
     def take(self, rid: str, now: float, keep: bool = False) -> Entry | None:
         """The entry of a pending id, marked applied (and kept pending if ``keep``: every label of
         the id applies); None if the id is not pending."""
-        entry = self._entries.get(rid) if keep else self._entries.pop(rid, None)
-        if entry is not None:
-            self._applied[rid] = now
-            self._applied.move_to_end(rid)
-        return entry
+        return self.take_many([rid], now, keep)[0]
+
+    def take_many(self, ids: list[str], now: float, keep: bool = False) -> list[Entry | None]:
+        """:meth:`take` for each id in turn (an id twice is handed out once, unless ``keep``)."""
+        entries, applied = self._entries, self._applied
+        found = [entries.get(rid) for rid in ids] if keep else [entries.pop(rid, None) for rid in ids]
+        for rid, entry in zip(ids, found, strict=True):
+            if entry is not None:
+                applied[rid] = now
+                applied.move_to_end(rid)
+        return found
 
     def expire(self, now: float) -> list[tuple[str, Entry]]:
         """Remove and return the entries whose ``expires_at`` has passed; forget old ids."""

@@ -50,6 +50,10 @@ from learners.coin import record_keys, span_keys, utf8_spans
 from learners.hashing import hash_features
 from learners.inputs import Rows
 
+# The times of the records at the given positions, for records that carry no "ts" (their messages'
+# timestamps): asked once per batch for all of them, not once per record.
+DefaultTimes = Callable[[np.ndarray], np.ndarray]
+
 __all__ = [
     "REASONS",
     "SCHEMA_VERSION",
@@ -262,8 +266,9 @@ def _flat(raw: Any, n_features: int) -> tuple[Any, list] | None:
 
 
 def decode_feature_batch(values: Sequence[bytes | None], n_features: int,
-                         default_ts: Callable[[int], float], scanned: tuple | None = None) -> FeatureBatch:
-    """Decode many feature records at once; ``default_ts(k)`` is record k's time when it has no "ts".
+                         default_ts: DefaultTimes, scanned: tuple | None = None) -> FeatureBatch:
+    """Decode many feature records at once; ``default_ts(ks)`` are the times of records ``ks``,
+    which have no "ts".
     ``scanned``: what :func:`consumer.fastjson.scan_batch` returned for these values, if it ran
     already (in another thread, while the previous batch was processed).
 
@@ -281,18 +286,31 @@ def decode_feature_batch(values: Sequence[bytes | None], n_features: int,
     if len(careful) == len(values):
         return _python_batch(values, n_features, default_ts)
     ids = gather_lines(blob, id_lo[fast], id_hi[fast]).decode().split("\n") if fast.size else []
-    stamps = np.where(has_ts[fast], ts[fast], 0.0).tolist()
-    for j in np.flatnonzero(~has_ts[fast]).tolist():
-        stamps[j] = float(default_ts(int(fast[j])))
+    stamps = _with_defaults(ts[fast], has_ts[fast], fast, default_ts)
     fast_rows = _canonical(indices, data, row_len[fast], n_features)
     if not careful:
         return FeatureBatch(ids, fast_rows, stamps, values, fast.tolist(), [], blob, (feat_lo[fast], feat_hi[fast]),
                             (id_lo, id_hi))
-    slow = _python_batch([values[k] for k in careful], n_features, lambda j: default_ts(careful[j]))
+    slow = _python_batch([values[k] for k in careful], n_features, lambda js: default_ts(np.asarray(careful)[js]))
     merged = _merge(values, fast.tolist(), ids, stamps, fast_rows, careful, slow, n_features)
     at = np.asarray(merged.positions, dtype=np.int64)  # a careful record's span is empty
     spans = (np.where(status[at] == 0, feat_lo[at], 0), np.where(status[at] == 0, feat_hi[at], 0))
     return replace(merged, blob=blob, feature_spans=spans)
+
+
+def _with_defaults(ts: np.ndarray, has_ts: np.ndarray, positions: np.ndarray, default_ts: DefaultTimes,
+                   ) -> list[float]:
+    """The records' times: their own ``ts`` where they have one, else ``default_ts`` of their
+    ``positions`` (one call for all of them)."""
+    stamps = np.where(has_ts, ts, 0.0)
+    if not has_ts.all():
+        stamps[~has_ts] = default_ts(positions[~has_ts])
+    return stamps.tolist()
+
+
+def _default(default_ts: DefaultTimes, k: int) -> float:
+    """The time of record k alone, which has no "ts"."""
+    return float(default_ts(np.array([k]))[0])
 
 
 def _canonical(indices: np.ndarray, data: np.ndarray, lengths: np.ndarray, n_features: int) -> Rows:
@@ -324,8 +342,7 @@ def _merge(values: list, fast_pos: list[int], fast_ids: list[str], fast_ts: list
     return FeatureBatch(ids, rows, ts, values, [k for k, _, _ in order], rejected)
 
 
-def _python_batch(values: Sequence[bytes | None], n_features: int,
-                  default_ts: Callable[[int], float]) -> FeatureBatch:
+def _python_batch(values: Sequence[bytes | None], n_features: int, default_ts: DefaultTimes) -> FeatureBatch:
     """Decode records with orjson, for the shapes the compiled scanner leaves out.
 
     The common case takes a short path: JSON, the id, the features' shape and a numeric timestamp
@@ -343,14 +360,12 @@ def _python_batch(values: Sequence[bytes | None], n_features: int,
             obj = None
         flat = None
         if type(obj) is dict and obj.get("v", SCHEMA_VERSION) == SCHEMA_VERSION:
-            rid, stamp = obj.get("id"), obj.get("ts")
-            if stamp is None:
-                stamp = default_ts(k)
-            if type(rid) is str and rid and (type(stamp) is float or type(stamp) is int):
+            rid, stamp = obj.get("id"), obj.get("ts")  # no "ts": filled in below, for the whole batch
+            if type(rid) is str and rid and (stamp is None or type(stamp) is float or type(stamp) is int):
                 flat = _flat(obj.get("features"), n_features)
         if flat is None:  # the careful path decides, and says why if it refuses
             try:
-                f = decode_feature(value, n_features, default_ts(k))
+                f = decode_feature(value, n_features, _default(default_ts, k))
             except InvalidRecord as err:
                 rejected.append((k, err))
                 continue
@@ -362,7 +377,10 @@ def _python_batch(values: Sequence[bytes | None], n_features: int,
     rows = _batch_rows(idx_parts, val_parts, [len(v) for v in val_parts], n_features)
     if rows is None:
         return _decode_one_by_one(values, n_features, default_ts)
-    return FeatureBatch(ids, rows, [float(t) for t in ts], list(values), positions, rejected)
+    undated = np.array([t is None for t in ts])
+    stamps = _with_defaults(np.array([0.0 if t is None else t for t in ts], dtype=np.float64), ~undated,
+                            np.asarray(positions), default_ts)
+    return FeatureBatch(ids, rows, stamps, list(values), positions, rejected)
 
 
 def _batch_rows(idx_parts: list, val_parts: list, lengths: list[int], n_features: int) -> Rows | None:
@@ -379,13 +397,12 @@ def _batch_rows(idx_parts: list, val_parts: list, lengths: list[int], n_features
     return _canonical(indices, data, lengths, n_features)
 
 
-def _decode_one_by_one(values: Sequence[bytes | None], n_features: int,
-                       default_ts: Callable[[int], float]) -> FeatureBatch:
+def _decode_one_by_one(values: Sequence[bytes | None], n_features: int, default_ts: DefaultTimes) -> FeatureBatch:
     good: list[Feature] = []
     positions, rejected = [], []
     for k, value in enumerate(values):
         try:
-            good.append(decode_feature(value, n_features, default_ts(k)))
+            good.append(decode_feature(value, n_features, _default(default_ts, k)))
             positions.append(k)
         except InvalidRecord as err:
             rejected.append((k, err))
@@ -419,11 +436,11 @@ def decode_label(value: bytes | None, classes: Mapping[Any, int], default_ts: fl
     return Label(rid, label, None if cost is None else float(cost), _timestamp(obj, default_ts))
 
 
-def decode_label_batch(values: Sequence[bytes | None], classes: Mapping[Any, int], default_ts: Callable[[int], float],
+def decode_label_batch(values: Sequence[bytes | None], classes: Mapping[Any, int], default_ts: DefaultTimes,
                        ) -> tuple[list[Label], list[int], list[tuple[int, InvalidRecord]]]:
     """Decode many label records at once, in input order: (labels, the position of each in
-    ``values``, [(position, why)] of the unusable ones). ``default_ts(k)`` is record k's time when
-    it has no "ts".
+    ``values``, [(position, why)] of the unusable ones). ``default_ts(ks)`` are the times of
+    records ``ks``, which have no "ts".
 
     The common shapes are read by the compiled scanner of :mod:`consumer.fastjson`; a record it
     leaves aside, or whose label is not one of ``classes`` or whose cost is negative, is read again
@@ -445,9 +462,7 @@ def decode_label_batch(values: Sequence[bytes | None], classes: Mapping[Any, int
         for j, name in zip(text.tolist(), names, strict=True):
             labels[j] = name
     costs = [c if h else None for c, h in zip(cost[fast].tolist(), has_cost[fast].tolist(), strict=True)]
-    stamps = ts[fast].tolist()
-    for j in np.flatnonzero(~has_ts[fast]).tolist():
-        stamps[j] = float(default_ts(int(fast[j])))
+    stamps = _with_defaults(ts[fast], has_ts[fast], fast, default_ts)
     if fast.size == len(values) and all(label in classes for label in labels):  # the usual batch
         return list(map(Label, ids, labels, costs, stamps)), list(range(len(values))), []
     read = dict(zip(fast.tolist(), zip(ids, labels, costs, stamps, strict=True), strict=True))
@@ -457,7 +472,7 @@ def decode_label_batch(values: Sequence[bytes | None], classes: Mapping[Any, int
         fields = read.get(k)
         try:
             out.append(Label(*fields) if fields is not None and fields[1] in classes
-                       else decode_label(value, classes, default_ts(k)))
+                       else decode_label(value, classes, _default(default_ts, k)))
             positions.append(k)
         except InvalidRecord as err:
             rejected.append((k, err))

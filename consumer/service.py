@@ -477,15 +477,19 @@ class Service:
         return batch
 
     def _grant(self, asked: list[int], decoded: Any, batch: _Batch) -> list[int]:
-        """The records among ``asked`` whose label is requested: not already pending, within budget."""
-        granted = []
-        for i in asked:
-            rid = decoded.ids[i]
-            if rid in self.pending or rid in batch.requested_ids or not self.budget.allow(decoded.ts[i]):
-                batch.suppressed += 1  # already waiting for its label, or over the window's budget
-            else:
-                batch.requested_ids.add(rid)
-                granted.append(i)
+        """The records among ``asked`` whose label is requested: not already pending (nor asked
+        for earlier in the batch), within budget."""
+        ids, requested, waiting = decoded.ids, batch.requested_ids, self.pending.ids()
+        fresh = [i for i in asked if ids[i] not in waiting and ids[i] not in requested]
+        if len({ids[i] for i in fresh}) < len(fresh):  # an id twice in the batch: its first record asks
+            first: dict[str, int] = {}
+            for i in fresh:
+                first.setdefault(ids[i], i)
+            fresh = list(first.values())
+        allowed = self.budget.allow_many([decoded.ts[i] for i in fresh])
+        granted = [i for i, ok in zip(fresh, allowed, strict=True) if ok]
+        requested.update(ids[i] for i in granted)
+        batch.suppressed += len(asked) - len(granted)  # already waiting for its label, or over the budget
         return granted
 
     def _request(self, granted: list[int], labels: np.ndarray, scores: Any, probs: Any, codes: np.ndarray,
@@ -501,10 +505,10 @@ class Service:
         gap = decisions.scores.gap
         uncertainty = steps.uncertainty(score, None if gap is None else gap[at])
         ids, predicted = [decoded.ids[i] for i in granted], labels[at].tolist()
-        costs = [self.costs.of(label) for label in predicted]
+        costs = self.costs.of_many(predicted)
         ptr, indices, data = rows.indptr.tolist(), rows.indices, rows.data
         for rid, lo, hi, code, prob, sc, cost in zip(ids, ptr[:-1], ptr[1:], codes[at].tolist(), probability.tolist(),
-                                                     score.tolist(), costs, strict=True):
+                                                     score.tolist(), costs.tolist(), strict=True):
             batch.pending.append((rid, Entry(indices[lo:hi], data[lo:hi], code, prob, sc, now, expires_at, cost)))
         requests = write_label_requests(ids, decoded.features_packed(granted), predicted, score, probability,
                                         uncertainty, costs, now, expires_at, version, s.topics.features,
@@ -539,13 +543,14 @@ class Service:
         for topic, keys, values in batch.outputs:
             self.emitter.send_packed(topic, keys, values)
         now = self.clock.now()
-        for rid, entry in batch.pending:
-            for pushed_id, _ in self.pending.add(rid, entry):
-                log.warning("pending store full: request %s expired early", pushed_id)
-                self.totals.add("label_requests_expired")
-            parked = self.recovery.unpark(rid)
-            if parked:
-                self._apply_labels([Label(rid, p["label"], p["cost"], p["ts"]) for p in parked], now)
+        for pushed_id, _ in self.pending.add_many(batch.pending, now):
+            log.warning("pending store full: request %s expired early", pushed_id)
+            self.totals.add("label_requests_expired")
+        if self.recovery.parked:  # labels that arrived, after a restart, before their request was made again
+            for rid, _ in batch.pending:
+                parked = self.recovery.unpark(rid)
+                if parked:
+                    self._apply_labels([Label(rid, p["label"], p["cost"], p["ts"]) for p in parked], now)
         for (topic, partition), next_offset in batch.offsets.items():
             self.offsets.store(topic, partition, next_offset)
         self._account_batch(batch, now)
@@ -586,37 +591,41 @@ class Service:
 
     def _apply_labels(self, labels: list[Label], now: float) -> None:
         """Join labels with their pending requests and learn from them, in arrival order."""
-        joined: list[tuple[Entry, Any, float]] = []
-        keep, take, cost_of = self.settings.labels.duplicates == "all", self.pending.take, self.costs.of
-        for lab in labels:
-            entry = take(lab.id, now, keep)
-            if entry is not None:
-                joined.append((entry, lab.label, cost_of(lab.label, lab.cost)))
-                continue
-            status = self.pending.status(lab.id)
-            if status == "applied":
-                self.totals.add("labels.duplicate")
-            elif status == "expired":
-                self.totals.add("labels.expired")
-            elif self.recovery.expects(lab.id):
-                self.recovery.park(lab.id, {"label": lab.label, "cost": lab.cost, "ts": lab.ts})
-            else:
-                self.totals.add("labels.unknown")
+        entries = self.pending.take_many([lab.id for lab in labels], now, self.settings.labels.duplicates == "all")
+        joined = [(entry, lab) for entry, lab in zip(entries, labels, strict=True) if entry is not None]
+        if len(joined) < len(labels):
+            for entry, lab in zip(entries, labels, strict=True):
+                if entry is None:
+                    self._unmatched(lab)
         if joined:
             self._learn(joined, now, outcome="applied")
 
-    def _learn(self, joined: list[tuple[Entry, Any, float]], now: float, outcome: str) -> None:
-        entries, labels, costs = zip(*joined, strict=True)
+    def _unmatched(self, lab: Label) -> None:
+        """A label without a pending request: counted, or parked until its request is made again."""
+        status = self.pending.status(lab.id)
+        if status == "applied":
+            self.totals.add("labels.duplicate")
+        elif status == "expired":
+            self.totals.add("labels.expired")
+        elif self.recovery.expects(lab.id):
+            self.recovery.park(lab.id, {"label": lab.label, "cost": lab.cost, "ts": lab.ts})
+        else:
+            self.totals.add("labels.unknown")
+
+    def _learn(self, joined: list[tuple[Entry, Label]], now: float, outcome: str) -> None:
+        entries, labels = zip(*joined, strict=True)
         column = Entry._make(zip(*entries, strict=True))  # each field of the entries, as a tuple
         rows = Rows.concatenate(column.idx, column.val, self.settings.n_features)
         predicted = np.array(column.predicted, dtype=np.int64)
-        codes = self.learner.encode(labels)
+        values = [lab.label for lab in labels]
+        codes = self.learner.encode(values)
         self.learner.learn_many(rows, codes, predicted=predicted, encoded=True)
+        costs = self.costs.of_many(values, np.array([lab.cost for lab in labels], dtype=np.float64))
         weights = 1.0 / np.array(column.probability)
         mistakes = predicted != codes
         t = self.totals
         t.add(f"labels.{outcome}", len(joined))
-        t.add("labelling_cost", float(sum(costs)))
+        t.add("labelling_cost", float(costs.sum()))
         t.add("labelled_mistakes", int(mistakes.sum()))
         t.add("importance_weighted_labels", float(weights.sum()))
         t.add("importance_weighted_mistakes", float(weights[mistakes].sum()))
@@ -635,7 +644,8 @@ class Service:
         labels = self.settings.labels
         self.totals.add("label_requests_expired", len(expired))
         if labels.on_expiry == "default":
-            self._learn([(entry, labels.expiry_label, 0.0) for _, entry in expired], now, outcome="defaulted")
+            self._learn([(entry, Label(rid, labels.expiry_label, 0.0, now)) for rid, entry in expired], now,
+                        outcome="defaulted")
         if labels.retract_expired:
             for rid, _ in expired:
                 self.emitter.send(self.settings.topics.label_requests, rid.encode(), None)

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
 
 from consumer.errors import InvalidRecord
@@ -23,17 +24,18 @@ __all__ = [
     "dead_letter",
     "decode_features",
     "decode_labels",
-    "message_time",
+    "message_times",
     "uncertainty",
 ]
 
 DLQ_HEADERS = ("reason", "detail", "topic", "partition", "offset")
 
 
-def message_time(msg: Any, default: float) -> float:
-    """A message's Kafka timestamp in epoch seconds, or ``default`` when it has none."""
-    kind, ms = msg.timestamp()
-    return ms / 1000.0 if kind != TIMESTAMP_NOT_AVAILABLE and ms >= 0 else default
+def message_times(msgs: Sequence[Any], default: float) -> np.ndarray:
+    """The messages' Kafka timestamps in epoch seconds, ``default`` for those that have none."""
+    stamps = np.array([m.timestamp() for m in msgs], dtype=np.int64).reshape(-1, 2)
+    known = (stamps[:, 0] != TIMESTAMP_NOT_AVAILABLE) & (stamps[:, 1] >= 0)
+    return np.where(known, stamps[:, 1] / 1000.0, default)
 
 
 @dataclass(slots=True)
@@ -52,7 +54,7 @@ def decode_features(msgs: Sequence[Any], n_features: int, now: float, scanned: t
     values, if it ran already (:func:`consumer.fastjson.scan_batch`); ``values``: their values, if
     they were taken already."""
     batch = decode_feature_batch([m.value() for m in msgs] if values is None else values, n_features,
-                                 lambda k: message_time(msgs[k], now), scanned)
+                                 lambda ks: message_times([msgs[k] for k in ks.tolist()], now), scanned)
     return batch, batch.positions, _located(msgs, batch.rejected)
 
 
@@ -69,7 +71,7 @@ def _located(msgs: Sequence[Any], rejected: list[tuple[int, InvalidRecord]]) -> 
 def decode_labels(msgs: Sequence[Any], classes: Mapping[Any, int], now: float) -> Decoded:
     """Labels of a batch, in order; invalid ones are set aside with their reason."""
     labels, positions, rejected = decode_label_batch([m.value() for m in msgs], classes,
-                                                     lambda k: message_time(msgs[k], now))
+                                                     lambda ks: message_times([msgs[k] for k in ks.tolist()], now))
     return Decoded(labels, [msgs[k] for k in positions], _located(msgs, rejected))
 
 

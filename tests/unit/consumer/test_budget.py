@@ -1,5 +1,7 @@
 """Label budget per record-time window, and labelling cost."""
 
+import numpy as np
+
 from consumer.budget import CostModel, LabelBudget
 
 
@@ -25,4 +27,12 @@ def test_budget_state_round_trip():
 
 def test_cost_of_a_label_prefers_the_label_then_its_class():
     costs = CostModel(1.0, {"1": 5.0})
-    assert costs.of(1) == 5.0 and costs.of(-1) == 1.0 and costs.of(1, stated=0.5) == 0.5
+    assert costs.of_many([1, -1, 1, -1], np.array([np.nan, np.nan, 0.5, 0.0])).tolist() == [5.0, 1.0, 0.5, 0.0]
+    assert costs.of_many(["1", 2.5]).tolist() == [5.0, 1.0]  # a class's cost is found by its text
+    assert CostModel(2.0, {}).of_many([1, -1]).tolist() == [2.0, 2.0]
+
+
+def test_budget_allows_many_in_turn():
+    budget = LabelBudget(2, window_s=60)
+    assert budget.allow_many([0, 1, 2, 60]) == [True, True, False, True] and budget.remaining() == 1
+    assert LabelBudget(None, 60).allow_many([0, 1, 2]) == [True, True, True]

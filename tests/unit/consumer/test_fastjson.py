@@ -24,7 +24,7 @@ D = 16
 
 
 def same(values: list, n_features: int = D) -> None:
-    default = lambda k: 1000.0 + k  # noqa: E731
+    default = lambda ks: 1000.0 + ks  # noqa: E731
     got = decode_feature_batch(values, n_features, default)
     want = _decode_one_by_one(values, n_features, default)
     assert got.positions == want.positions
@@ -46,7 +46,7 @@ def test_common_shapes_are_read_by_the_compiled_reader():
     status = scan_batch(values, D)[1]
     assert status.tolist() == [0, 0, 0]
     same(values)
-    batch = decode_feature_batch(values, D, lambda k: 0.0)  # an output carries the features as sent
+    batch = decode_feature_batch(values, D, np.zeros_like)  # an output carries the features as sent
     assert list(batch.features_packed([0, 1, 2])) == [
         b'{"indices": [1, 3], "values": [0.5, -2e-3]}', b'{"values":[1,2],"indices":[0,15]}',
         b"[" + b", ".join(b"%d" % (i % 3) for i in range(D)) + b"]"]
@@ -59,7 +59,7 @@ def test_keys_and_kafka_keys_come_from_the_received_ids(careful):
               b'{"features": {"indices": [2], "values": [1]}, "id": "b"}']
     if careful:  # an id with an escape: read by the careful decoder, and the whole batch's keys with it
         values.append(rb'{"id": "\u00e9t\u00e9", "features": {"indices": [2], "values": [1]}}')
-    batch = decode_feature_batch(values, D, lambda k: 0.0)
+    batch = decode_feature_batch(values, D, np.zeros_like)
     assert (batch.id_spans is None) == careful
     assert batch.keys().tolist() == record_keys(batch.ids).tolist()
     assert list(batch.packed_ids()) == [rid.encode() for rid in batch.ids]
@@ -71,7 +71,7 @@ def test_a_timestamp_with_many_digits_stays_on_the_compiled_reader_and_is_exact(
               + b', "ts": ' + (repr(t) if k != 1 else "1700000000.123456789012").encode() + b"}"
               for k, t in enumerate(stamps)]
     assert scan_batch(values, D)[1].tolist() == [0] * len(values)
-    got = decode_feature_batch(values, D, lambda k: 0.0)
+    got = decode_feature_batch(values, D, np.zeros_like)
     assert got.ts == [1763850011.6237588, float("1700000000.123456789012"), 0.30000000000000004, 1e-7, 1763850011.0]
     same(values)
 
@@ -260,12 +260,12 @@ CLASSES = {-1: -1, 1: 1, "spam": 2, 2.5: 3}
 def same_labels(values: list) -> None:
     """The batch decoder and :func:`decode_label` alone agree on every record: same labels, of the
     same Python types, same costs and times, same rejections."""
-    default = lambda k: 1000.0 + k  # noqa: E731
+    default = lambda ks: 1000.0 + ks  # noqa: E731
     got, positions, rejected = decode_label_batch(values, CLASSES, default)
     want, want_positions, want_rejected = [], [], []
     for k, value in enumerate(values):
         try:
-            want.append(decode_label(value, CLASSES, default(k)))
+            want.append(decode_label(value, CLASSES, 1000.0 + k))
             want_positions.append(k)
         except InvalidRecord as err:
             want_rejected.append((k, err.reason))
@@ -280,7 +280,7 @@ def test_common_label_shapes_are_read_by_the_compiled_reader():
               b'{"v":1,"id":"c","label":"spam"}', b'{"id":"d","label":2.5,"cost":0}', b'{"id":"e","label":1.0}']
     assert scan_label_batch(values)[1].tolist() == [0] * len(values)
     same_labels(values)
-    got = decode_label_batch(values, CLASSES, lambda k: 0.0)[0]
+    got = decode_label_batch(values, CLASSES, np.zeros_like)[0]
     assert [(g.id, g.label, g.cost, g.ts) for g in got] == [
         ("a", 1, None, 0.0), ("b", -1, 0.25, 1763850011.6237588), ("c", "spam", None, 0.0), ("d", 2.5, 0.0, 0.0),
         ("e", 1.0, None, 0.0)]

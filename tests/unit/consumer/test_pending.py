@@ -27,6 +27,16 @@ def test_take_keeping_the_entry_hands_it_out_to_every_label():
     assert store.status("a") == "pending" and "a" in store
 
 
+def test_take_many_hands_each_pending_id_out_once_in_turn():
+    store = PendingStore(max_entries=10, memory_s=100)
+    a, b = entry(0), entry(1)
+    store.add_many([("a", a), ("b", b)], now=1)
+    assert store.take_many(["b", "x", "b", "a"], now=2) == [b, None, None, a]
+    assert [store.status(rid) for rid in "abx"] == ["applied", "applied", "unknown"] and len(store) == 0
+    store.add("c", entry(3))
+    assert store.take_many(["c", "c"], now=4, keep=True) == [store.get("c")] * 2 and "c" in store.ids()
+
+
 def test_expire_pops_in_request_order_and_forgets_after_memory():
     store = PendingStore(max_entries=10, memory_s=5)
     for i in range(4):
@@ -43,6 +53,8 @@ def test_a_full_store_pushes_out_its_oldest_entry():
     store.add("b", entry(1))
     pushed = store.add("c", entry(2))
     assert [rid for rid, _ in pushed] == ["a"] and store.status("a") == "expired"
+    pushed = store.add_many([("d", entry(3)), ("e", entry(3))], now=3)
+    assert [rid for rid, _ in pushed] == ["b", "c"] and list(store.ids()) == ["d", "e"]
 
 
 def test_state_round_trip_keeps_entries_and_memories():

@@ -205,10 +205,12 @@ def test_budget_caps_requests_per_window_of_record_time(tmp_path):
 def test_a_duplicate_feature_id_is_not_requested_twice(harness):
     harness.service.start()
     harness.feature("same", X[0])
+    harness.feature("other", X[1])
     harness.feature("same", X[0])
     harness.service.run_once()
-    assert harness.requested_ids() == ["same"]
-    assert len(harness.out("predictions")) == 2
+    assert harness.requested_ids() == ["same", "other"]  # in the order of their first record
+    assert len(harness.out("predictions")) == 3
+    assert harness.service.totals.get("label_requests_suppressed") == 1
 
 
 def test_importance_weighted_totals_sum_inverse_probabilities(harness):
