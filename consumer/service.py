@@ -28,6 +28,7 @@ from collections import Counter as Tally
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -496,7 +497,7 @@ class Service:
                  now: float, decisions: Any, decoded: Any, partitions: list[int], offsets: list[int],
                  batch: _Batch) -> None:
         """Ask for the labels of the ``granted`` records: a label request each, and a pending entry
-        holding a copy of its features (one gather for all of them)."""
+        each, all sharing one copy of their features (one gather for all of them)."""
         s, version = self.settings, self.learner.labels_
         expires_at = now + s.labels.ttl_s
         at = np.asarray(granted)
@@ -506,10 +507,9 @@ class Service:
         uncertainty = steps.uncertainty(score, None if gap is None else gap[at])
         ids, predicted = [decoded.ids[i] for i in granted], labels[at].tolist()
         costs = self.costs.of_many(predicted)
-        ptr, indices, data = rows.indptr.tolist(), rows.indices, rows.data
-        for rid, lo, hi, code, prob, sc, cost in zip(ids, ptr[:-1], ptr[1:], codes[at].tolist(), probability.tolist(),
-                                                     score.tolist(), costs.tolist(), strict=True):
-            batch.pending.append((rid, Entry(indices[lo:hi], data[lo:hi], code, prob, sc, now, expires_at, cost)))
+        entries = map(Entry._make, zip(repeat(rows), range(len(granted)), codes[at].tolist(), probability.tolist(),
+                                       score.tolist(), repeat(now), repeat(expires_at), costs.tolist(), strict=False))
+        batch.pending += zip(ids, entries, strict=True)
         requests = write_label_requests(ids, decoded.features_packed(granted), predicted, score, probability,
                                         uncertainty, costs, now, expires_at, version, s.topics.features,
                                         [partitions[i] for i in granted], [offsets[i] for i in granted])
@@ -528,8 +528,7 @@ class Service:
         if wants[i] and recorded.request is not None:
             r = recorded.request
             self.budget.allow(decoded.ts[i])  # it used the budget before the restart too
-            idx, val = decoded.rows.row(i)
-            batch.pending.append((decoded.ids[i], Entry(idx.copy(), val.copy(), codes[i], probs[i], scores[i],
+            batch.pending.append((decoded.ids[i], Entry(decoded.rows.take([i]), 0, codes[i], probs[i], scores[i],
                                                         r["requested_at"], r["expires_at"], r["cost"])))
             batch.requested_ids.add(decoded.ids[i])
             batch.requests += 1  # made after the checkpoint whose totals were restored: count it again
@@ -615,7 +614,7 @@ class Service:
     def _learn(self, joined: list[tuple[Entry, Label]], now: float, outcome: str) -> None:
         entries, labels = zip(*joined, strict=True)
         column = Entry._make(zip(*entries, strict=True))  # each field of the entries, as a tuple
-        rows = Rows.concatenate(column.idx, column.val, self.settings.n_features)
+        rows = Rows.gather(column.rows, column.row, self.settings.n_features)
         predicted = np.array(column.predicted, dtype=np.int64)
         values = [lab.label for lab in labels]
         codes = self.learner.encode(values)

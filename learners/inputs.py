@@ -81,6 +81,29 @@ class Rows:
         return cls.concatenate(indices, values, n_features)
 
     @classmethod
+    def gather(cls, blocks: Sequence[Rows], rows: Sequence[int], n_features: int) -> Rows:
+        """A batch of row ``rows[j]`` of ``blocks[j]``, for each j in turn. Made for rows drawn from a
+        few batches, each shared by many of them: no slice per row."""
+        if not blocks:
+            return cls.concatenate([], [], n_features)
+        slots: dict[int, int] = {}
+        slot = [slots.setdefault(id(b), len(slots)) for b in blocks]
+        distinct = list({id(b): b for b in blocks}.values())  # in the order of their slots
+        first = np.cumsum([0] + [b.n for b in distinct])[:-1]  # where each block starts once stacked
+        stacked = distinct[0] if len(distinct) == 1 else cls.vstack(distinct)
+        picked = stacked.take(first[slot] + np.asarray(rows, dtype=np.int64))
+        return cls(picked.indptr, picked.indices, picked.data, n_features)
+
+    @classmethod
+    def vstack(cls, batches: Sequence[Rows]) -> Rows:
+        """The batches' rows one after the other (over the first batch's coordinates)."""
+        starts = np.cumsum([0] + [b.nnz for b in batches])
+        indptr = np.concatenate([[0]] + [b.indptr[1:] - b.indptr[0] + start for b, start in
+                                         zip(batches, starts.tolist(), strict=False)]).astype(np.int64)
+        return cls(indptr, np.concatenate([b.indices[b.indptr[0]:b.indptr[-1]] for b in batches]),
+                   np.concatenate([b.data[b.indptr[0]:b.indptr[-1]] for b in batches]), batches[0].n_features)
+
+    @classmethod
     def concatenate(cls, indices: Sequence[np.ndarray], values: Sequence[np.ndarray], n_features: int) -> Rows:
         """A batch from each record's indices and values, already valid."""
         indptr = np.zeros(len(indices) + 1, dtype=np.int64)

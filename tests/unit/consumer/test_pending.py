@@ -1,12 +1,11 @@
 """The pending store: one hand-out per id, ordered expiry, memory of applied and expired ids."""
 
-import numpy as np
-
 from consumer.pending import Entry, PendingStore, pack_strings, unpack_strings
+from learners.inputs import Rows
 
 
 def entry(t: float, ttl: float = 10.0) -> Entry:
-    return Entry(np.array([1], np.int32), np.array([2.0]), 1, 0.5, 0.1, t, t + ttl, 1.0)
+    return Entry(Rows.from_arrays([0, 1], [1], [2.0], 16), 0, 1, 0.5, 0.1, t, t + ttl, 1.0)
 
 
 def test_take_hands_an_entry_out_once_then_remembers_it():
@@ -60,14 +59,16 @@ def test_a_full_store_pushes_out_its_oldest_entry():
 def test_state_round_trip_keeps_entries_and_memories():
     store = PendingStore(max_entries=10, memory_s=100)
     store.add("é-1", entry(0))
-    store.add("b", Entry(np.array([3, 7], np.int32), np.array([0.5, -1.0]), -1, 0.25, -0.3, 1.0, 11.0, 2.0))
+    block = Rows.from_arrays([0, 1, 3], [4, 3, 7], [9.0, 0.5, -1.0], 16)  # the request's batch: row 1 is b's
+    store.add("b", Entry(block, 1, -1, 0.25, -0.3, 1.0, 11.0, 2.0))
     store.add("c", entry(2))
     store.take("c", now=3)
     copy = PendingStore(max_entries=10, memory_s=100)
     copy.load_state_dict(store.state_dict())
     assert copy.status("é-1") == "pending" and copy.status("c") == "applied"
     b = copy.get("b")
-    assert b.idx.tolist() == [3, 7] and b.val.tolist() == [0.5, -1.0] and b.predicted == -1 and b.cost == 2.0
+    idx, val = b.rows.row(b.row)
+    assert idx.tolist() == [3, 7] and val.tolist() == [0.5, -1.0] and b.predicted == -1 and b.cost == 2.0
 
 
 def test_strings_pack_without_pickles():

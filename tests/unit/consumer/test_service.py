@@ -55,7 +55,7 @@ def test_batch_is_scored_and_predictions_and_requests_emitted(harness):
             prediction["label"], prediction["score"], prediction["probability"])
         assert request["uncertainty"] == 1 / (1 + abs(request["score"]))
         entry = harness.service.pending.get(rid)
-        np.testing.assert_array_equal(entry.val, [x for x in sent[rid] if x != 0])
+        np.testing.assert_array_equal(entry.rows.row(entry.row)[1], [x for x in sent[rid] if x != 0])
         assert entry.probability == request["probability"]
 
 
@@ -89,6 +89,27 @@ def test_label_joins_its_request_and_is_applied_once(harness):
     assert h.service.learner.labels_ == len(ids)
     np.testing.assert_array_equal(h.service.learner.rule.w_, w)
     assert len(h.service.pending) == 0
+
+
+def test_labels_for_several_batches_teach_their_own_records_in_arrival_order(harness):
+    h = harness
+    h.service.start()
+    truth = feed(h, 30)
+    h.service.run_once()
+    truth |= feed(h, 30, prefix="ss")  # other features (feed seeds by prefix and count)
+    h.service.run_once()
+    requests = {r["id"]: r for r in h.out("label-requests")}
+    first, second = ([rid for rid in requests if rid.startswith(p)] for p in ("r", "ss"))
+    order = [rid for pair in zip(second, first, strict=False) for rid in pair]  # across the two batches
+    assert len(order) >= 10
+    for rid in order:
+        h.label(rid, truth[rid])
+    h.service.run_once()
+    reference = service_module.build_learner(h.settings)
+    reference.learn_many([requests[rid]["features"] for rid in order], [truth[rid] for rid in order],
+                         predicted=reference.encode([requests[rid]["prediction"] for rid in order]))
+    assert h.service.learner.labels_ == len(order)
+    np.testing.assert_array_equal(h.service.learner.rule.w_, reference.rule.w_)
 
 
 def test_duplicates_all_applies_every_label(tmp_path):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from learners.inputs import as_row, as_rows, transform, transform_row
+from learners.inputs import Rows, as_row, as_rows, transform, transform_row
 
 
 def test_as_rows_accepts_sparse_and_dense_alike():
@@ -94,6 +94,24 @@ def test_take_copies_rows_in_the_given_order(pick):
     assert taken.indices.dtype == np.int32 and taken.indptr.dtype == np.int64
     if taken.indices.size:
         assert not np.shares_memory(taken.indices, rows.indices)
+
+
+def test_gather_takes_each_row_from_its_own_batch_in_the_given_order():
+    dense = sp.random(9, 20, density=0.3, random_state=2).toarray()
+    dense[7] = 0  # an empty row among them
+    a, b, c = (as_rows(sp.csr_matrix(dense[part])) for part in (slice(0, 4), slice(4, 6), slice(6, 9)))
+    picks = [(b, 1), (a, 3), (c, 1), (a, 0), (b, 1), (c, 2)]
+    got = Rows.gather([block for block, _ in picks], [k for _, k in picks], 20)
+    np.testing.assert_array_equal(got.to_csr().toarray(), dense[[5, 3, 7, 0, 5, 8]])
+    assert got.n_features == 20 and got.indices.dtype == np.int32 and got.indptr.dtype == np.int64
+    np.testing.assert_array_equal(Rows.gather([a, a], [2, 1], 20).to_csr().toarray(), dense[[2, 1]])
+    assert Rows.gather([], [], 20).n == 0
+
+
+def test_vstack_puts_batches_one_after_the_other():
+    dense = sp.random(7, 20, density=0.3, random_state=3).toarray()
+    a, b = as_rows(sp.csr_matrix(dense[:3])), as_rows(sp.csr_matrix(dense[3:]))
+    np.testing.assert_array_equal(Rows.vstack([a, b.take([2, 0])]).to_csr().toarray(), dense[[0, 1, 2, 5, 3]])
 
 
 def test_take_refuses_a_row_that_is_not_there():
