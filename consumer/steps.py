@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -33,9 +34,9 @@ DLQ_HEADERS = ("reason", "detail", "topic", "partition", "offset")
 
 def message_times(msgs: Sequence[Any], default: float) -> np.ndarray:
     """The messages' Kafka timestamps in epoch seconds, ``default`` for those that have none."""
-    stamps = np.array([m.timestamp() for m in msgs], dtype=np.int64).reshape(-1, 2)
-    known = (stamps[:, 0] != TIMESTAMP_NOT_AVAILABLE) & (stamps[:, 1] >= 0)
-    return np.where(known, stamps[:, 1] / 1000.0, default)
+    stamps = [m.timestamp() for m in msgs]  # (kind, ms) pairs; a column at a time is the cheap way to numpy
+    kind, ms = (np.fromiter(map(itemgetter(j), stamps), dtype=np.int64, count=len(stamps)) for j in (0, 1))
+    return np.where((kind != TIMESTAMP_NOT_AVAILABLE) & (ms >= 0), ms / 1000.0, default)
 
 
 @dataclass(slots=True)
