@@ -27,9 +27,10 @@ _NUMPY = orjson.OPT_SERIALIZE_NUMPY
 @dataclass(frozen=True, slots=True)
 class Packed:
     """Messages laid end to end in one buffer: message k is ``data[starts[k]:ends[k]]``. A sequence
-    of bytes to Python; the producer sends the buffer without cutting it (:mod:`consumer.rdkafka`)."""
+    of bytes to Python; the producer sends the buffer without cutting it (:mod:`consumer.rdkafka`).
+    ``data`` is bytes, or the uint8 array a compiled writer filled (not copied into bytes)."""
 
-    data: bytes
+    data: bytes | np.ndarray
     starts: np.ndarray
     ends: np.ndarray
 
@@ -37,11 +38,11 @@ class Packed:
         return len(self.starts)
 
     def __getitem__(self, k: int) -> bytes:
-        return self.data[int(self.starts[k]):int(self.ends[k])]
+        return bytes(self.data[int(self.starts[k]):int(self.ends[k])])
 
     def __iter__(self) -> Iterator[bytes]:
         data = self.data
-        return (data[a:b] for a, b in zip(self.starts.tolist(), self.ends.tolist(), strict=True))
+        return (bytes(data[a:b]) for a, b in zip(self.starts.tolist(), self.ends.tolist(), strict=True))
 
     def select(self, which: Any) -> Packed:
         """The messages at ``which`` (positions or a boolean mask), in that order."""
@@ -140,7 +141,7 @@ def _records(parts: Sequence[bytes], columns: Sequence[bytes | Packed], n: int) 
     out = np.empty(size + n * pieces.size, dtype=np.uint8)
     bounds = np.empty(n + 1, dtype=np.int64)
     _interleave(src, arrays, lo, hi, pieces, cuts, out, bounds)
-    return Packed(out.tobytes(), bounds[:-1], bounds[1:])
+    return Packed(out, bounds[:-1], bounds[1:])
 
 
 def write_predictions(ids: Sequence[str], labels: Sequence[Any], scores: Any, probabilities: Any,

@@ -158,8 +158,8 @@ class BatchProducer:
         """Messages not yet acknowledged by the broker."""
         return self._lib.rd_kafka_outq_len(self._rk) if self._rk else 0
 
-    def produce_batch(self, topic: str, keys: bytes, key_starts: np.ndarray, key_ends: np.ndarray, values: bytes,
-                starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    def produce_batch(self, topic: str, keys: bytes | np.ndarray, key_starts: np.ndarray, key_ends: np.ndarray,
+                      values: bytes | np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """Queue message k = (key ``keys[key_starts[k]:key_ends[k]]``, value ``values[starts[k]:ends[k]]``)
         for every k, in order (librdkafka copies them), each to the partition of its key. Returns the
         positions of the messages librdkafka did not take (its queue was full), usually none."""

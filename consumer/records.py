@@ -452,10 +452,14 @@ def decode_label_batch(values: Sequence[bytes | None], classes: Mapping[Any, int
     blob, status, id_lo, id_hi, kind, label_lo, label_hi, number, cost, has_cost, ts, has_ts = scan_label_batch(values)
     fast = np.flatnonzero((status == 0) & ~(has_cost & (cost < 0)))
     ids = gather_lines(blob, id_lo[fast], id_hi[fast]).decode().split("\n") if fast.size else []
-    labels: list[Any] = number[fast].tolist()
     kinds = kind[fast]
-    for j in np.flatnonzero(kinds == LABEL_INTEGER).tolist():
-        labels[j] = int(labels[j])  # exact: the scanner reads integers of at most 15 digits
+    integer = kinds == LABEL_INTEGER  # exact: the scanner reads integers of at most 15 digits
+    if integer.all():
+        labels: list[Any] = number[fast].astype(np.int64).tolist()
+    else:
+        labels = number[fast].tolist()
+        for j in np.flatnonzero(integer).tolist():
+            labels[j] = int(labels[j])
     text = np.flatnonzero(kinds == LABEL_TEXT)
     if text.size:
         names = gather_lines(blob, label_lo[fast[text]], label_hi[fast[text]]).decode().split("\n")

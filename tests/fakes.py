@@ -238,9 +238,10 @@ class FakeBatchProducer(FakeProducer):
         if err is not None:
             self.on_failed(msg.topic(), err.code(), err.str(), msg.key(), msg.value())
 
-    def produce_batch(self, topic: str, keys: bytes, key_starts, key_ends, values: bytes, starts, ends):
+    def produce_batch(self, topic: str, keys, key_starts, key_ends, values, starts, ends):
+        """Copies each message, as librdkafka does (``keys``, ``values``: bytes or uint8 arrays)."""
         for ka, kb, va, vb in zip(key_starts.tolist(), key_ends.tolist(), starts.tolist(), ends.tolist(), strict=True):
-            self.produce(topic, values[va:vb], keys[ka:kb])
+            self.produce(topic, bytes(values[va:vb]), bytes(keys[ka:kb]))
         return np.empty(0, dtype=np.int64)
 
 

@@ -280,6 +280,7 @@ def test_common_label_shapes_are_read_by_the_compiled_reader():
               b'{"v":1,"id":"c","label":"spam"}', b'{"id":"d","label":2.5,"cost":0}', b'{"id":"e","label":1.0}']
     assert scan_label_batch(values)[1].tolist() == [0] * len(values)
     same_labels(values)
+    same_labels([b'{"id":"a","label":1}', b'{"id":"b","label":-1}'])  # all integers: Python ints
     got = decode_label_batch(values, CLASSES, np.zeros_like)[0]
     assert [(g.id, g.label, g.cost, g.ts) for g in got] == [
         ("a", 1, None, 0.0), ("b", -1, 0.25, 1763850011.6237588), ("c", "spam", None, 0.0), ("d", 2.5, 0.0, 0.0),

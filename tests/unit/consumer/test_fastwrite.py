@@ -45,7 +45,7 @@ def test_every_record_is_what_orjson_writes_of_its_dict():
             [rng.randrange(1000) for _ in range(n)], [rng.choice([0, 9, 10, 2**62]) + i for i in range(n)])
     packed = write_predictions(*args)
     assert list(packed) == reference(*args)
-    assert packed.data == b"".join(reference(*args))  # laid end to end, nothing between
+    assert bytes(packed.data) == b"".join(reference(*args))  # laid end to end, nothing between
 
 
 def test_edge_floats_in_every_column():
