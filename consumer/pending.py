@@ -126,6 +126,18 @@ class PendingStore:
                 memory.popitem(last=False)
         return out
 
+    def compact(self) -> None:
+        """Let the pending entries share one copy of their features: an entry keeps its whole batch's
+        copy alive, so a few entries still pending from each of many batches would hold many times
+        the memory they need (the service compacts at every checkpoint)."""
+        if not self._entries:
+            return
+        entries = self._entries
+        shared = Rows.gather([e.rows for e in entries.values()], [e.row for e in entries.values()],
+                             next(iter(entries.values())).rows.n_features)
+        for k, (rid, entry) in enumerate(entries.items()):
+            entries[rid] = entry._replace(rows=shared, row=k)
+
     # -- checkpoint form -----------------------------------------------------------------------
     def state_dict(self) -> dict[str, np.ndarray]:
         ids = list(self._entries)

@@ -36,6 +36,21 @@ def test_take_many_hands_each_pending_id_out_once_in_turn():
     assert store.take_many(["c", "c"], now=4, keep=True) == [store.get("c")] * 2 and "c" in store.ids()
 
 
+def test_compact_keeps_only_the_pending_rows_in_one_shared_copy():
+    store = PendingStore(max_entries=10, memory_s=100)
+    first = Rows.from_arrays([0, 1, 3, 4], [1, 2, 3, 4], [1.0, 2.0, 3.0, 4.0], 16)
+    second = Rows.from_arrays([0, 2, 3], [5, 6, 7], [5.0, 6.0, 7.0], 16)
+    store.add_many([(f"a{k}", entry(0)._replace(rows=first, row=k)) for k in range(3)], now=0)
+    store.add_many([(f"b{k}", entry(1)._replace(rows=second, row=k)) for k in range(2)], now=1)
+    store.take_many(["a0", "a2", "b0"], now=2)
+    store.compact()
+    left = [store.get(rid) for rid in ("a1", "b1")]
+    assert left[0].rows is left[1].rows and left[0].rows.n == 2 and left[0].rows.n_features == 16
+    assert [e.rows.row(e.row)[1].tolist() for e in left] == [[2.0, 3.0], [7.0]]
+    assert [(e.requested_at, e.predicted) for e in left] == [(0, 1), (1, 1)]
+    PendingStore(max_entries=1, memory_s=1).compact()  # nothing pending: nothing to do
+
+
 def test_expire_pops_in_request_order_and_forgets_after_memory():
     store = PendingStore(max_entries=10, memory_s=5)
     for i in range(4):

@@ -112,6 +112,22 @@ def test_labels_for_several_batches_teach_their_own_records_in_arrival_order(har
     np.testing.assert_array_equal(h.service.learner.rule.w_, reference.rule.w_)
 
 
+def test_a_checkpoint_lets_the_pending_entries_of_many_batches_share_one_copy_of_their_rows(harness):
+    h = harness
+    h.service.start()
+    feed(h, 30)
+    h.service.run_once()
+    feed(h, 30, prefix="ss")
+    h.service.run_once()
+    entries = [h.service.pending.get(rid) for rid in h.requested_ids()]
+    assert len({id(e.rows) for e in entries}) == 2  # a copy per batch
+    before = [e.rows.row(e.row)[1].tolist() for e in entries]
+    h.service.checkpoint()
+    entries = [h.service.pending.get(rid) for rid in h.requested_ids()]
+    assert len({id(e.rows) for e in entries}) == 1 and entries[0].rows.n == len(entries)
+    assert [e.rows.row(e.row)[1].tolist() for e in entries] == before
+
+
 def test_duplicates_all_applies_every_label(tmp_path):
     h = Harness(tmp_path, labels={"duplicates": "all"})
     h.service.start()
