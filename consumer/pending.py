@@ -126,23 +126,23 @@ class PendingStore:
                 memory.popitem(last=False)
         return out
 
-    def compact(self) -> None:
-        """Let the pending entries share one copy of their features: an entry keeps its whole batch's
-        copy alive, so a few entries still pending from each of many batches would hold many times
-        the memory they need (the service compacts at every checkpoint)."""
-        if not self._entries:
-            return
+    def compact(self) -> Rows:
+        """Let the pending entries share one copy of their features, in their order, and return it:
+        an entry keeps its whole batch's copy alive, so a few entries still pending from each of
+        many batches would hold many times the memory they need (:meth:`state_dict` compacts)."""
         entries = self._entries
-        shared = Rows.gather([e.rows for e in entries.values()], [e.row for e in entries.values()],
-                             next(iter(entries.values())).rows.n_features)
+        n_features = next(iter(entries.values())).rows.n_features if entries else 0
+        shared = Rows.gather([e.rows for e in entries.values()], [e.row for e in entries.values()], n_features)
         for k, (rid, entry) in enumerate(entries.items()):
             entries[rid] = entry._replace(rows=shared, row=k)
+        return shared
 
     # -- checkpoint form -----------------------------------------------------------------------
     def state_dict(self) -> dict[str, np.ndarray]:
+        """The store as arrays; compacts it first (every checkpoint frees the copies few entries held)."""
+        rows = self.compact()
         ids = list(self._entries)
         entries = list(self._entries.values())
-        rows = Rows.gather([e.rows for e in entries], [e.row for e in entries], n_features=0)
         out = {"indptr": rows.indptr, "indices": rows.indices, "data": rows.data}
         out["ids"], out["ids_offsets"] = pack_strings(ids)
         out["predicted"] = np.array([e.predicted for e in entries], dtype=np.int64)

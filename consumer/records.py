@@ -377,9 +377,8 @@ def _python_batch(values: Sequence[bytes | None], n_features: int, default_ts: D
     rows = _batch_rows(idx_parts, val_parts, [len(v) for v in val_parts], n_features)
     if rows is None:
         return _decode_one_by_one(values, n_features, default_ts)
-    undated = np.array([t is None for t in ts])
-    stamps = _with_defaults(np.array([0.0 if t is None else t for t in ts], dtype=np.float64), ~undated,
-                            np.asarray(positions), default_ts)
+    own = np.array(ts, dtype=np.float64)  # None (no "ts") becomes NaN: JSON has no NaN of its own
+    stamps = _with_defaults(own, ~np.isnan(own), np.asarray(positions), default_ts)
     return FeatureBatch(ids, rows, stamps, list(values), positions, rejected)
 
 

@@ -720,7 +720,6 @@ class Service:
                 raise CheckpointError(f"producer still holds {len(self.emitter)} messages after "
                                       f"{_FLUSH_TIMEOUT_S:.0f} s")
             # Step 2.
-            self.pending.compact()  # also frees the batches' feature copies that few pending entries still held
             state = self._snapshot()
             # Step 3.
             path = self.store.write(state)

@@ -15,7 +15,7 @@ import numpy as np
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
 
 from consumer.errors import InvalidRecord
-from consumer.records import Feature, FeatureBatch, Label, decode_feature_batch, decode_label_batch
+from consumer.records import DefaultTimes, Feature, FeatureBatch, Label, decode_feature_batch, decode_label_batch
 
 __all__ = [
     "Decoded",
@@ -39,6 +39,11 @@ def message_times(msgs: Sequence[Any], default: float) -> np.ndarray:
     return np.where((kind != TIMESTAMP_NOT_AVAILABLE) & (ms >= 0), ms / 1000.0, default)
 
 
+def _times_of(msgs: Sequence[Any], now: float) -> DefaultTimes:
+    """The times of records without a "ts": their messages' timestamps (``now`` for those without)."""
+    return lambda ks: message_times([msgs[k] for k in ks.tolist()], now)
+
+
 @dataclass(slots=True)
 class Decoded:
     """One consumed batch: the usable records with their messages, and the rejected ones."""
@@ -55,7 +60,7 @@ def decode_features(msgs: Sequence[Any], n_features: int, now: float, scanned: t
     values, if it ran already (:func:`consumer.fastjson.scan_batch`); ``values``: their values, if
     they were taken already."""
     batch = decode_feature_batch([m.value() for m in msgs] if values is None else values, n_features,
-                                 lambda ks: message_times([msgs[k] for k in ks.tolist()], now), scanned)
+                                 _times_of(msgs, now), scanned)
     return batch, batch.positions, _located(msgs, batch.rejected)
 
 
@@ -71,8 +76,7 @@ def _located(msgs: Sequence[Any], rejected: list[tuple[int, InvalidRecord]]) -> 
 
 def decode_labels(msgs: Sequence[Any], classes: Mapping[Any, int], now: float) -> Decoded:
     """Labels of a batch, in order; invalid ones are set aside with their reason."""
-    labels, positions, rejected = decode_label_batch([m.value() for m in msgs], classes,
-                                                     lambda ks: message_times([msgs[k] for k in ks.tolist()], now))
+    labels, positions, rejected = decode_label_batch([m.value() for m in msgs], classes, _times_of(msgs, now))
     return Decoded(labels, [msgs[k] for k in positions], _located(msgs, rejected))
 
 

@@ -97,11 +97,10 @@ class Rows:
     @classmethod
     def vstack(cls, batches: Sequence[Rows]) -> Rows:
         """The batches' rows one after the other (over the first batch's coordinates)."""
-        starts = np.cumsum([0] + [b.nnz for b in batches])
-        indptr = np.concatenate([[0]] + [b.indptr[1:] - b.indptr[0] + start for b, start in
-                                         zip(batches, starts.tolist(), strict=False)]).astype(np.int64)
-        return cls(indptr, np.concatenate([b.indices[b.indptr[0]:b.indptr[-1]] for b in batches]),
-                   np.concatenate([b.data[b.indptr[0]:b.indptr[-1]] for b in batches]), batches[0].n_features)
+        starts = np.cumsum([0] + [b.nnz for b in batches[:-1]]).tolist()
+        indptr = np.concatenate([[0]] + [b.indptr[1:] + start for b, start in zip(batches, starts, strict=True)])
+        return cls(indptr.astype(np.int64), np.concatenate([b.indices[:b.nnz] for b in batches]),
+                   np.concatenate([b.data[:b.nnz] for b in batches]), batches[0].n_features)
 
     @classmethod
     def concatenate(cls, indices: Sequence[np.ndarray], values: Sequence[np.ndarray], n_features: int) -> Rows:
