@@ -1,14 +1,18 @@
 """End-to-end throughput and latency of one service process through a real broker, beside the limit.
 
     python -m benchmarks.service_throughput [--records 200000] [--repeats 5] [--rate 20000] [--seconds 15]
-                                            [--batch-size 2000]
+                                            [--batch-size 2000] [--warmup 50000]
 
 1. Throughput: a backlog of N feature records (sparse, ~18 non-zeros, 2^20 dimensions) is drained
    (a) by a null service that consumes and produces one output per input with no decoding or
-   scoring, and (b) by the service (paa-1 with δ set for ~10 % queries, an annotator in a process of
-   its own answering every label request at once). Records/second from the first output to the
-   last, by the outputs' Kafka timestamps; repeated, each service run beside the null pipe run just
-   before it (the broker's speed varies).
+   scoring, (b) by the service restored from its checkpoint, as it runs in production: it first
+   learnt from the stream's first W records (``--warmup``), then stopped as on SIGTERM, and the
+   backlog was fed while it was down, and (c) by the service with a fresh model. The service runs
+   paa-1 with δ set for 10 % queries after W records, an annotator in a process of its own
+   answering every label request at once. A fresh model asks for most labels until its first ones
+   come back, which (c) shows. Records/second from the first output to the last, by the outputs'
+   Kafka timestamps; repeated, each service run beside the null pipe run just before it (the
+   broker's speed varies).
 2. Latency: records are fed at a fixed rate below capacity; latency = Kafka timestamp of the
    prediction − the record's timestamp, p50 / p99, for the null pipe and the service.
 3. Where the time goes, measured during the drains of part 1: the CPU each part spends per record,
@@ -34,6 +38,7 @@ import time
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from queue import Empty
 from typing import Any
@@ -71,9 +76,11 @@ def make_records(n: int, seed: int = 0) -> tuple[list[bytes], dict[str, int]]:
     return values, truth
 
 
-def delta_for_ten_percent(n: int) -> float:
-    learner, _ = find_budget(make("paa-1", n_features=D), synthetic_sparse(n=min(n, 100_000), d=D, seed=0),
-                                  0.10, delay=2000)
+def delta_for_ten_percent(warmup: int, n: int) -> float:
+    """δ for a 10 % query ratio over records ``warmup`` to ``warmup + n`` of the benchmark's stream,
+    in its order, after learning from the first ``warmup`` (labels 2,000 records late)."""
+    data = synthetic_sparse(n=warmup + n, d=D, nnz=18, seed=0)  # make_records' stream
+    learner, _ = find_budget(make("paa-1", n_features=D), data, 0.10, delay=2000, shuffle=False, warmup=warmup)
     return float(learner.query.delta)
 
 
@@ -289,59 +296,90 @@ def annotate(bootstrap: str, topics: dict, truth: dict, stop, requests: Any = No
     c.close()
 
 
-def run_service(bootstrap: str, topics: dict, delta: float, truth: dict, workdir: Path,
-                requests: BrokerRequests | None = None, batch_size: int = BATCH_SIZE):
-    """The service in a thread of this process; the annotator in a process of its own, as in
-    production (in a thread it would take the service's GIL). With ``requests``, both count their
-    clients' requests there (the annotator's through ``requests.queue``)."""
-    settings = load_settings(bootstrap_servers=bootstrap, topics=topics, checkpoint_dir=workdir / uuid.uuid4().hex,
-                             n_features=D, learner="paa-1", learner_params={"delta": delta},
-                             kafka_consumer=CLIENT_SETTINGS,
-                             kafka_labels_consumer=LABEL_LOOP_FETCH, metrics_port=0, batch_size=batch_size,
-                             kafka={"statistics.interval.ms": str(STATS_MS)} if requests else {})
+def start_annotator(bootstrap: str, topics: dict, truth: dict, requests: BrokerRequests | None = None):
+    """The annotator in a process of its own, as in production (in a thread it would take the
+    service's GIL): (the event that stops it, the process). With ``requests``, its clients count
+    their requests there, through ``requests.queue``."""
     fork = multiprocessing.get_context("fork")  # the child inherits the ground truth; it opens its own clients
     stop = fork.Event()
     annotator = fork.Process(target=annotate, args=(bootstrap, topics, truth, stop, requests and requests.queue),
                              daemon=True)
     annotator.start()
+    return stop, annotator
+
+
+def start_service(bootstrap: str, topics: dict, delta: float, checkpoints: Path,
+                  requests: BrokerRequests | None = None, batch_size: int = BATCH_SIZE):
+    """The service in a thread of this process, keeping its checkpoints in ``checkpoints`` (it
+    restores the newest one there): (service, thread). With ``requests``, its clients count their
+    requests there."""
+    settings = load_settings(bootstrap_servers=bootstrap, topics=topics, checkpoint_dir=checkpoints,
+                             n_features=D, learner="paa-1", learner_params={"delta": delta},
+                             kafka_consumer=CLIENT_SETTINGS,
+                             kafka_labels_consumer=LABEL_LOOP_FETCH, metrics_port=0, batch_size=batch_size,
+                             kafka={"statistics.interval.ms": str(STATS_MS)} if requests else {})
     clients = KafkaClients(settings, on_stats=lambda client, stats: requests.record(f"service: {client}", stats)
                            ) if requests else None
     service = Service(settings, serve_http=False, clients=clients)
     runner = threading.Thread(target=service.run, daemon=True)
     runner.start()
-    return service, runner, stop, annotator
+    return service, runner
 
 
-def output_rate(bootstrap: str, topic: str, n: int) -> float:
+def stop_service(service: Service, runner: threading.Thread) -> None:
+    """Stop it as SIGTERM does: final checkpoint, offsets committed."""
+    service.request_stop()
+    runner.join(60)
+    if runner.is_alive():
+        raise TimeoutError("the service did not stop within 60 s")
+
+
+def new_topics(bootstrap: str) -> dict[str, str]:
+    topics = {k: f"{k}-{uuid.uuid4().hex[:6]}" for k in
+              ("features", "predictions", "label_requests", "labels", "dead_letters")}
+    create_topics(bootstrap, list(topics.values()))
+    return topics
+
+
+def output_rate(bootstrap: str, topic: str, n: int, since_ms: int = 0) -> float:
     """Records/s from the first output to the last, by their Kafka timestamps (set when each was
-    produced), so nothing polls the pipe while it runs."""
+    produced), so nothing polls the pipe while it runs. Outputs stamped before ``since_ms`` (ms since
+    the epoch: those of an earlier run on the same topic) are left out; n outputs must remain."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"rate-{uuid.uuid4().hex[:6]}", **CLIENT_SETTINGS})
     c.subscribe([topic])
     stamps: list[int] = []
     deadline = time.monotonic() + 120
     while len(stamps) < n and time.monotonic() < deadline:
-        stamps += [m.timestamp()[1] for m in c.consume(10_000, 0.2) if m.error() is None]
+        stamps += [ts for m in c.consume(10_000, 0.2) if m.error() is None and (ts := m.timestamp()[1]) >= since_ms]
     c.close()
     if len(stamps) < n:
         raise TimeoutError(f"{topic}: {len(stamps)} of {n} outputs")
     return (n - 1) / ((max(stamps) - min(stamps)) / 1000.0)
 
 
-def wait_ready(service: Service, timeout_s: float = 60) -> None:
+def wait_until(condition: Any, what: Any, timeout_s: float, every_s: float = 0.02) -> float:
+    """Poll another thread's state until ``condition()`` holds (the rates come from the outputs'
+    timestamps, not from when this notices); the time it did, or TimeoutError saying ``what()``."""
     deadline = time.monotonic() + timeout_s
-    while not service.health.ready()[0]:
+    while not condition():
         if time.monotonic() > deadline:
-            raise TimeoutError("service not ready")
-        time.sleep(0.05)  # polling another thread's state
+            raise TimeoutError(what())
+        time.sleep(every_s)
+    return time.monotonic()
+
+
+def wait_ready(service: Service, timeout_s: float = 60) -> None:
+    wait_until(lambda: service.health.ready()[0], lambda: "service not ready", timeout_s, every_s=0.05)
 
 
 def wait_scored(service: Service, n: float, timeout_s: float = 600) -> float:
-    deadline = time.monotonic() + timeout_s
-    while service.totals.get("records_scored") < n:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"scored {service.totals.get('records_scored')} of {n}")
-        time.sleep(0.02)  # polling another thread's counter (the rate comes from the outputs' timestamps)
-    return time.monotonic()
+    scored = functools.partial(service.totals.get, "records_scored")
+    return wait_until(lambda: scored() >= n, lambda: f"scored {scored()} of {n}", timeout_s)
+
+
+def wait_labelled(service: Service, timeout_s: float = 60) -> None:
+    """Until every label the service asked for has been applied (the annotator answers them all)."""
+    wait_until(lambda: len(service.pending) == 0, lambda: f"{len(service.pending)} labels still pending", timeout_s)
 
 
 # The steps of the service loop timed while it drains the backlog: (where the function is looked up,
@@ -379,14 +417,31 @@ def timed_stages() -> Iterator[Counter]:
         yield seconds
 
 
-def drain_backlog(b: str, values: list[bytes], truth: dict, delta: float, workdir: Path, broker_pid: int,
-                  batch_size: int = BATCH_SIZE,
-                  ) -> tuple[float, float, float, float, np.ndarray, dict[str, float], list[dict]]:
-    """One repetition of part 1: (null pipe records/s, batched null pipe records/s, service
-    records/s, the service's query ratio, CPU seconds per record of each of :data:`CPU_PARTS` (and
-    the machine's idle seconds) for the null pipe, the batched null pipe and the service, seconds per
-    record in each of :data:`STAGES`, each drain's requests/s per client), each draining the same
-    backlog from fresh topics."""
+@dataclass(frozen=True, slots=True)
+class Drains:
+    """One repetition of part 1: records/s of each drain, the services' query ratios, CPU seconds
+    per record of each of :data:`CPU_PARTS` (and the machine's idle seconds) for the null pipe, the
+    batched null pipe and the restored service, its seconds per record in each of :data:`STAGES`,
+    and each of those three drains' requests/s per client."""
+
+    null: float
+    batched: float
+    service: float
+    queries: float
+    cold: float
+    cold_queries: float
+    cpu: np.ndarray
+    stages: dict[str, float]
+    requests: list[dict[str, np.ndarray]]
+
+
+def drain_backlog(b: str, warm: list[bytes], values: list[bytes], truth: dict, delta: float, workdir: Path,
+                  broker_pid: int, batch_size: int = BATCH_SIZE) -> Drains:
+    """One repetition of part 1, each drain on fresh topics: the two null pipes, the service
+    restored from a checkpoint (it first learns from the ``warm`` records and their labels, then
+    stops as on SIGTERM and starts again on a backlog of ``values``), and the service with a fresh model on the same
+    backlog. CPU, requests and the loop's steps are measured for the null pipes and the restored
+    service."""
     n = len(values)
     null_rates, cpu, requests = [], [], []
     for batched in (False, True):
@@ -398,37 +453,54 @@ def drain_backlog(b: str, values: list[bytes], truth: dict, delta: float, workdi
                              requests=counted, batch_size=batch_size) / n)
         null_rates.append(output_rate(b, dst, n))
         requests.append(counted.per_second())
-    topics = {k: f"{k}-{uuid.uuid4().hex[:6]}" for k in
-              ("features", "predictions", "label_requests", "labels", "dead_letters")}
-    create_topics(b, list(topics.values()))
-    feed(b, topics["features"], values)
+
+    topics, checkpoints = new_topics(b), workdir / uuid.uuid4().hex
     counted = BrokerRequests(multiprocessing.get_context("fork").Queue())
+    stop, annotator = start_annotator(b, topics, truth, counted)
+    feed(b, topics["features"], warm)
+    service, runner = start_service(b, topics, delta, checkpoints, batch_size=batch_size)
+    wait_scored(service, len(warm))
+    wait_labelled(service)  # the checkpoint then holds a model that learnt from the warm-up's labels
+    stop_service(service, runner)
+    before = service.totals.get("records_scored"), service.totals.get("label_requests")
+    feed(b, topics["features"], values)
+    since_ms = int(time.time() * 1000)
     with timed_stages() as seconds:
-        service, runner, stop, annotator = run_service(b, topics, delta, truth, workdir, counted, batch_size)
+        service, runner = start_service(b, topics, delta, checkpoints, counted, batch_size)
         meter = CpuMeter(broker_pid, runner.native_id, annotator.pid)
-        wait_scored(service, 1)
+        wait_scored(service, before[0] + 1)
         started, first = meter.read(), service.totals.get("records_scored")
         counted.begin()
-        wait_scored(service, n)
+        wait_scored(service, before[0] + n)
         cpu.append((meter.read() - started) / (service.totals.get("records_scored") - first))
         counted.finish()  # the service's clients and the annotator's report through the queue
-        scored = service.totals.get("records_scored")
-        queries = service.totals.get("label_requests") / scored
+        scored = service.totals.get("records_scored") - before[0]
+        queries = (service.totals.get("label_requests") - before[1]) / scored
         stop.set()
-        service.request_stop()
-        runner.join(60)
+        stop_service(service, runner)
         annotator.join(10)
     requests.append(counted.per_second())
-    rate = output_rate(b, topics["predictions"], n)
-    return (null_rates[0], null_rates[1], rate, queries, np.array(cpu), {k: v / scored for k, v in seconds.items()},
-            requests)
+    rate = output_rate(b, topics["predictions"], n, since_ms)
+
+    topics = new_topics(b)
+    stop, annotator = start_annotator(b, topics, truth)
+    feed(b, topics["features"], values)
+    service, runner = start_service(b, topics, delta, workdir / uuid.uuid4().hex, batch_size=batch_size)
+    wait_scored(service, n)
+    cold_queries = service.totals.get("label_requests") / service.totals.get("records_scored")
+    stop.set()
+    stop_service(service, runner)
+    annotator.join(10)
+    cold_rate = output_rate(b, topics["predictions"], n)
+    return Drains(null_rates[0], null_rates[1], rate, queries, cold_rate, cold_queries, np.array(cpu),
+                  {k: v / scored for k, v in seconds.items()}, requests)
 
 
 def _us(seconds: float, none: bool = False) -> str:
     return "–" if none else f"{seconds * 1e6:.2f}"
 
 
-DRAINS = ("null pipe, one `produce` each", "null pipe, batched", "service")
+DRAINS = ("null pipe, one `produce` each", "null pipe, batched", "restored service")
 
 
 def broker_cpu_per_request(b: str, broker_pid: int, seconds: float = 2.0) -> tuple[float, float]:
@@ -478,20 +550,21 @@ def _per_request(counted: BrokerRequests, kind: str, client: Any, work: Any, bro
     return cpu / requests
 
 
-def _requests_table(runs: list[tuple], drain_rates: np.ndarray, cost: tuple[float, float]) -> list[str]:
+def _requests_table(runs: list[Drains], drain_rates: np.ndarray, cost: tuple[float, float]) -> list[str]:
     """Rows of the requests table: each drain's clients, median requests/s over the repetitions,
     and the broker CPU per record they stand for at ``cost`` (seconds per fetch, per produce)."""
     rows = []
     for d, drain in enumerate(DRAINS):
-        clients = sorted({client for r in runs for client in r[6][d]})
+        clients = sorted({client for r in runs for client in r.requests[d]})
         for client in clients:
-            got = [(r[6][d][client], drain_rates[k, d]) for k, r in enumerate(runs) if client in r[6][d]]
+            got = [(r.requests[d][client], drain_rates[k, d]) for k, r in enumerate(runs) if client in r.requests[d]]
             per_s = np.median([g for g, _ in got], axis=0)
             per_record = np.median([g.sum() / rate for g, rate in got])
             broker = np.median([g @ np.array(cost) / rate for g, rate in got])
             rows.append(f"| {drain} | {client} | {per_s[0]:.0f} | {per_s[1]:.0f} | {per_record * 1000:.2f} | "
                         f"{broker * 1e6:.2f} |")
-        total = np.median([sum(r[6][d].values()) @ np.array(cost) / drain_rates[k, d] for k, r in enumerate(runs)])
+        total = np.median([sum(r.requests[d].values()) @ np.array(cost) / drain_rates[k, d]
+                           for k, r in enumerate(runs)])
         rows.append(f"| {drain} | all | | | | **{total * 1e6:.2f}** |")
     return rows
 
@@ -504,24 +577,31 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5, help="throughput repetitions (null pipe, then service)")
     ap.add_argument("--batch-size", type=int, default=BATCH_SIZE,
                     help="records per batch (ACTIVESTREAM_BATCH_SIZE), the null pipes' too")
+    ap.add_argument("--warmup", type=int, default=50_000,
+                    help="records the service learns from before it stops and restarts on the backlog")
     args = ap.parse_args()
     n = args.records
-    values, truth = make_records(n)
-    delta = delta_for_ten_percent(n)
+    values, truth = make_records(args.warmup + n)
+    warm, values = values[:args.warmup], values[args.warmup:]
+    delta = delta_for_ten_percent(args.warmup, n)
     workdir = Path(tempfile.mkdtemp(prefix="activestream-bench-"))
     lines = []
 
     with Broker() as broker:
         b = broker.bootstrap
-        runs = [drain_backlog(b, values, truth, delta, workdir, broker.pid, args.batch_size)
+        runs = [drain_backlog(b, warm, values, truth, delta, workdir, broker.pid, args.batch_size)
                 for _ in range(args.repeats)]
         per_fetch, per_produce = broker_cpu_per_request(b, broker.pid)
-        null_rates, batched_rates, service_rates, query_ratios, cpu = (np.array([r[k] for r in runs]) for k in range(5))
-        per_stage = {stage: float(np.median([r[5].get(stage, 0.0) for r in runs])) for _, _, stage in STAGES}
+        null_rates, batched_rates, service_rates, cold_rates = (
+            np.array([getattr(r, k) for r in runs]) for k in ("null", "batched", "service", "cold"))
+        cpu = np.array([r.cpu for r in runs])
+        per_stage = {stage: float(np.median([r.stages.get(stage, 0.0) for r in runs])) for _, _, stage in STAGES}
         drain_rates = np.stack([null_rates, batched_rates, service_rates], axis=1)
         requests = _requests_table(runs, drain_rates, (per_fetch, per_produce))
         shares, batched_shares = service_rates / null_rates, service_rates / batched_rates
-        queries = float(np.mean(query_ratios))
+        cold_shares = cold_rates / null_rates
+        queries = float(np.mean([r.queries for r in runs]))
+        cold_queries = float(np.mean([r.cold_queries for r in runs]))
 
         # 2. latency at a fixed rate below capacity
         m = int(args.rate * args.seconds)
@@ -536,17 +616,14 @@ def main() -> None:
         feed(b, src, lat_values, rate=args.rate)
         pipe.join(120)
         null_lat = output_latencies(b, dst, m)
-        topics = {k: f"{k}-{uuid.uuid4().hex[:6]}" for k in
-                  ("features", "predictions", "label_requests", "labels", "dead_letters")}
-        create_topics(b, list(topics.values()))
-        service, runner, stop, annotator = run_service(b, topics, delta, lat_truth, workdir,
-                                                       batch_size=args.batch_size)
+        topics = new_topics(b)
+        stop, annotator = start_annotator(b, topics, lat_truth)
+        service, runner = start_service(b, topics, delta, workdir / uuid.uuid4().hex, batch_size=args.batch_size)
         wait_ready(service)
         feed(b, topics["features"], lat_values, rate=args.rate)
         wait_scored(service, m)
         stop.set()
-        service.request_stop()
-        runner.join(60)
+        stop_service(service, runner)
         annotator.join(10)
         svc_lat = output_latencies(b, topics["predictions"], m)
 
@@ -554,27 +631,35 @@ def main() -> None:
         "# Service throughput and latency through one broker (Tansu on 127.0.0.1)",
         "",
         f"Records: {n:,} sparse (~18 non-zeros, 2^20 dimensions), JSON `{{indices, values}}`; learner paa-1, "
-        f"δ = {delta:.4g} (query ratio {queries:.1%}); an annotator answers every request at once. Batches of up to "
-        f"{args.batch_size:,} records (`ACTIVESTREAM_BATCH_SIZE`; the null pipes take as many at a time).",
+        f"δ = {delta:.4g}, set for a 10 % query ratio after {args.warmup:,} records (replayed offline); an "
+        f"annotator answers every request at once. Batches of up to {args.batch_size:,} records "
+        "(`ACTIVESTREAM_BATCH_SIZE`; the null pipes take as many at a time).",
         "",
-        f"Throughput on a backlog, {args.repeats} repetitions (each: the null pipe producing one call per "
-        "output, the null pipe producing a batch per call, then the service, on fresh topics); each service "
-        "run is compared with the null pipe runs just before it:",
+        f"Throughput on a backlog, {args.repeats} repetitions. Each, on fresh topics: the null pipe producing "
+        "one call per output, the null pipe producing a batch per call, the service restored from its "
+        f"checkpoint (it first learnt from {args.warmup:,} other records of the stream, then stopped as on "
+        "SIGTERM; the backlog was fed while it was down), and the service with a fresh model. Each service run "
+        "is compared with the null pipe runs just before it:",
         "",
-        "| | median records/s | range |",
-        "|---|---|---|",
+        "| | median records/s | range | query ratio |",
+        "|---|---|---|---|",
         f"| null pipe, one `produce` per output | {np.median(null_rates):,.0f} | "
-        f"{null_rates.min():,.0f} – {null_rates.max():,.0f} |",
+        f"{null_rates.min():,.0f} – {null_rates.max():,.0f} | |",
         f"| null pipe, a batch per `rd_kafka_produce_batch` | {np.median(batched_rates):,.0f} | "
-        f"{batched_rates.min():,.0f} – {batched_rates.max():,.0f} |",
-        f"| activestream service | {np.median(service_rates):,.0f} | "
-        f"{service_rates.min():,.0f} – {service_rates.max():,.0f} |",
-        f"| service / null pipe, one `produce` per output | {np.median(shares):.0%} | "
-        f"{shares.min():.0%} – {shares.max():.0%} |",
-        f"| service / null pipe, batched | {np.median(batched_shares):.0%} | "
-        f"{batched_shares.min():.0%} – {batched_shares.max():.0%} |",
+        f"{batched_rates.min():,.0f} – {batched_rates.max():,.0f} | |",
+        f"| activestream service, restored from its checkpoint | {np.median(service_rates):,.0f} | "
+        f"{service_rates.min():,.0f} – {service_rates.max():,.0f} | {queries:.1%} |",
+        f"| activestream service, a fresh model | {np.median(cold_rates):,.0f} | "
+        f"{cold_rates.min():,.0f} – {cold_rates.max():,.0f} | {cold_queries:.1%} |",
+        f"| restored service / null pipe, one `produce` per output | {np.median(shares):.0%} | "
+        f"{shares.min():.0%} – {shares.max():.0%} | |",
+        f"| restored service / null pipe, batched | {np.median(batched_shares):.0%} | "
+        f"{batched_shares.min():.0%} – {batched_shares.max():.0%} | |",
+        f"| fresh service / null pipe, one `produce` per output | {np.median(cold_shares):.0%} | "
+        f"{cold_shares.min():.0%} – {cold_shares.max():.0%} | |",
         "",
-        f"Latency at {args.rate:,.0f} records/s for {args.seconds:.0f} s (record timestamp → output timestamp):",
+        f"Latency at {args.rate:,.0f} records/s for {args.seconds:.0f} s (record timestamp → output timestamp; "
+        "the service with a fresh model):",
         "",
         "| | p50 | p99 |",
         "|---|---|---|",
@@ -582,13 +667,14 @@ def main() -> None:
         f"| activestream service | {np.percentile(svc_lat, 50) * 1000:.1f} ms | "
         f"{np.percentile(svc_lat, 99) * 1000:.1f} ms |",
         "",
-        "CPU per record (µs, median of the repetitions; from the first record to the last, read from /proc):",
+        "CPU per record (µs, median of the repetitions; from the first record to the last, read from /proc; "
+        "the service restored from its checkpoint):",
         "",
-        "| | null pipe, one `produce` each | null pipe, batched | service |",
+        "| | null pipe, one `produce` each | null pipe, batched | restored service |",
         "|---|---|---|---|",
         *[f"| {part} | " + " | ".join(_us(v, none=part == "the annotator" and j < 2) for j, v in enumerate(row)) + " |"
           for part, row in zip(CPU_PARTS, np.median(cpu, axis=0).T[:len(CPU_PARTS)], strict=True)],
-        f"| service / null pipe, the whole machine | | | {np.median(cpu[:, 2, 4] / cpu[:, 0, 4]):.1f} × |",
+        f"| restored service / null pipe, the whole machine | | | {np.median(cpu[:, 2, 4] / cpu[:, 0, 4]):.1f} × |",
         "| the machine's idle time, share of all its cores | " + " | ".join(
             f"{v:.0%}" for v in np.median(cpu[:, :, 5] / (cpu[:, :, 4] + cpu[:, :, 5]), axis=0)) + " |",
         "",
@@ -602,7 +688,7 @@ def main() -> None:
         "|---|---|---|---|---|---|",
         *requests,
         "",
-        "Where the loop's time goes while the service drains the backlog (wall time in each step, µs per "
+        "Where the loop's time goes while the restored service drains the backlog (wall time in each step, µs per "
         "record, median of the repetitions; the scan runs in a thread of its own):",
         "",
         "| step | µs/record |",

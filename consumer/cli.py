@@ -68,7 +68,7 @@ def _replay(args: argparse.Namespace) -> int:
     learner = make(args.learner, **params)
     costs = _metric_weights(learner, args)
     options = dict(permutations=args.permutations, seed=args.seed, delay=args.delay, shuffle=not args.in_order,
-                   costs=costs)
+                   costs=costs, warmup=args.warmup)
     if args.query_rate is not None:
         budget = learner.query.budget_param
         if budget in params:
@@ -81,7 +81,7 @@ def _replay(args: argparse.Namespace) -> int:
     keys = ("f1", "accuracy", "mistake_rate", "query_ratio", "precision", "recall", "sensitivity",
             "specificity", "weighted_sum", "cost", "mistakes", "queries", "auc_roc")
     report: dict[str, Any] = {"learner": learner.name, "data": [d for d in args.data], "examples": data.n,
-                              "permutations": args.permutations}
+                              "permutations": args.permutations, "warmup": args.warmup}
     for key in keys:
         report[key] = result.mean(key)
         report[f"{key}_std"] = result.std(key)
@@ -290,6 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--in-order", action="store_true", help="replay in file order instead of shuffling")
     rp.add_argument("--seed", type=int, default=0, help="seed of the permutations (run k uses seed+k)")
     rp.add_argument("--delay", type=int, default=0, help="labels arrive K records after their query (default 0)")
+    rp.add_argument("--warmup", type=int, default=0,
+                    help="leave each pass's first N records out of the metrics; the model still learns from them")
     rp.add_argument("--positive", help="the positive label of a binary dataset (default: 1)")
     rp.add_argument("--eta-p", type=float, help="η_p of the weighted sum η_p·sensitivity + η_n·specificity, "
                     "η_n = 1 - η_p (default: the learner's own, else 0.5)")

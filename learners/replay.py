@@ -44,6 +44,14 @@ class Trace:
     updates: int
     seconds: float
 
+    def after(self, warmup: int) -> Trace:
+        """The rounds after the first ``warmup``: what a model already trained on them did next
+        (``updates`` and ``seconds`` stay those of the whole pass)."""
+        if not 0 <= warmup < self.y_true.size:
+            raise ValueError(f"warmup must be in [0, {self.y_true.size}), got {warmup}")
+        return Trace(self.y_true[warmup:], self.y_pred[warmup:], self.p[warmup:], self.probability[warmup:],
+                     self.queried[warmup:], self.updates, self.seconds)
+
     def metrics(self, learner: Learner, **costs: float) -> Metrics:
         if learner.multiclass:
             return multiclass_metrics(self.y_true, self.y_pred, self.queried, len(learner.classes))
@@ -118,13 +126,14 @@ def _orders(n: int, permutations: int, seed: int, shuffle: bool) -> list[np.ndar
 
 
 def run(learner: Learner, data: Dataset, *, permutations: int = 1, seed: int = 0, delay: int = 0,
-        shuffle: bool = True, costs: dict | None = None) -> Run:
+        shuffle: bool = True, costs: dict | None = None, warmup: int = 0) -> Run:
     """Replay ``data`` once per permutation with a fresh clone of ``learner``.
 
     Permutation k shuffles the rows with ``default_rng(seed + k)`` (file order if not ``shuffle``,
     or if the dataset is ``ordered``: a drifting stream) and draws its query coins with seed
     ``learner.seed + k``. ``costs`` (``eta_p``, ``eta_n``, ``c_p``, ``c_n``) weight the binary
-    metrics' sum and cost.
+    metrics' sum and cost. With ``warmup``, the metrics cover the rounds after the first ``warmup``
+    of each pass: the model learns from all of them, as a service restored from a checkpoint has.
     """
     if permutations < 1:
         raise ValueError(f"permutations must be ≥ 1, got {permutations}")
@@ -135,7 +144,7 @@ def run(learner: Learner, data: Dataset, *, permutations: int = 1, seed: int = 0
         fresh = learner.clone(seed=learner.seed + k)
         fresh._ensure_allocated(template.n_features)
         trace = _replay_prepared(fresh, prep, order, delay)
-        metrics.append(trace.metrics(fresh, **(costs or {})))
+        metrics.append(trace.after(warmup).metrics(fresh, **(costs or {})))
         seconds.append(trace.seconds)
     return Run(metrics, learner.get_params(), seconds)
 
@@ -143,14 +152,15 @@ def run(learner: Learner, data: Dataset, *, permutations: int = 1, seed: int = 0
 def find_budget(learner: Learner, data: Dataset, target: float, *, permutations: int = 1, seed: int = 0,
                 delay: int = 0, shuffle: bool = True, tol: float = 0.005,
                 bounds: Sequence[float] = (2.0**-24, 2.0**24), max_steps: int = 48,
-                costs: dict | None = None) -> tuple[Learner, Run]:
+                costs: dict | None = None, warmup: int = 0) -> tuple[Learner, Run]:
     """The learner with its budget parameter set so the mean query ratio is within ``tol`` of
     ``target``, and the run that shows it.
 
     A fixed-rate query takes ``rate = target`` directly. A margin-type query's δ is bisected on a
     log scale (the query ratio grows with δ); the coins are fixed per (seed, row), which makes the
     ratio a deterministic function of δ. If no δ lands within ``tol`` the closest one is returned.
-    ``costs`` are the weights of the binary metrics, as for :func:`run`.
+    ``costs`` are the weights of the binary metrics and ``warmup`` the rounds left out of them, as
+    for :func:`run`.
     """
     if not 0.0 < target <= 1.0:
         raise ValueError(f"the query rate must be in (0, 1], got {target}")
@@ -159,7 +169,7 @@ def find_budget(learner: Learner, data: Dataset, target: float, *, permutations:
         raise ValueError(f"{learner.name or type(learner.query).__name__} asks for every label; "
                          "a query rate cannot be set")
     go = lambda value: run(learner.clone(**{param: value}), data, permutations=permutations,  # noqa: E731
-                           seed=seed, delay=delay, shuffle=shuffle, costs=costs)
+                           seed=seed, delay=delay, shuffle=shuffle, costs=costs, warmup=warmup)
     if param == "rate":
         return learner.clone(rate=target), go(target)
     lo, hi = math.log(bounds[0]), math.log(bounds[1])

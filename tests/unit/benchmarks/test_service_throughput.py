@@ -69,3 +69,21 @@ def test_finish_waits_until_every_client_has_reported_after_the_window():
     r.finish(Client())
     assert r.complete() and polled
     assert set(r.per_second()) == {"service: features", "annotator: consumer"}
+
+
+def test_one_repetition_drains_the_backlog_with_each_pipe_and_the_restored_service_resumes_after_the_warmup(
+        tmp_path):
+    from benchmarks.service_throughput import STAGES, drain_backlog, make_records
+    from consumer.demo.broker import Broker
+
+    values, truth = make_records(3_000)
+    with Broker() as broker:
+        run = drain_backlog(broker.bootstrap, values[:1_000], values[1_000:], truth, 0.1, tmp_path, broker.pid,
+                            batch_size=500)
+    assert min(run.null, run.batched, run.service, run.cold) > 0
+    # counted over the backlog only: a restored model that had asked again for the warm-up records, or
+    # a restart that scored them again, would show here (and output_rate would find too many outputs)
+    assert 0 < run.queries < run.cold_queries <= 1
+    assert run.cpu.shape == (3, 6) and np.isfinite(run.cpu).all()  # /proc ticks: 10 ms, too coarse for more
+    assert set(run.stages) <= {stage for _, _, stage in STAGES} and run.stages
+    assert {"service: features", "service: predictions"} <= set(run.requests[2])

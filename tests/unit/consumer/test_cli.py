@@ -144,3 +144,13 @@ def test_replay_multiclass_learner_takes_the_files_classes(tmp_path):
 def test_replay_rejects_a_weight_outside_the_unit_interval():
     out = replay("--learner", "pa-1", "--data", "synthetic:sparse?n=100", "--cost-p", "1.5")
     assert out.returncode == 2 and "--cost-p must be in [0, 1]" in out.stderr
+
+
+def test_replay_warmup_measures_the_records_after_it():
+    args = ("--learner", "paa-1", "--data", "synthetic:sparse?n=4000&d=1024", "--param", "delta=0.3", "--json")
+    whole, warm = (json.loads(replay(*args, *extra).stdout) for extra in ((), ("--warmup", "2000")))
+    assert warm["warmup"] == 2000 and warm["examples"] == 4000
+    assert warm["query_ratio"] < whole["query_ratio"]  # the first records, asked most, are left out
+    assert warm["queries"] < whole["queries"]
+    out = replay(*args, "--warmup", "4000")
+    assert out.returncode == 2 and "warmup must be in [0, 4000)" in out.stderr

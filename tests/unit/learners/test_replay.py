@@ -92,3 +92,17 @@ def test_run_and_find_budget_weight_the_binary_metrics_with_costs():
         assert m.weighted_sum == pytest.approx(0.9 * m.sensitivity + 0.1 * m.specificity)
         assert m.cost == pytest.approx(0.8 * m.fn + 0.2 * m.fp)
         assert 0.5 < m.auc_roc <= 1.0
+
+
+def test_warmup_leaves_the_first_rounds_out_of_the_metrics_but_not_out_of_learning():
+    data = synthetic_sparse(n=3000, d=512, seed=5)
+    learner = make("paa-1", n_features=512, delta=0.3)
+    trace = replay(learner.clone(), data, order=np.random.default_rng(0).permutation(3000), delay=10)
+    warm = run(learner, data, delay=10, warmup=1000).metrics[0]
+    assert warm.queries == int(trace.queried[1000:].sum())
+    assert warm.query_ratio == pytest.approx(trace.queried[1000:].mean())
+    assert warm.query_ratio < trace.queried[:1000].mean()  # a model that has learnt asks less
+    _, result = find_budget(learner, data, 0.1, delay=10, warmup=1000)
+    assert abs(result.mean("query_ratio") - 0.1) <= 0.005
+    with pytest.raises(ValueError, match="warmup"):
+        trace.after(3000)
