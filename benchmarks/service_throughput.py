@@ -279,18 +279,21 @@ def output_latencies(bootstrap: str, topic: str, n: int, timeout_s: float = 120)
 
 def annotate(bootstrap: str, topics: dict, truth: dict, stop, requests: Any = None) -> None:
     """Answer every label request at once, until ``stop`` is set (runs in its own process). It
-    shares the machine with the service, so it is kept light: the id is the request's Kafka key.
-    With ``requests`` (a queue), its clients' request counts go there (see :class:`BrokerRequests`)."""
+    shares the machine with the service, so it is kept light: the id is the request's Kafka key, the
+    answers are written before the first request, and a request's value is never copied out (a
+    tombstone, a retracted request, has length 0). With ``requests`` (a queue), its clients' request
+    counts go there (see :class:`BrokerRequests`)."""
     stats = BrokerRequests(requests).conf if requests is not None else (lambda client: {})
+    answers = {rid.encode(): orjson.dumps({"id": rid, "label": label}) for rid, label in truth.items()}
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"ann-{uuid.uuid4().hex[:6]}", **CLIENT_SETTINGS,
                   **LABEL_LOOP_FETCH, **stats("annotator: consumer")})
     c.subscribe([topics["label_requests"]])
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2, **stats("annotator: producer")})
     while not stop.is_set():
         for msg in c.consume(1000, 0.1):
-            if msg.error() is None and msg.value() is not None:
-                rid = msg.key().decode()
-                p.produce(topics["labels"], key=msg.key(), value=orjson.dumps({"id": rid, "label": truth[rid]}))
+            if msg.error() is None and len(msg):
+                key = msg.key()
+                p.produce(topics["labels"], key=key, value=answers[key])
         p.poll(0)
     p.flush(10)
     c.close()
