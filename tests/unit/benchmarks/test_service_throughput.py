@@ -76,7 +76,7 @@ def test_one_repetition_drains_the_backlog_with_each_pipe_and_the_restored_servi
     from benchmarks.service_throughput import STAGES, drain_backlog, make_records
     from consumer.demo.broker import Broker
 
-    values, truth = make_records(3_000)
+    values, truth = make_records(21_000)  # a backlog long enough to outlast the 20 ms polls that time it
     with Broker() as broker:
         run = drain_backlog(broker.bootstrap, values[:1_000], values[1_000:], truth, 0.1, tmp_path, broker.pid,
                             batch_size=500)
