@@ -583,6 +583,9 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=50_000,
                     help="records the service learns from before it stops and restarts on the backlog")
     args = ap.parse_args()
+    if args.records < 10 * args.batch_size:  # a drain of a few batches is over before it can be timed
+        ap.error(f"--records must be at least 10 batches ({10 * args.batch_size:,} at --batch-size "
+                 f"{args.batch_size:,}), got {args.records:,}")
     n = args.records
     values, truth = make_records(args.warmup + n)
     warm, values = values[:args.warmup], values[args.warmup:]

@@ -87,3 +87,12 @@ def test_one_repetition_drains_the_backlog_with_each_pipe_and_the_restored_servi
     assert run.cpu.shape == (3, 6) and np.isfinite(run.cpu).all()  # /proc ticks: 10 ms, too coarse for more
     assert set(run.stages) <= {stage for _, _, stage in STAGES} and run.stages
     assert {"service: features", "service: predictions"} <= set(run.requests[2])
+
+
+def test_a_backlog_too_short_to_time_is_refused_naming_the_flag():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "benchmarks.service_throughput", "--records", "5000"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "--records must be at least 10 batches (20,000" in out.stderr
