@@ -442,9 +442,9 @@ def drain_backlog(b: str, warm: list[bytes], values: list[bytes], truth: dict, d
                   broker_pid: int, batch_size: int = BATCH_SIZE) -> Drains:
     """One repetition of part 1, each drain on fresh topics: the two null pipes, the service
     restored from a checkpoint (it first learns from the ``warm`` records and their labels, then
-    stops as on SIGTERM and starts again on a backlog of ``values``), and the service with a fresh model on the same
-    backlog. CPU, requests and the loop's steps are measured for the null pipes and the restored
-    service."""
+    stops as on SIGTERM and starts again on a backlog of ``values``), and the service with a fresh
+    model on the same backlog. CPU, requests and the loop's steps are measured for the null pipes
+    and the restored service."""
     n = len(values)
     null_rates, cpu, requests = [], [], []
     for batched in (False, True):
