@@ -57,7 +57,7 @@ from consumer.kafka import CONSUMER_DEFAULTS, Emitter
 from consumer.service import KafkaClients, Service
 from learners import make
 from learners.base import Learner
-from learners.datasets import synthetic_sparse
+from learners.datasets import Dataset, synthetic_sparse
 from learners.replay import find_budget
 
 RESULTS = Path(__file__).parent / "results"
@@ -65,10 +65,15 @@ D = 2**20
 BATCH_SIZE = Settings.model_fields["batch_size"].default  # the service's own, unless --batch-size
 
 
-def make_records(n: int, seed: int = 0) -> tuple[list[bytes], dict[str, int]]:
-    data = synthetic_sparse(n=n, d=D, nnz=18, seed=seed)
+def stream(n: int, seed: int = 0) -> Dataset:
+    """The benchmark's records: n sparse rows, ~18 non-zeros in 2^20 dimensions, and their labels."""
+    return synthetic_sparse(n=n, d=D, nnz=18, seed=seed)
+
+
+def make_records(data: Dataset) -> tuple[list[bytes], dict[str, int]]:
+    """The rows as JSON feature records (id "r<row>"), and the true label of each id."""
     values, truth = [], {}
-    for i in range(n):
+    for i in range(data.n):
         idx, val = data.rows.row(i)
         rid = f"r{i}"
         values.append(orjson.dumps({"id": rid, "features": {"indices": idx.tolist(), "values": val.round(5).tolist()}}))
@@ -76,10 +81,9 @@ def make_records(n: int, seed: int = 0) -> tuple[list[bytes], dict[str, int]]:
     return values, truth
 
 
-def delta_for_ten_percent(warmup: int, n: int) -> float:
-    """δ for a 10 % query ratio over records ``warmup`` to ``warmup + n`` of the benchmark's stream,
-    in its order, after learning from the first ``warmup`` (labels 2,000 records late)."""
-    data = synthetic_sparse(n=warmup + n, d=D, nnz=18, seed=0)  # make_records' stream
+def delta_for_ten_percent(data: Dataset, warmup: int) -> float:
+    """δ for a 10 % query ratio over the rows after the first ``warmup``, in their order, after
+    learning from those (labels 2,000 records late)."""
     learner, _ = find_budget(make("paa-1", n_features=D), data, 0.10, delay=2000, shuffle=False, warmup=warmup)
     return float(learner.query.delta)
 
@@ -299,23 +303,31 @@ def annotate(bootstrap: str, topics: dict, truth: dict, stop, requests: Any = No
     c.close()
 
 
-def start_annotator(bootstrap: str, topics: dict, truth: dict, requests: BrokerRequests | None = None):
-    """The annotator in a process of its own, as in production (in a thread it would take the
-    service's GIL): (the event that stops it, the process). With ``requests``, its clients count
-    their requests there, through ``requests.queue``."""
+@contextlib.contextmanager
+def annotator_running(bootstrap: str, topics: dict, truth: dict,
+                      requests: BrokerRequests | None = None) -> Iterator[multiprocessing.Process]:
+    """The annotator in a process of its own while the block runs, as in production (in a thread it
+    would take the service's GIL). With ``requests``, its clients count their requests there,
+    through ``requests.queue``."""
     fork = multiprocessing.get_context("fork")  # the child inherits the ground truth; it opens its own clients
     stop = fork.Event()
     annotator = fork.Process(target=annotate, args=(bootstrap, topics, truth, stop, requests and requests.queue),
                              daemon=True)
     annotator.start()
-    return stop, annotator
+    try:
+        yield annotator
+    finally:
+        stop.set()
+        annotator.join(10)
 
 
-def start_service(bootstrap: str, topics: dict, delta: float, checkpoints: Path,
-                  requests: BrokerRequests | None = None, batch_size: int = BATCH_SIZE):
-    """The service in a thread of this process, keeping its checkpoints in ``checkpoints`` (it
-    restores the newest one there): (service, thread). With ``requests``, its clients count their
-    requests there."""
+@contextlib.contextmanager
+def service_running(bootstrap: str, topics: dict, delta: float, checkpoints: Path,
+                    requests: BrokerRequests | None = None,
+                    batch_size: int = BATCH_SIZE) -> Iterator[tuple[Service, threading.Thread]]:
+    """The service in a thread of this process while the block runs, keeping its checkpoints in
+    ``checkpoints`` (it restores the newest one there); then stopped as SIGTERM stops it (final
+    checkpoint, offsets committed). With ``requests``, its clients count their requests there."""
     settings = load_settings(bootstrap_servers=bootstrap, topics=topics, checkpoint_dir=checkpoints,
                              n_features=D, learner="paa-1", learner_params={"delta": delta},
                              kafka_consumer=CLIENT_SETTINGS,
@@ -326,15 +338,13 @@ def start_service(bootstrap: str, topics: dict, delta: float, checkpoints: Path,
     service = Service(settings, serve_http=False, clients=clients)
     runner = threading.Thread(target=service.run, daemon=True)
     runner.start()
-    return service, runner
-
-
-def stop_service(service: Service, runner: threading.Thread) -> None:
-    """Stop it as SIGTERM does: final checkpoint, offsets committed."""
-    service.request_stop()
-    runner.join(60)
-    if runner.is_alive():
-        raise TimeoutError("the service did not stop within 60 s")
+    try:
+        yield service, runner
+    finally:
+        service.request_stop()
+        runner.join(60)
+        if runner.is_alive():
+            raise TimeoutError("the service did not stop within 60 s")
 
 
 def new_topics(bootstrap: str) -> dict[str, str]:
@@ -367,7 +377,7 @@ def wait_until(condition: Any, what: Any, timeout_s: float, every_s: float = 0.0
     while not condition():
         if time.monotonic() > deadline:
             raise TimeoutError(what())
-        time.sleep(every_s)
+        time.sleep(every_s)  # the service raises no event on its counters: look again shortly
     return time.monotonic()
 
 
@@ -459,41 +469,34 @@ def drain_backlog(b: str, warm: list[bytes], values: list[bytes], truth: dict, d
 
     topics, checkpoints = new_topics(b), workdir / uuid.uuid4().hex
     counted = BrokerRequests(multiprocessing.get_context("fork").Queue())
-    stop, annotator = start_annotator(b, topics, truth, counted)
-    feed(b, topics["features"], warm)
-    service, runner = start_service(b, topics, delta, checkpoints, batch_size=batch_size)
-    wait_scored(service, len(warm))
-    wait_labelled(service)  # the checkpoint then holds a model that learnt from the warm-up's labels
-    stop_service(service, runner)
-    before = service.totals.get("records_scored"), service.totals.get("label_requests")
-    feed(b, topics["features"], values)
-    since_ms = int(time.time() * 1000)
-    with timed_stages() as seconds:
-        service, runner = start_service(b, topics, delta, checkpoints, counted, batch_size)
-        meter = CpuMeter(broker_pid, runner.native_id, annotator.pid)
-        wait_scored(service, before[0] + 1)
-        started, first = meter.read(), service.totals.get("records_scored")
-        counted.begin()
-        wait_scored(service, before[0] + n)
-        cpu.append((meter.read() - started) / (service.totals.get("records_scored") - first))
-        counted.finish()  # the service's clients and the annotator's report through the queue
-        scored = service.totals.get("records_scored") - before[0]
-        queries = (service.totals.get("label_requests") - before[1]) / scored
-        stop.set()
-        stop_service(service, runner)
-        annotator.join(10)
+    with annotator_running(b, topics, truth, counted) as annotator:
+        feed(b, topics["features"], warm)
+        with service_running(b, topics, delta, checkpoints, batch_size=batch_size) as (service, _):
+            wait_scored(service, len(warm))
+            wait_labelled(service)  # the checkpoint then holds a model that learnt from the warm-up's labels
+        before = service.totals.get("records_scored"), service.totals.get("label_requests")
+        feed(b, topics["features"], values)
+        since_ms = int(time.time() * 1000)
+        with timed_stages() as seconds, service_running(b, topics, delta, checkpoints, counted,
+                                                         batch_size) as (service, runner):
+            meter = CpuMeter(broker_pid, runner.native_id, annotator.pid)
+            wait_scored(service, before[0] + 1)
+            started, first = meter.read(), service.totals.get("records_scored")
+            counted.begin()
+            wait_scored(service, before[0] + n)
+            cpu.append((meter.read() - started) / (service.totals.get("records_scored") - first))
+            counted.finish()  # the service's clients and the annotator's report through the queue
+            scored = service.totals.get("records_scored") - before[0]
+            queries = (service.totals.get("label_requests") - before[1]) / scored
     requests.append(counted.per_second())
     rate = output_rate(b, topics["predictions"], n, since_ms)
 
     topics = new_topics(b)
-    stop, annotator = start_annotator(b, topics, truth)
-    feed(b, topics["features"], values)
-    service, runner = start_service(b, topics, delta, workdir / uuid.uuid4().hex, batch_size=batch_size)
-    wait_scored(service, n)
-    cold_queries = service.totals.get("label_requests") / service.totals.get("records_scored")
-    stop.set()
-    stop_service(service, runner)
-    annotator.join(10)
+    with annotator_running(b, topics, truth):
+        feed(b, topics["features"], values)
+        with service_running(b, topics, delta, workdir / uuid.uuid4().hex, batch_size=batch_size) as (service, _):
+            wait_scored(service, n)
+            cold_queries = service.totals.get("label_requests") / service.totals.get("records_scored")
     cold_rate = output_rate(b, topics["predictions"], n)
     return Drains(null_rates[0], null_rates[1], rate, queries, cold_rate, cold_queries, np.array(cpu),
                   {k: v / scored for k, v in seconds.items()}, requests)
@@ -587,9 +590,10 @@ def main() -> None:
         ap.error(f"--records must be at least 10 batches ({10 * args.batch_size:,} at --batch-size "
                  f"{args.batch_size:,}), got {args.records:,}")
     n = args.records
-    values, truth = make_records(args.warmup + n)
+    data = stream(args.warmup + n)
+    values, truth = make_records(data)
     warm, values = values[:args.warmup], values[args.warmup:]
-    delta = delta_for_ten_percent(args.warmup, n)
+    delta = delta_for_ten_percent(data, args.warmup)
     workdir = Path(tempfile.mkdtemp(prefix="activestream-bench-"))
     lines = []
 
@@ -611,7 +615,7 @@ def main() -> None:
 
         # 2. latency at a fixed rate below capacity
         m = int(args.rate * args.seconds)
-        lat_values, lat_truth = make_records(m, seed=1)
+        lat_values, lat_truth = make_records(stream(m, seed=1))
         src, dst = f"src-{uuid.uuid4().hex[:6]}", f"dst-{uuid.uuid4().hex[:6]}"
         create_topics(b, [src, dst])
         ready = threading.Event()
@@ -623,14 +627,12 @@ def main() -> None:
         pipe.join(120)
         null_lat = output_latencies(b, dst, m)
         topics = new_topics(b)
-        stop, annotator = start_annotator(b, topics, lat_truth)
-        service, runner = start_service(b, topics, delta, workdir / uuid.uuid4().hex, batch_size=args.batch_size)
-        wait_ready(service)
-        feed(b, topics["features"], lat_values, rate=args.rate)
-        wait_scored(service, m)
-        stop.set()
-        stop_service(service, runner)
-        annotator.join(10)
+        with (annotator_running(b, topics, lat_truth),
+              service_running(b, topics, delta, workdir / uuid.uuid4().hex, batch_size=args.batch_size)
+              as (service, _)):
+            wait_ready(service)
+            feed(b, topics["features"], lat_values, rate=args.rate)
+            wait_scored(service, m)
         svc_lat = output_latencies(b, topics["predictions"], m)
 
     lines += [

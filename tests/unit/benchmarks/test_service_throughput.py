@@ -73,10 +73,10 @@ def test_finish_waits_until_every_client_has_reported_after_the_window():
 
 def test_one_repetition_drains_the_backlog_with_each_pipe_and_the_restored_service_resumes_after_the_warmup(
         tmp_path):
-    from benchmarks.service_throughput import STAGES, drain_backlog, make_records
+    from benchmarks.service_throughput import STAGES, drain_backlog, make_records, stream
     from consumer.demo.broker import Broker
 
-    values, truth = make_records(21_000)  # a backlog long enough to outlast the 20 ms polls that time it
+    values, truth = make_records(stream(21_000))  # a backlog long enough to outlast the 20 ms polls that time it
     with Broker() as broker:
         run = drain_backlog(broker.bootstrap, values[:1_000], values[1_000:], truth, 0.1, tmp_path, broker.pid,
                             batch_size=500)
