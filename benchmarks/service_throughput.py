@@ -13,8 +13,11 @@
    come back, which (c) shows. Records/second from the first output to the last, by the outputs'
    Kafka timestamps; repeated, each service run beside the null pipe run just before it (the
    broker's speed varies).
-2. Latency: records are fed at a fixed rate below capacity; latency = Kafka timestamp of the
-   prediction − the record's timestamp, p50 / p99, for the null pipe and the service.
+2. Latency: records are fed at a fixed rate below capacity; p50 / p99, for the null pipe and the
+   service, from the record's timestamp to the output's Kafka timestamp (stamped when the output
+   is handed to the producer) and to the output reaching a consumer that reads the topic as it
+   fills, in a process of its own (what a downstream reader sees: the producer's linger, the
+   produce request and a fetch included).
 3. Where the time goes, measured during the drains of part 1: the CPU each part spends per record,
    read from /proc (the thread running the pipe or the service loop, the rest of its process, the
    broker, the annotator, the whole machine, and how much of the machine stood idle), the requests
@@ -37,7 +40,7 @@ import threading
 import time
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from queue import Empty
@@ -46,7 +49,7 @@ from unittest import mock
 
 import numpy as np
 import orjson
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from consumer import rdkafka, steps
 from consumer import service as service_module
@@ -267,18 +270,59 @@ def _lost(*why: object) -> None:
     raise RuntimeError(f"the null pipe lost an output: {why[:3]}")
 
 
-def output_latencies(bootstrap: str, topic: str, n: int, timeout_s: float = 120) -> np.ndarray:
-    """(Kafka timestamp of each output − the input record's ts) in seconds, for n outputs."""
+def tail_latencies(bootstrap: str, topic: str, n: int, ready: Any, results: Any, timeout_s: float = 120) -> None:
+    """Read ``topic`` from its start as a downstream consumer would, as its outputs arrive, until n
+    have come; then put on ``results`` (a queue) two arrays of n latencies in seconds, from each
+    input record's ``ts`` to (1) its output's Kafka timestamp, which the producer stamps when it is
+    handed the output, and (2) the moment the output reached this reader, after the producer's
+    ``linger.ms``, the produce request, and a fetch (fetch.wait.max.ms 10: Tansu answers a waiting
+    fetch only when the wait ends). Sets ``ready`` once connected. Runs in a process of its own, so
+    that it shares no GIL with what it measures."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"lat-{uuid.uuid4().hex[:6]}", **CLIENT_SETTINGS})
-    c.subscribe([topic])
-    out, deadline = [], time.monotonic() + timeout_s
-    while len(out) < n and time.monotonic() < deadline:
-        for msg in c.consume(5000, 0.2):
+    partitions = c.list_topics(topic, timeout=30).topics[topic].partitions
+    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+    c.get_watermark_offsets(TopicPartition(topic, next(iter(partitions))), timeout=30)  # connected to its leader
+    ready.set()
+    stamped, received, deadline = [], [], time.monotonic() + timeout_s
+    while len(received) < n and time.monotonic() < deadline:
+        first = c.poll(0.05)  # back as soon as a fetch brings outputs: they arrived now
+        now = time.time()
+        for msg in () if first is None else (first, *c.consume(10_000, 0)):
             if msg.error() is None:
                 ts = orjson.loads(msg.value())["ts"]
-                out.append(msg.timestamp()[1] / 1000.0 - ts)
+                stamped.append(msg.timestamp()[1] / 1000.0 - ts)
+                received.append(now - ts)
     c.close()
-    return np.asarray(out)
+    results.put((np.asarray(stamped), np.asarray(received)))
+
+
+@contextlib.contextmanager
+def tailing(bootstrap: str, topic: str, n: int, timeout_s: float = 120
+            ) -> Iterator[Callable[[], tuple[np.ndarray, np.ndarray]]]:
+    """:func:`tail_latencies` in a process of its own while the block runs, connected before the
+    block starts. The block gets a function that waits for the two arrays of latencies."""
+    fork = multiprocessing.get_context("fork")  # forked before the service's threads start, as the annotator
+    ready, results = fork.Event(), fork.Queue()
+    reader = fork.Process(target=tail_latencies, args=(bootstrap, topic, n, ready, results, timeout_s), daemon=True)
+    reader.start()
+
+    def latencies() -> tuple[np.ndarray, np.ndarray]:
+        try:
+            stamped, received = results.get(timeout=timeout_s + 30)
+        except Empty:
+            raise TimeoutError(f"{topic}: the reader did not finish within {timeout_s:.0f} s") from None
+        if len(received) < n:
+            raise TimeoutError(f"{topic}: {len(received)} of {n} outputs")
+        return stamped, received
+
+    try:
+        if not ready.wait(60):
+            raise TimeoutError(f"{topic}: the latency reader did not connect within 60 s")
+        yield latencies
+    finally:
+        reader.join(10)
+        if reader.is_alive():
+            reader.terminate()
 
 
 def annotate(bootstrap: str, topics: dict, truth: dict, stop, requests: Any = None) -> None:
@@ -502,6 +546,12 @@ def drain_backlog(b: str, warm: list[bytes], values: list[bytes], truth: dict, d
                   {k: v / scored for k, v in seconds.items()}, requests)
 
 
+def _ms(latencies: np.ndarray) -> str:
+    """p50 / p99 of latencies in seconds, in ms."""
+    p50, p99 = np.percentile(latencies, [50, 99]) * 1000
+    return f"{p50:.1f} / {p99:.1f} ms"
+
+
 def _us(seconds: float, none: bool = False) -> str:
     return "–" if none else f"{seconds * 1e6:.2f}"
 
@@ -621,19 +671,20 @@ def main() -> None:
         ready = threading.Event()
         pipe = threading.Thread(target=null_pipe, args=(b, src, dst, m, ready), kwargs={"batch_size": args.batch_size},
                                 daemon=True)
-        pipe.start()
-        ready.wait(30)
-        feed(b, src, lat_values, rate=args.rate)
-        pipe.join(120)
-        null_lat = output_latencies(b, dst, m)
+        with tailing(b, dst, m) as null_latencies:
+            pipe.start()
+            ready.wait(30)
+            feed(b, src, lat_values, rate=args.rate)
+            pipe.join(120)
+            null_lat = null_latencies()
         topics = new_topics(b)
-        with (annotator_running(b, topics, lat_truth),
+        with (annotator_running(b, topics, lat_truth), tailing(b, topics["predictions"], m) as svc_latencies,
               service_running(b, topics, delta, workdir / uuid.uuid4().hex, batch_size=args.batch_size)
               as (service, _)):
             wait_ready(service)
             feed(b, topics["features"], lat_values, rate=args.rate)
             wait_scored(service, m)
-        svc_lat = output_latencies(b, topics["predictions"], m)
+            svc_lat = svc_latencies()
 
     lines += [
         "# Service throughput and latency through one broker (Tansu on 127.0.0.1)",
@@ -666,14 +717,15 @@ def main() -> None:
         f"| fresh service / null pipe, one `produce` per output | {np.median(cold_shares):.0%} | "
         f"{cold_shares.min():.0%} – {cold_shares.max():.0%} | |",
         "",
-        f"Latency at {args.rate:,.0f} records/s for {args.seconds:.0f} s (record timestamp → output timestamp; "
-        "the service with a fresh model):",
+        f"Latency at {args.rate:,.0f} records/s for {args.seconds:.0f} s, from each record's timestamp to its "
+        "output's Kafka timestamp (stamped when the output is handed to the producer) and to the output reaching a "
+        "consumer that reads the topic as it fills (the producer's `linger.ms` 5, the produce request and a fetch "
+        "of up to 10 ms added; the service with a fresh model):",
         "",
-        "| | p50 | p99 |",
+        "| | p50 / p99 to the output's timestamp | p50 / p99 to a consumer receiving it |",
         "|---|---|---|",
-        f"| null pipe | {np.percentile(null_lat, 50) * 1000:.1f} ms | {np.percentile(null_lat, 99) * 1000:.1f} ms |",
-        f"| activestream service | {np.percentile(svc_lat, 50) * 1000:.1f} ms | "
-        f"{np.percentile(svc_lat, 99) * 1000:.1f} ms |",
+        *[f"| {who} | {_ms(lat[0])} | {_ms(lat[1])} |"
+          for who, lat in (("null pipe", null_lat), ("activestream service", svc_lat))],
         "",
         "CPU per record (µs, median of the repetitions; from the first record to the last, read from /proc; "
         "the service restored from its checkpoint):",

@@ -96,3 +96,26 @@ def test_a_backlog_too_short_to_time_is_refused_naming_the_flag():
     out = subprocess.run([sys.executable, "-m", "benchmarks.service_throughput", "--records", "5000"],
                          capture_output=True, text=True)
     assert out.returncode == 2 and "--records must be at least 10 batches (20,000" in out.stderr
+
+
+def test_the_latency_reader_times_each_output_from_its_record_to_its_timestamp_and_to_its_arrival():
+    import time
+
+    from confluent_kafka import Producer
+
+    from benchmarks.service_throughput import tailing
+    from consumer.demo.broker import Broker, create_topics
+
+    with Broker() as broker:
+        create_topics(broker.bootstrap, ["outputs"])
+        with tailing(broker.bootstrap, "outputs", 200, timeout_s=30) as latencies:
+            p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 50})
+            for _ in range(200):  # records 1 s old: every latency is at least that
+                p.produce("outputs", value=b'{"ts":%r}' % (time.time() - 1.0))
+            while len(p):  # not flush(): it would send at once, without the linger
+                p.poll(0.01)
+            stamped, received = latencies()
+    assert len(stamped) == len(received) == 200
+    assert (stamped > 0.998).all() and (stamped < 5).all()  # Kafka timestamps are whole milliseconds
+    # received only once the 50 ms linger, the produce request and a fetch are over
+    assert (received > stamped).all() and np.median(received - stamped) >= 0.045
