@@ -11,8 +11,8 @@
    paa-1 with δ set for 10 % queries after W records, an annotator in a process of its own
    answering every label request at once. A fresh model asks for most labels until its first ones
    come back, which (c) shows. Records/second from the first output to the last, by the outputs'
-   Kafka timestamps; repeated, each service run beside the null pipe run just before it (the
-   broker's speed varies).
+   Kafka timestamps; repeated, each service run beside the null pipe runs of its repetition (the
+   broker's speed varies), (b) and (c) in alternate orders from one repetition to the next.
 2. Latency: records are fed at a fixed rate below capacity; p50 / p99, for the null pipe and the
    service, from the record's timestamp to the output's Kafka timestamp (stamped when the output
    is handed to the producer) and to the output reaching a consumer that reads the topic as it
@@ -493,12 +493,13 @@ class Drains:
 
 
 def drain_backlog(b: str, warm: list[bytes], values: list[bytes], truth: dict, delta: float, workdir: Path,
-                  broker_pid: int, batch_size: int = BATCH_SIZE) -> Drains:
-    """One repetition of part 1, each drain on fresh topics: the two null pipes, the service
+                  broker_pid: int, batch_size: int = BATCH_SIZE, fresh_first: bool = False) -> Drains:
+    """One repetition of part 1, each drain on fresh topics: the two null pipes, then the service
     restored from a checkpoint (it first learns from the ``warm`` records and their labels, then
-    stops as on SIGTERM and starts again on a backlog of ``values``), and the service with a fresh
-    model on the same backlog. CPU, requests and the loop's steps are measured for the null pipes
-    and the restored service."""
+    stops as on SIGTERM and starts again on a backlog of ``values``) and the service with a fresh
+    model on the same backlog, in that order or, ``fresh_first``, the other (the benchmark alternates,
+    so that neither service drain always follows the null pipes). CPU, requests and the loop's
+    steps are measured for the null pipes and the restored service."""
     n = len(values)
     null_rates, cpu, requests = [], [], []
     for batched in (False, True):
@@ -510,7 +511,19 @@ def drain_backlog(b: str, warm: list[bytes], values: list[bytes], truth: dict, d
                              requests=counted, batch_size=batch_size) / n)
         null_rates.append(output_rate(b, dst, n))
         requests.append(counted.per_second())
+    drains = (_fresh_drain, _restored_drain) if fresh_first else (_restored_drain, _fresh_drain)
+    done = {f: f(b, warm, values, truth, delta, workdir, broker_pid, batch_size) for f in drains}
+    rate, queries, service_cpu, stages, service_requests = done[_restored_drain]
+    cold_rate, cold_queries = done[_fresh_drain]
+    return Drains(null_rates[0], null_rates[1], rate, queries, cold_rate, cold_queries, np.array([*cpu, service_cpu]),
+                  stages, [*requests, service_requests])
 
+
+def _restored_drain(b: str, warm: list[bytes], values: list[bytes], truth: dict, delta: float, workdir: Path,
+                    broker_pid: int, batch_size: int) -> tuple[float, float, np.ndarray, dict, dict]:
+    """The restored service's drain: (records/s, query ratio, CPU seconds per record of each of
+    :data:`CPU_PARTS`, seconds per record in each of :data:`STAGES`, requests/s per client)."""
+    n = len(values)
     topics, checkpoints = new_topics(b), workdir / uuid.uuid4().hex
     counted = BrokerRequests(multiprocessing.get_context("fork").Queue())
     with annotator_running(b, topics, truth, counted) as annotator:
@@ -528,22 +541,25 @@ def drain_backlog(b: str, warm: list[bytes], values: list[bytes], truth: dict, d
             started, first = meter.read(), service.totals.get("records_scored")
             counted.begin()
             wait_scored(service, before[0] + n)
-            cpu.append((meter.read() - started) / (service.totals.get("records_scored") - first))
+            cpu = (meter.read() - started) / (service.totals.get("records_scored") - first)
             counted.finish()  # the service's clients and the annotator's report through the queue
             scored = service.totals.get("records_scored") - before[0]
             queries = (service.totals.get("label_requests") - before[1]) / scored
-    requests.append(counted.per_second())
-    rate = output_rate(b, topics["predictions"], n, since_ms)
+    return (output_rate(b, topics["predictions"], n, since_ms), queries, cpu,
+            {k: v / scored for k, v in seconds.items()}, counted.per_second())
 
+
+def _fresh_drain(b: str, warm: list[bytes], values: list[bytes], truth: dict, delta: float, workdir: Path,
+                 broker_pid: int, batch_size: int) -> tuple[float, float]:
+    """The drain of a service with a fresh model: (records/s, query ratio)."""
+    n = len(values)
     topics = new_topics(b)
     with annotator_running(b, topics, truth):
         feed(b, topics["features"], values)
         with service_running(b, topics, delta, workdir / uuid.uuid4().hex, batch_size=batch_size) as (service, _):
             wait_scored(service, n)
-            cold_queries = service.totals.get("label_requests") / service.totals.get("records_scored")
-    cold_rate = output_rate(b, topics["predictions"], n)
-    return Drains(null_rates[0], null_rates[1], rate, queries, cold_rate, cold_queries, np.array(cpu),
-                  {k: v / scored for k, v in seconds.items()}, requests)
+            queries = service.totals.get("label_requests") / service.totals.get("records_scored")
+    return output_rate(b, topics["predictions"], n), queries
 
 
 def _ms(latencies: np.ndarray) -> str:
@@ -649,8 +665,8 @@ def main() -> None:
 
     with Broker() as broker:
         b = broker.bootstrap
-        runs = [drain_backlog(b, warm, values, truth, delta, workdir, broker.pid, args.batch_size)
-                for _ in range(args.repeats)]
+        runs = [drain_backlog(b, warm, values, truth, delta, workdir, broker.pid, args.batch_size,
+                              fresh_first=i % 2 == 1) for i in range(args.repeats)]
         per_fetch, per_produce = broker_cpu_per_request(b, broker.pid)
         null_rates, batched_rates, service_rates, cold_rates = (
             np.array([getattr(r, k) for r in runs]) for k in ("null", "batched", "service", "cold"))
@@ -697,8 +713,9 @@ def main() -> None:
         f"Throughput on a backlog, {args.repeats} repetitions. Each, on fresh topics: the null pipe producing "
         "one call per output, the null pipe producing a batch per call, the service restored from its "
         f"checkpoint (it first learnt from {args.warmup:,} other records of the stream, then stopped as on "
-        "SIGTERM; the backlog was fed while it was down), and the service with a fresh model. Each service run "
-        "is compared with the null pipe runs just before it:",
+        "SIGTERM; the backlog was fed while it was down), and the service with a fresh model, these two in "
+        "alternate orders from one repetition to the next. Each service run is compared with the null pipe runs "
+        "of its repetition:",
         "",
         "| | median records/s | range | query ratio |",
         "|---|---|---|---|",

@@ -2,6 +2,7 @@ import queue
 
 import numpy as np
 import orjson
+import pytest
 
 from benchmarks.service_throughput import BrokerRequests
 
@@ -71,15 +72,16 @@ def test_finish_waits_until_every_client_has_reported_after_the_window():
     assert set(r.per_second()) == {"service: features", "annotator: consumer"}
 
 
+@pytest.mark.parametrize("fresh_first", [False, True])
 def test_one_repetition_drains_the_backlog_with_each_pipe_and_the_restored_service_resumes_after_the_warmup(
-        tmp_path):
+        tmp_path, fresh_first):
     from benchmarks.service_throughput import STAGES, drain_backlog, make_records, stream
     from consumer.demo.broker import Broker
 
     values, truth = make_records(stream(21_000))  # a backlog long enough to outlast the 20 ms polls that time it
     with Broker() as broker:
         run = drain_backlog(broker.bootstrap, values[:1_000], values[1_000:], truth, 0.1, tmp_path, broker.pid,
-                            batch_size=500)
+                            batch_size=500, fresh_first=fresh_first)
     assert min(run.null, run.batched, run.service, run.cold) > 0
     # counted over the backlog only: a restored model that had asked again for the warm-up records, or
     # a restart that scored them again, would show here (and output_rate would find too many outputs)
