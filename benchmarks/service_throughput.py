@@ -734,6 +734,10 @@ def main() -> None:
         f"| fresh service / null pipe, one `produce` per output | {np.median(cold_shares):.0%} | "
         f"{cold_shares.min():.0%} – {cold_shares.max():.0%} | |",
         "",
+        "Each repetition in turn (the fresh service drained first in the even-numbered ones), the restored "
+        "service / null pipe: " + ", ".join(f"{v:.0%}" for v in shares) + "; the fresh service / null pipe: "
+        + ", ".join(f"{v:.0%}" for v in cold_shares) + ".",
+        "",
         f"Latency at {args.rate:,.0f} records/s for {args.seconds:.0f} s, from each record's timestamp to its "
         "output's Kafka timestamp (stamped when the output is handed to the producer) and to the output reaching a "
         "consumer that reads the topic as it fills (the producer's `linger.ms` 5, the produce request and a fetch "
