@@ -511,10 +511,12 @@ def drain_backlog(b: str, warm: list[bytes], values: list[bytes], truth: dict, d
                              requests=counted, batch_size=batch_size) / n)
         null_rates.append(output_rate(b, dst, n))
         requests.append(counted.per_second())
-    drains = (_fresh_drain, _restored_drain) if fresh_first else (_restored_drain, _fresh_drain)
-    done = {f: f(b, warm, values, truth, delta, workdir, broker_pid, batch_size) for f in drains}
-    rate, queries, service_cpu, stages, service_requests = done[_restored_drain]
-    cold_rate, cold_queries = done[_fresh_drain]
+    if fresh_first:
+        cold_rate, cold_queries = _fresh_drain(b, values, truth, delta, workdir, batch_size)
+    rate, queries, service_cpu, stages, service_requests = _restored_drain(b, warm, values, truth, delta, workdir,
+                                                                           broker_pid, batch_size)
+    if not fresh_first:
+        cold_rate, cold_queries = _fresh_drain(b, values, truth, delta, workdir, batch_size)
     return Drains(null_rates[0], null_rates[1], rate, queries, cold_rate, cold_queries, np.array([*cpu, service_cpu]),
                   stages, [*requests, service_requests])
 
@@ -549,8 +551,8 @@ def _restored_drain(b: str, warm: list[bytes], values: list[bytes], truth: dict,
             {k: v / scored for k, v in seconds.items()}, counted.per_second())
 
 
-def _fresh_drain(b: str, warm: list[bytes], values: list[bytes], truth: dict, delta: float, workdir: Path,
-                 broker_pid: int, batch_size: int) -> tuple[float, float]:
+def _fresh_drain(b: str, values: list[bytes], truth: dict, delta: float, workdir: Path,
+                 batch_size: int) -> tuple[float, float]:
     """The drain of a service with a fresh model: (records/s, query ratio)."""
     n = len(values)
     topics = new_topics(b)
