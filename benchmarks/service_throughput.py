@@ -228,7 +228,8 @@ def null_pipe(bootstrap: str, source: str, sink: str, n: int, ready: threading.E
     (:class:`consumer.rdkafka.BatchProducer`)."""
     stats = requests.conf if requests else (lambda client: {})
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"null-{uuid.uuid4().hex[:6]}", **CLIENT_SETTINGS,
-                  "fetch.queue.backoff.ms": CONSUMER_DEFAULTS["fetch.queue.backoff.ms"], "enable.auto.commit": "false",
+                  **{k: CONSUMER_DEFAULTS[k] for k in ("fetch.queue.backoff.ms", "queued.min.messages")},
+                  "enable.auto.commit": "false",
                   **stats("null pipe: consumer")})
     c.subscribe([source], on_assign=lambda cons, parts: (cons.assign(parts), ready.set()))
     conf = {"bootstrap.servers": bootstrap, "linger.ms": 5, "queue.buffering.max.messages": 2_000_000,

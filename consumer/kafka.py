@@ -35,9 +35,13 @@ CONSUMER_DEFAULTS = {
     "session.timeout.ms": "10000",
     "heartbeat.interval.ms": "1000",
     "fetch.wait.max.ms": "50",  # a tailing consumer sees new records within ~50 ms
-    # With a backlog, librdkafka fetches ahead until 100,000 records wait in its queue, then stops
-    # fetching for this long; at the 1 s default the loop drains that queue and then idles for most
-    # of a second (~1 s of a 1.4 s drain of 200,000 records, benchmarks/service_throughput.py).
+    # With a backlog, librdkafka fetches ahead until this many records wait in its queue. At the
+    # 100,000 default a service slower than the fetch keeps ~35 MB of fetched records in memory, each
+    # read long after it was fetched, from cold caches; 20,000 cut the machine's CPU per record by
+    # about a tenth in restored drains of a backlog (benchmarks/service_throughput.py, README).
+    "queued.min.messages": "20000",
+    # ... then stops fetching for this long; at the 1 s default the loop drains that queue and then
+    # idles for most of a second (~1 s of a 1.4 s drain of 200,000 records).
     "fetch.queue.backoff.ms": "10",
     "topic.metadata.refresh.interval.ms": "30000",
 }
