@@ -36,9 +36,9 @@ CONSUMER_DEFAULTS = {
     "heartbeat.interval.ms": "1000",
     "fetch.wait.max.ms": "50",  # a tailing consumer sees new records within ~50 ms
     # With a backlog, librdkafka fetches ahead until this many records wait in its queue. At the
-    # 100,000 default a service slower than the fetch keeps ~35 MB of fetched records in memory, each
-    # read long after it was fetched, from cold caches; 20,000 cut the machine's CPU per record by
-    # about a tenth in restored drains of a backlog (benchmarks/service_throughput.py, README).
+    # 100,000 default a service slower than the fetch keeps 100,000 fetched records queued (23 MB of
+    # the benchmark's values alone), each read long after it was fetched; 10,000 and 20,000 cut the
+    # machine's CPU per record by a tenth or more in restored drains of a backlog (README).
     "queued.min.messages": "20000",
     # ... then stops fetching for this long; at the 1 s default the loop drains that queue and then
     # idles for most of a second (~1 s of a 1.4 s drain of 200,000 records).
