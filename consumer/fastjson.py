@@ -519,9 +519,10 @@ class ScanJob(NamedTuple):
     feat_hi: np.ndarray
 
 
-def scan_job(values: list[bytes | None], n_features: int) -> ScanJob:
+def scan_job(values: list[bytes | None], n_features: int, joined: tuple[bytes, np.ndarray] | None = None) -> ScanJob:
+    """Lay ``values`` out for :func:`run_scan`; ``joined``: them already end to end, with their bounds."""
     n = len(values)
-    blob, bounds = _joined(values)
+    blob, bounds = joined or _joined(values)
     # each number takes a character and a separator at least: a bound without counting anything
     capacity = len(blob) // 2 + n + 1
 

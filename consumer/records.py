@@ -278,7 +278,7 @@ def decode_feature_batch(values: Sequence[bytes | None], n_features: int,
     """
     from consumer.fastjson import gather_lines, scan_batch
 
-    values = list(values)
+    values = values if isinstance(values, Sequence) else list(values)  # a batch reader's values are sliced lazily
     blob, status, id_lo, id_hi, ts, has_ts, row_len, indices, data, feat_lo, feat_hi = (
         scanned or scan_batch(values, n_features))
     careful = np.flatnonzero(status).tolist()

@@ -25,7 +25,7 @@ import logging
 import math
 import threading
 from collections import Counter as Tally
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -35,7 +35,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from consumer import rdkafka, steps
+from consumer import batch_reader, rdkafka, steps
+from consumer.batch_reader import BatchReader, Fetched
 from consumer.budget import CostModel, LabelBudget
 from consumer.checkpoint import CheckpointPolicy, CheckpointStore
 from consumer.clock import Clock, SystemClock
@@ -153,12 +154,18 @@ def _without_errors(messages: list[Any], consumer: str) -> list[Any]:
     return good
 
 
+def _release(read: _Read) -> None:
+    """Give a batch reader's messages back to librdkafka (its columns stay readable)."""
+    if isinstance(read.messages, Fetched):
+        read.messages.release()
+
+
 class _Read(NamedTuple):
     """A batch of feature messages as read: those without an error, their values, and their scan
     (laid out, and running in the scan thread) if it was read ahead."""
 
-    messages: list[Any]
-    values: list[bytes | None]
+    messages: Sequence[Any]
+    values: Sequence[bytes | None]
     job: ScanJob | None
     scan: Future | None
 
@@ -214,6 +221,7 @@ class Service:
         # the next batch, consumed while this one is decided; its compiled scan runs meanwhile in a
         # thread of its own (the scan releases the GIL), off the loop's critical path
         self._ahead: _Read | None = None
+        self._reader: BatchReader | None = None  # the features, read as columns (batch_reader)
         self._scanner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="activestream-scan")
         self._paused = False
         self._started = False
@@ -271,6 +279,8 @@ class Service:
         self.emitter = Emitter(self._clients.producer, self.metrics, s.max_in_flight, self._clients.batch_producer)
         self._producer = self.emitter.producer
         self._features = self._clients.consumer("features")
+        self._reader = batch_reader.attach(self._features, consumer_config(s, "features").get("client.id", ""),
+                                           s.topics.features)
         self._labels = self._clients.consumer("labels")
         self._features.subscribe([s.topics.features], on_assign=self._on_assign, on_revoke=self._on_revoke)
         self._labels.subscribe([s.topics.labels], on_assign=self._on_assign, on_revoke=self._on_revoke)
@@ -292,6 +302,8 @@ class Service:
         encode_predictions(["warm-up"], [0], [0.0], [1.0], [False], [0.0], 0, 0.0, "t", [0], [0])
         self.learner.learn_many(empty, np.array([], dtype=object), predicted=np.array([], dtype=np.int64))
         self.learner.load_state_dict(state)  # a warm-up leaves no trace, not even in the counters
+        if self._reader is not None:
+            self._reader.warm_up()
 
     def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
@@ -299,6 +311,8 @@ class Service:
             if known is not None:
                 tp.offset = known
         consumer.assign(partitions)
+        if consumer is self._features and self._reader is not None:
+            self._reader.forward(partitions)
         if consumer is self._features and self._paused and self._batch is None:
             consumer.resume(partitions)  # the batch that paused it went with the revocation
             self._paused = False
@@ -315,7 +329,8 @@ class Service:
             if consumer is self._features:
                 # not emitted: the new owner consumes these records again, or this process after
                 # _on_assign has sought back to the offsets of what it did emit
-                self._batch = self._ahead = None
+                self._batch = None
+                self._drop_ahead()
             try:
                 self.checkpoint()
             except CheckpointError as exc:
@@ -332,7 +347,8 @@ class Service:
         """Stop consuming, flush the producer, checkpoint, commit, close."""
         log.info("stopping: final checkpoint")
         self.health.stopping = True
-        self._batch = self._ahead = None  # consumed, not emitted: consumed again after a restart
+        self._batch = None  # consumed, not emitted: consumed again after a restart
+        self._drop_ahead()
         self._close(final_checkpoint=True)
 
     def _close(self, final_checkpoint: bool) -> None:
@@ -344,6 +360,9 @@ class Service:
             if final_checkpoint and started:
                 self.checkpoint()
         finally:
+            if self._reader is not None:  # its messages and queue go before the consumer
+                self._reader.close()
+                self._reader = None
             for name in ("_features", "_labels"):
                 client = getattr(self, name, None)
                 if client is not None:
@@ -367,8 +386,11 @@ class Service:
         if self._batch is None:
             read, self._ahead = self._ahead or self._read(self._poll_features(), scan=False), None
             if read is not None:
-                self._ahead = self._read(self._features.consume(s.batch_size, 0), scan=True)
-                self._batch = self._decide(*read)
+                self._ahead = self._read(self._more_features(), scan=True)
+                try:
+                    self._batch = self._decide(*read)
+                finally:
+                    _release(read)
         if self._batch is not None:
             self._try_emit()
         self._expire(self.clock.now())
@@ -382,26 +404,45 @@ class Service:
         self.health.beat()
         self.metrics.loop_last_iteration.set(self.clock.now())
 
-    def _poll_features(self) -> list[Any]:
-        """Up to one batch: wait for the first record, then take what is already there."""
-        first = self._features.poll(self.settings.poll_timeout_s)
-        if first is None:
+    def _poll_features(self) -> Sequence[Any]:
+        """Up to one batch: wait for the first record, then take what is already there. With a
+        reader, the consumer is polled without waiting, for the group's events (and the records
+        fetched before its partitions were forwarded to the reader, which come first)."""
+        s = self.settings
+        first = self._features.poll(0 if self._reader is not None else s.poll_timeout_s)
+        if first is not None:
+            return [first, *self._features.consume(s.batch_size - 1, 0)]
+        if self._reader is None:
             return []
-        return [first, *self._features.consume(self.settings.batch_size - 1, 0)]
+        return self._reader.read(s.batch_size, s.poll_timeout_s) or []
 
-    def _read(self, messages: list[Any], scan: bool) -> _Read | None:
+    def _more_features(self) -> Sequence[Any]:
+        """What is already there, up to one batch."""
+        if self._reader is None:
+            return self._features.consume(self.settings.batch_size, 0)
+        return self._reader.read(self.settings.batch_size, 0) or []
+
+    def _drop_ahead(self) -> None:
+        if self._ahead is not None:
+            _release(self._ahead)
+            self._ahead = None
+
+    def _read(self, messages: Sequence[Any], scan: bool) -> _Read | None:
         """A batch of feature messages as :meth:`_decide` takes it (None if there is none). With
         ``scan``, the batch is read ahead: its compiled scan starts now in the scan thread."""
         if not messages:
             return None
-        good = _without_errors(messages, "features")
-        values = [msg.value() for msg in good]
-        if not scan:
+        if isinstance(messages, Fetched):  # columns: no error among them, the values end to end already
+            good, values, joined = messages, messages.values, (messages.blob, messages.bounds)
+        else:
+            good = _without_errors(messages, "features")
+            values, joined = [msg.value() for msg in good], None
+        if not scan and joined is None:
             return _Read(good, values, None, None)
         # Laid out here, so that the scan thread holds the GIL only to call the compiled loop: each
         # moment it holds it is one the loop waits for it.
-        job = scan_job(values, self.settings.n_features)
-        return _Read(good, values, job, self._scanner.submit(run_scan, job))
+        job = scan_job(values, self.settings.n_features, joined)
+        return _Read(good, values, job, self._scanner.submit(run_scan, job) if scan else None)
 
     def _try_emit(self) -> None:
         try:
@@ -429,13 +470,16 @@ class Service:
         s, learner, topics = self.settings, self.learner, self.settings.topics
         now = self.clock.now()
         batch = _Batch(started=self.clock.monotonic())
-        scanned = None if scan is None else scan_result(job, *scan.result())
+        scanned = None if job is None else scan_result(job, *(run_scan(job) if scan is None else scan.result()))
         decoded, positions, rejected = steps.decode_features(good, s.n_features, now, scanned, values)
         for msg, err in rejected:
             batch.outgoing.append((topics.dead_letters, *steps.dead_letter(msg, err)))
             batch.dead[(msg.topic(), err.reason)] += 1
         # one topic (the subscription is a literal name); partitions and offsets as columns
-        partitions, offsets = [m.partition() for m in good], [m.offset() for m in good]
+        if isinstance(good, Fetched):
+            partitions, offsets = good.partitions.tolist(), good.offsets.tolist()
+        else:
+            partitions, offsets = [m.partition() for m in good], [m.offset() for m in good]
         batch.offsets = {(topics.features, p): o + 1 for p, o in dict(zip(partitions, offsets, strict=True)).items()}
         n = len(decoded.ids)
         if n == 0:

@@ -41,6 +41,8 @@ def message_times(msgs: Sequence[Any], default: float) -> np.ndarray:
 
 def _times_of(msgs: Sequence[Any], now: float) -> DefaultTimes:
     """The times of records without a "ts": their messages' timestamps (``now`` for those without)."""
+    if hasattr(msgs, "times"):  # a batch reader's columns
+        return lambda ks: msgs.times(ks, now)
     return lambda ks: message_times([msgs[k] for k in ks.tolist()], now)
 
 

@@ -1,0 +1,107 @@
+"""The batch reader against a real broker: every record of the assigned partitions comes out once,
+in order per partition, with the value, key, offset, timestamp and headers that confluent-kafka's
+own consumer sees; and a consumer it cannot vouch for gets no reader."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import numpy as np
+import pytest
+from confluent_kafka import TIMESTAMP_CREATE_TIME, Consumer, Producer, TopicPartition
+
+from consumer import batch_reader
+from consumer.demo.broker import CLIENT_SETTINGS, create_topics
+from tests.fakes import FakeConsumer, LocalBroker
+
+pytestmark = pytest.mark.usefixtures("kafka_bootstrap")
+
+
+def _records(bootstrap: str, topic: str, n: int) -> list[tuple[int, bytes | None, bytes | None, list | None, int]]:
+    """n records over the topic's partitions: (partition, key, value, headers, timestamp ms); a few
+    with a null key, a null value, an empty value, or headers."""
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    sent = []
+    for i in range(n):
+        key = None if i % 97 == 5 else f"id-{i}".encode()
+        value = None if i % 101 == 7 else (b"" if i % 103 == 9 else f'{{"id":"id-{i}","x":{i}}}'.encode())
+        headers = [("trace", f"t{i}".encode()), ("empty", None)] if i % 89 == 3 else None
+        ts = 1_700_000_000_000 + i
+        partition = i % 3
+        p.produce(topic, key=key, value=value, headers=headers, partition=partition, timestamp=ts)
+        sent.append((partition, key, value, headers, ts))
+    assert p.flush(30) == 0
+    return sent
+
+
+def _consumer(bootstrap: str, client_id: str = "activestream-features") -> Consumer:
+    return Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex, "client.id": client_id,
+                     **CLIENT_SETTINGS, "enable.auto.commit": "false"})
+
+
+def test_every_record_once_in_partition_order_with_its_key_value_timestamp_and_headers(kafka_bootstrap):
+    topic = f"reader-{uuid.uuid4().hex[:6]}"
+    create_topics(kafka_bootstrap, [topic], partitions=3)
+    sent = _records(kafka_bootstrap, topic, 1500)
+    c = _consumer(kafka_bootstrap)
+    reader = batch_reader.attach(c, "activestream-features", topic)
+    assert reader is not None
+    reader.warm_up()
+    parts = [TopicPartition(topic, p, 0) for p in range(3)]
+    c.assign(parts)
+    reader.forward(parts)
+    got: dict[int, list] = {0: [], 1: [], 2: []}
+    deadline = time.monotonic() + 30
+    while sum(map(len, got.values())) < len(sent) and time.monotonic() < deadline:
+        assert c.poll(0) is None  # records go to the reader, not to the consumer queue
+        batch = reader.read(200, 0.1)
+        if batch is None:
+            continue
+        assert len(batch) <= 200
+        for k, msg in enumerate(batch):
+            assert batch.values[k] == msg.value()
+            assert batch.blob[batch.bounds[k]:batch.bounds[k + 1]] == (msg.value() or b"")
+            got[msg.partition()].append((msg.offset(), msg.key(), msg.value(), msg.headers(), msg.timestamp()))
+        batch.release()
+    for partition in range(3):
+        expected = [(key, value, headers, ts) for p, key, value, headers, ts in sent if p == partition]
+        offsets = [g[0] for g in got[partition]]
+        assert offsets == list(range(len(expected)))  # each once, in order
+        for (_, key, value, headers, stamp), (k, v, h, ts) in zip(got[partition], expected, strict=True):
+            assert (key, value, stamp) == (k, v, (TIMESTAMP_CREATE_TIME, ts))
+            assert headers == h
+    reader.close()
+    c.close()
+
+
+def test_times_of_a_batch_fall_back_where_a_message_has_none(kafka_bootstrap):
+    topic = f"reader-{uuid.uuid4().hex[:6]}"
+    create_topics(kafka_bootstrap, [topic])
+    p = Producer({"bootstrap.servers": kafka_bootstrap})
+    for i in range(3):
+        p.produce(topic, value=b"{}", timestamp=1_700_000_000_000 + 1000 * i)
+    p.flush(30)
+    c = _consumer(kafka_bootstrap)
+    reader = batch_reader.attach(c, "activestream-features", topic)
+    parts = [TopicPartition(topic, 0, 0)]
+    c.assign(parts)
+    reader.forward(parts)
+    batch = None
+    deadline = time.monotonic() + 30
+    while batch is None and time.monotonic() < deadline:
+        batch = reader.read(10, 0.1)
+    assert batch is not None and len(batch) >= 1
+    times = batch.times(np.arange(len(batch)), default=5.0)
+    assert times.tolist() == [1_700_000_000.0 + i for i in range(len(batch))]
+    batch.kinds[0] = 0  # TIMESTAMP_NOT_AVAILABLE
+    assert batch.times(np.array([0]), default=5.0).tolist() == [5.0]
+    reader.close()  # frees the batch still held, before the consumer closes
+    c.close()
+
+
+def test_no_reader_for_a_fake_or_for_a_handle_it_cannot_name(kafka_bootstrap):
+    assert batch_reader.attach(FakeConsumer(LocalBroker(), "g"), "activestream-features", "t") is None
+    c = _consumer(kafka_bootstrap, client_id="someone-else")
+    assert batch_reader.attach(c, "activestream-features", "t") is None
+    c.close()
