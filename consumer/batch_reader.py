@@ -23,6 +23,7 @@ the dead-letter topic with its key, value and headers, read from the message the
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -87,9 +88,11 @@ def _append(out, at, address, size):
     return at
 
 
+@functools.cache
 def _kernels(lib: ctypes.CDLL) -> tuple[Any, Any]:
     """The compiled loops over a batch of messages. They call librdkafka, whose addresses are known
-    only once it is loaded, so they are compiled per process (~1 s, during the service's warm-up)."""
+    only once it is loaded, so they are compiled once per process (~1 s, during the service's
+    first warm-up), not cached on disk."""
     timestamp, destroy = lib.rd_kafka_message_timestamp, lib.rd_kafka_message_destroy
 
     @njit(nogil=True)
