@@ -170,9 +170,13 @@ class BatchReader:
         and left out."""
         if self._ptrs.size < most:
             self._ptrs = np.zeros(most, dtype=np.uint64)
-        n = self._lib.rd_kafka_consume_batch_queue(self._queue, int(timeout_s * 1000), self._ptrs.ctypes.data, most)
+        # librdkafka waits until the whole batch is there: so the wait is for the first alone
+        take, at = self._lib.rd_kafka_consume_batch_queue, self._ptrs.ctypes.data
+        n = take(self._queue, int(timeout_s * 1000), at, 1)
         if n <= 0:
             return None
+        if most > 1:
+            n += max(0, take(self._queue, 0, at + self._ptrs.itemsize, most - 1))
         ptrs = self._ptrs[:n].copy()
         columns = self._gather(ptrs, n)
         errors = columns[-1]

@@ -105,3 +105,29 @@ def test_no_reader_for_a_fake_or_for_a_handle_it_cannot_name(kafka_bootstrap):
     c = _consumer(kafka_bootstrap, client_id="someone-else")
     assert batch_reader.attach(c, "activestream-features", "t") is None
     c.close()
+
+
+def test_a_read_returns_what_is_there_without_waiting_for_a_full_batch(kafka_bootstrap):
+    topic = f"reader-{uuid.uuid4().hex[:6]}"
+    create_topics(kafka_bootstrap, [topic])
+    p = Producer({"bootstrap.servers": kafka_bootstrap})
+    for i in range(5):
+        p.produce(topic, value=f"{i}".encode())
+    p.flush(30)
+    c = _consumer(kafka_bootstrap)
+    reader = batch_reader.attach(c, "activestream-features", topic)
+    reader.warm_up()
+    parts = [TopicPartition(topic, 0, 0)]
+    c.assign(parts)
+    reader.forward(parts)
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(got) < 5 and time.monotonic() < deadline:
+        started = time.monotonic()
+        batch = reader.read(2000, 5.0)
+        if batch is not None:
+            assert time.monotonic() - started < 2.5  # back with what came, not after the 5 s wait
+            got += list(batch.values)
+    assert got == [f"{i}".encode() for i in range(5)]
+    reader.close()
+    c.close()
