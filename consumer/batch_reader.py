@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 from numba import carray, njit, types
 from numba.extending import intrinsic
 
@@ -91,8 +91,8 @@ def _append(out, at, address, size):
 @functools.cache
 def _kernels(lib: ctypes.CDLL) -> tuple[Any, Any]:
     """The compiled loops over a batch of messages. They call librdkafka, whose addresses are known
-    only once it is loaded, so they are compiled once per process (~1 s, during the service's
-    first warm-up), not cached on disk."""
+    only once it is loaded, so they are compiled once per process (during the service's first
+    warm-up), not cached on disk."""
     timestamp, destroy = lib.rd_kafka_message_timestamp, lib.rd_kafka_message_destroy
 
     @njit(nogil=True)
@@ -249,20 +249,7 @@ class Fetched(Sequence):
         return len(self.ptrs)
 
     def __getitem__(self, k):  # type: ignore[override]
-        if isinstance(k, slice):
-            return [self[i] for i in range(*k.indices(len(self)))]
         return FetchedMessage(self, k if k >= 0 else k + len(self))
-
-    def __hash__(self) -> int:
-        return id(self)
-
-    def __eq__(self, other: object) -> bool:
-        return self is other
-
-    def times(self, ks: np.ndarray, default: float) -> np.ndarray:
-        """The Kafka timestamps of messages ``ks`` in epoch seconds, ``default`` where none."""
-        kinds, ms = self.kinds[ks], self.stamps[ks]
-        return np.where((kinds != TIMESTAMP_NOT_AVAILABLE) & (ms >= 0), ms / 1000.0, default)
 
     def release(self) -> None:
         """Give the messages back to librdkafka (the columns stay readable)."""
@@ -287,8 +274,6 @@ class _Values(Sequence):
         return len(self._batch)
 
     def __getitem__(self, k):  # type: ignore[override]
-        if isinstance(k, slice):
-            return [self[i] for i in range(*k.indices(len(self)))]
         b = self._batch
         return None if b.null_value[k] else b.blob[b.bounds[k]:b.bounds[k + 1]]
 
@@ -328,10 +313,6 @@ class FetchedMessage:
 
     def error(self) -> None:
         return None
-
-    def __len__(self) -> int:
-        b = self._batch
-        return int(b.bounds[self._k + 1] - b.bounds[self._k])
 
 
 def attach(consumer: Any, client_id: str, topic: str) -> BatchReader | None:

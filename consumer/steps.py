@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
 
+from consumer.batch_reader import Fetched
 from consumer.errors import InvalidRecord
 from consumer.records import DefaultTimes, Feature, FeatureBatch, Label, decode_feature_batch, decode_label_batch
 
@@ -36,13 +37,18 @@ def message_times(msgs: Sequence[Any], default: float) -> np.ndarray:
     """The messages' Kafka timestamps in epoch seconds, ``default`` for those that have none."""
     stamps = [m.timestamp() for m in msgs]  # (kind, ms) pairs; a column at a time is the cheap way to numpy
     kind, ms = (np.fromiter(map(itemgetter(j), stamps), dtype=np.int64, count=len(stamps)) for j in (0, 1))
+    return _seconds(kind, ms, default)
+
+
+def _seconds(kind: np.ndarray, ms: np.ndarray, default: float) -> np.ndarray:
+    """Kafka timestamps (type, ms) in epoch seconds, ``default`` where there is none."""
     return np.where((kind != TIMESTAMP_NOT_AVAILABLE) & (ms >= 0), ms / 1000.0, default)
 
 
 def _times_of(msgs: Sequence[Any], now: float) -> DefaultTimes:
     """The times of records without a "ts": their messages' timestamps (``now`` for those without)."""
-    if hasattr(msgs, "times"):  # a batch reader's columns
-        return lambda ks: msgs.times(ks, now)
+    if isinstance(msgs, Fetched):  # the timestamps are a column already
+        return lambda ks: _seconds(msgs.kinds[ks], msgs.stamps[ks], now)
     return lambda ks: message_times([msgs[k] for k in ks.tolist()], now)
 
 

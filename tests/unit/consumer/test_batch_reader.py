@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from confluent_kafka import TIMESTAMP_CREATE_TIME, Consumer, Producer, TopicPartition
 
-from consumer import batch_reader
+from consumer import batch_reader, steps
 from consumer.demo.broker import CLIENT_SETTINGS, create_topics
 from tests.fakes import FakeConsumer, LocalBroker
 
@@ -40,17 +40,34 @@ def _consumer(bootstrap: str, client_id: str = "activestream-features") -> Consu
                      **CLIENT_SETTINGS, "enable.auto.commit": "false"})
 
 
+def _topic_holding(bootstrap: str, values: list[bytes], stamps: list[int] | None = None) -> str:
+    """A new one-partition topic holding ``values`` (with these timestamps, ms, if given)."""
+    topic = f"reader-{uuid.uuid4().hex[:6]}"
+    create_topics(bootstrap, [topic])
+    p = Producer({"bootstrap.servers": bootstrap})
+    for i, value in enumerate(values):
+        p.produce(topic, value=value, **({"timestamp": stamps[i]} if stamps else {}))
+    assert p.flush(30) == 0
+    return topic
+
+
+def _reading(bootstrap: str, topic: str, partitions: int = 1) -> tuple[Consumer, batch_reader.BatchReader]:
+    """A consumer assigned every partition of ``topic`` from its start, and its reader."""
+    c = _consumer(bootstrap)
+    reader = batch_reader.attach(c, "activestream-features", topic)
+    assert reader is not None
+    reader.warm_up()
+    parts = [TopicPartition(topic, p, 0) for p in range(partitions)]
+    c.assign(parts)
+    reader.forward(parts)
+    return c, reader
+
+
 def test_every_record_once_in_partition_order_with_its_key_value_timestamp_and_headers(kafka_bootstrap):
     topic = f"reader-{uuid.uuid4().hex[:6]}"
     create_topics(kafka_bootstrap, [topic], partitions=3)
     sent = _records(kafka_bootstrap, topic, 1500)
-    c = _consumer(kafka_bootstrap)
-    reader = batch_reader.attach(c, "activestream-features", topic)
-    assert reader is not None
-    reader.warm_up()
-    parts = [TopicPartition(topic, p, 0) for p in range(3)]
-    c.assign(parts)
-    reader.forward(parts)
+    c, reader = _reading(kafka_bootstrap, topic, partitions=3)
     got: dict[int, list] = {0: [], 1: [], 2: []}
     deadline = time.monotonic() + 30
     while sum(map(len, got.values())) < len(sent) and time.monotonic() < deadline:
@@ -76,26 +93,17 @@ def test_every_record_once_in_partition_order_with_its_key_value_timestamp_and_h
 
 
 def test_times_of_a_batch_fall_back_where_a_message_has_none(kafka_bootstrap):
-    topic = f"reader-{uuid.uuid4().hex[:6]}"
-    create_topics(kafka_bootstrap, [topic])
-    p = Producer({"bootstrap.servers": kafka_bootstrap})
-    for i in range(3):
-        p.produce(topic, value=b"{}", timestamp=1_700_000_000_000 + 1000 * i)
-    p.flush(30)
-    c = _consumer(kafka_bootstrap)
-    reader = batch_reader.attach(c, "activestream-features", topic)
-    parts = [TopicPartition(topic, 0, 0)]
-    c.assign(parts)
-    reader.forward(parts)
+    topic = _topic_holding(kafka_bootstrap, [b"{}"] * 3, [1_700_000_000_000 + 1000 * i for i in range(3)])
+    c, reader = _reading(kafka_bootstrap, topic)
     batch = None
     deadline = time.monotonic() + 30
     while batch is None and time.monotonic() < deadline:
         batch = reader.read(10, 0.1)
     assert batch is not None and len(batch) >= 1
-    times = batch.times(np.arange(len(batch)), default=5.0)
-    assert times.tolist() == [1_700_000_000.0 + i for i in range(len(batch))]
+    times = steps._times_of(batch, now=5.0)  # what a record without "ts" gets in the loop
+    assert times(np.arange(len(batch))).tolist() == [1_700_000_000.0 + i for i in range(len(batch))]
     batch.kinds[0] = 0  # TIMESTAMP_NOT_AVAILABLE
-    assert batch.times(np.array([0]), default=5.0).tolist() == [5.0]
+    assert times(np.array([0])).tolist() == [5.0]
     reader.close()  # frees the batch still held, before the consumer closes
     c.close()
 
@@ -108,18 +116,8 @@ def test_no_reader_for_a_fake_or_for_a_handle_it_cannot_name(kafka_bootstrap):
 
 
 def test_a_read_returns_what_is_there_without_waiting_for_a_full_batch(kafka_bootstrap):
-    topic = f"reader-{uuid.uuid4().hex[:6]}"
-    create_topics(kafka_bootstrap, [topic])
-    p = Producer({"bootstrap.servers": kafka_bootstrap})
-    for i in range(5):
-        p.produce(topic, value=f"{i}".encode())
-    p.flush(30)
-    c = _consumer(kafka_bootstrap)
-    reader = batch_reader.attach(c, "activestream-features", topic)
-    reader.warm_up()
-    parts = [TopicPartition(topic, 0, 0)]
-    c.assign(parts)
-    reader.forward(parts)
+    topic = _topic_holding(kafka_bootstrap, [f"{i}".encode() for i in range(5)])
+    c, reader = _reading(kafka_bootstrap, topic)
     got: list[bytes] = []
     deadline = time.monotonic() + 30
     while len(got) < 5 and time.monotonic() < deadline:
