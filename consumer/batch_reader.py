@@ -47,6 +47,7 @@ _SIGNATURES = {
     "rd_kafka_queue_destroy": (None, [_p]),
     "rd_kafka_queue_get_partition": (_p, [_p, ctypes.c_char_p, ctypes.c_int32]),
     "rd_kafka_queue_forward": (None, [_p, _p]),
+    "rd_kafka_queue_length": (ctypes.c_size_t, [_p]),
     "rd_kafka_consume_batch_queue": (ctypes.c_ssize_t, [_p, ctypes.c_int, _p, ctypes.c_size_t]),
     "rd_kafka_message_destroy": (None, [_p]),
     "rd_kafka_message_timestamp": (ctypes.c_int64, [_p, _p]),
@@ -163,6 +164,10 @@ class BatchReader:
             if queue:
                 self._lib.rd_kafka_queue_forward(queue, self._queue)
                 self._lib.rd_kafka_queue_destroy(queue)
+
+    def queued(self) -> int:
+        """Records fetched for this reader and not read yet."""
+        return self._lib.rd_kafka_queue_length(self._queue) if self._queue else 0
 
     def read(self, most: int, timeout_s: float) -> Fetched | None:
         """Up to ``most`` records: waits up to ``timeout_s`` for the first, then takes what is

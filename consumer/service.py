@@ -384,9 +384,9 @@ class Service:
         self.emitter.serve()
         self._take_labels(self._labels.consume(s.batch_size, 0))
         if self._batch is None:
-            read, self._ahead = self._ahead or self._read(self._poll_features(), scan=False), None
+            read, self._ahead = self._ahead or self._read(self._take_features(s.poll_timeout_s), scan=False), None
             if read is not None:
-                self._ahead = self._read(self._more_features(), scan=True)
+                self._ahead = self._read(self._take_features(0), scan=True)
                 try:
                     self._batch = self._decide(*read)
                 finally:
@@ -404,23 +404,18 @@ class Service:
         self.health.beat()
         self.metrics.loop_last_iteration.set(self.clock.now())
 
-    def _poll_features(self) -> Sequence[Any]:
-        """Up to one batch: wait for the first record, then take what is already there. With a
-        reader, the consumer is polled without waiting, for the group's events (and the records
-        fetched before its partitions were forwarded to the reader, which come first)."""
+    def _take_features(self, wait_s: float) -> Sequence[Any]:
+        """Up to one batch: wait up to ``wait_s`` for the first record, then take what is already
+        there. With a reader, the consumer is polled first without waiting: for the group's events,
+        and for the records fetched before their partitions were forwarded to the reader, which
+        are older than any the reader holds."""
         s = self.settings
-        first = self._features.poll(0 if self._reader is not None else s.poll_timeout_s)
+        first = self._features.poll(0 if self._reader is not None else wait_s)
         if first is not None:
             return [first, *self._features.consume(s.batch_size - 1, 0)]
         if self._reader is None:
             return []
-        return self._reader.read(s.batch_size, s.poll_timeout_s) or []
-
-    def _more_features(self) -> Sequence[Any]:
-        """What is already there, up to one batch."""
-        if self._reader is None:
-            return self._features.consume(self.settings.batch_size, 0)
-        return self._reader.read(self.settings.batch_size, 0) or []
+        return self._reader.read(s.batch_size, wait_s) or []
 
     def _drop_ahead(self) -> None:
         if self._ahead is not None:

@@ -8,6 +8,7 @@ import time
 import uuid
 
 import numpy as np
+import orjson
 import pytest
 from confluent_kafka import TIMESTAMP_CREATE_TIME, Consumer, Producer, TopicPartition
 
@@ -129,3 +130,45 @@ def test_a_read_returns_what_is_there_without_waiting_for_a_full_batch(kafka_boo
     assert got == [f"{i}".encode() for i in range(5)]
     reader.close()
     c.close()
+
+
+def test_records_fetched_before_the_forward_are_scored_first_through_the_consumer_each_once(
+        kafka_bootstrap, tmp_path, monkeypatch):
+    from consumer.service import Service
+    from tests.kafka_helpers import produce_features, read_all, run_until, settings_for, stream, unique_topics
+
+    topics = unique_topics(kafka_bootstrap)
+    records, _ = stream(1000)
+    produce_features(kafka_bootstrap, topics["features"], records[:500])
+    forward, deferred = batch_reader.BatchReader.forward, []
+    monkeypatch.setattr(batch_reader.BatchReader, "forward", lambda reader, parts: deferred.append((reader, parts)))
+    read, through_reader = batch_reader.BatchReader.read, []
+
+    def counted(reader, most, timeout_s):
+        batch = read(reader, most, timeout_s)
+        through_reader.append(len(batch) if batch else 0)
+        return batch
+
+    monkeypatch.setattr(batch_reader.BatchReader, "read", counted)
+    service = Service(settings_for(kafka_bootstrap, topics, tmp_path, batch_size=100), serve_http=False)
+    service.start()
+    totals = service.totals
+    try:
+        assert service._reader is not None
+        run_until(service, lambda: totals.get("records_scored") >= 200 and deferred, what="200 scored unforwarded")
+        assert sum(through_reader) == 0
+        for reader, parts in deferred:  # the rest of the 500 already sit on the consumer's queue
+            forward(reader, parts)
+        produce_features(kafka_bootstrap, topics["features"], records[500:])
+        deadline = time.monotonic() + 30  # newer records wait in the reader while older ones remain
+        while service._reader.queued() == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert service._reader.queued() > 0
+        run_until(service, lambda: totals.get("records_scored") >= 1000, what="every record scored")
+    finally:
+        service.request_stop()
+        service._shutdown()
+    assert sum(through_reader) > 0
+    predictions = [orjson.loads(m.value()) for m in read_all(kafka_bootstrap, topics["predictions"], expect=1000)]
+    offsets = [int(p["source"].rsplit(":", 1)[1]) for p in predictions]
+    assert offsets == list(range(1000))  # each once, in the partition's order
