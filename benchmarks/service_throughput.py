@@ -51,7 +51,7 @@ import numpy as np
 import orjson
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from consumer import rdkafka, steps
+from consumer import batch_reader, rdkafka, steps
 from consumer import service as service_module
 from consumer.config import Settings, load_settings
 from consumer.demo.broker import CLIENT_SETTINGS, LABEL_LOOP_FETCH, Broker, create_topics
@@ -223,36 +223,61 @@ def null_pipe(bootstrap: str, source: str, sink: str, n: int, ready: threading.E
     with ``requests``, counts the requests of both clients over that time. It takes up to
     ``batch_size`` records at a time, as the service does: it waits for one, then takes what is there.
 
-    The consumer has the service's fetch settings; the outputs are produced one ``produce`` call
-    each, or, ``batched``, a consumed batch per call as the service produces its predictions
-    (:class:`consumer.rdkafka.BatchProducer`)."""
+    The consumer has the service's fetch settings. Per message, records come from
+    ``Consumer.consume`` and go out one ``produce`` call each; ``batched``, they are read as the
+    service reads its features (:mod:`consumer.batch_reader`) and a batch goes out per call as the
+    service produces its predictions (:class:`consumer.rdkafka.BatchProducer`)."""
     stats = requests.conf if requests else (lambda client: {})
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"null-{uuid.uuid4().hex[:6]}", **CLIENT_SETTINGS,
+    client_id = f"null-{uuid.uuid4().hex[:6]}"
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": client_id, "client.id": client_id, **CLIENT_SETTINGS,
                   **{k: CONSUMER_DEFAULTS[k] for k in ("fetch.queue.backoff.ms", "queued.min.messages")},
                   "enable.auto.commit": "false",
                   **stats("null pipe: consumer")})
-    c.subscribe([source], on_assign=lambda cons, parts: (cons.assign(parts), ready.set()))
+    reader = batch_reader.attach(c, client_id, source) if batched else None
+    if batched and reader is None:
+        raise RuntimeError("the batched null pipe needs librdkafka's handle (consumer/batch_reader.py)")
+
+    def assigned(cons: Consumer, parts: list[TopicPartition]) -> None:
+        cons.assign(parts)
+        if reader:
+            reader.forward(parts)
+        ready.set()
+
+    c.subscribe([source], on_assign=assigned)
     conf = {"bootstrap.servers": bootstrap, "linger.ms": 5, "queue.buffering.max.messages": 2_000_000,
             **stats("null pipe: producer")}
     if batched:
         on_stats = conf.pop("stats_cb", None)  # a Python callback goes beside the properties
         p = rdkafka.BatchProducer(rdkafka.load(), conf, _lost, _lost, on_stats)
+        reader.warm_up()
     else:
         p = Producer(conf)
     meter = CpuMeter(broker_pid, threading.get_native_id()) if broker_pid else None
     done, started = 0, None
     while done < n:
-        first = c.poll(0.1)  # as the service: wait for a record, then take what is already there
-        got = [] if first is None else [msg for msg in (first, *c.consume(batch_size - 1, 0)) if msg.error() is None]
-        if got:
+        if reader:
+            stray = c.poll(0)  # the group's events; a record fetched before its partition was forwarded
+            got = [] if stray is None or stray.error() else [stray]
+            batch = reader.read(batch_size, 0.1)
+            count = len(got) + (len(batch) if batch else 0)
+        else:
+            first = c.poll(0.1)  # as the service: wait for a record, then take what is already there
+            got = [] if first is None else [m for m in (first, *c.consume(batch_size - 1, 0)) if m.error() is None]
+            batch, count = None, len(got)
+        if count:
             if started is None:
                 started = meter.read() if meter else 0.0
                 if requests:
                     requests.begin()
-            done += len(got)
-        if batched and got:
-            keys, values = pack([m.key() for m in got]), pack([m.value() for m in got])
-            p.produce_batch(sink, keys.data, keys.starts, keys.ends, values.data, values.starts, values.ends)
+            done += count
+        if reader:
+            if got:
+                keys, values = pack([m.key() for m in got]), pack([m.value() for m in got])
+                p.produce_batch(sink, keys.data, keys.starts, keys.ends, values.data, values.starts, values.ends)
+            if batch:
+                kb, vb = batch.key_bounds, batch.bounds
+                p.produce_batch(sink, batch.keys, kb[:-1], kb[1:], batch.blob, vb[:-1], vb[1:])
+                batch.release()
         else:
             for msg in got:
                 p.produce(sink, key=msg.key(), value=msg.value())
@@ -261,6 +286,8 @@ def null_pipe(bootstrap: str, source: str, sink: str, n: int, ready: threading.E
     spent = meter.read() - started if meter else None
     if requests:
         requests.finish(c, p)  # the source is drained: polling serves the statistics only
+    if reader:
+        reader.close()
     c.close()
     if batched:
         p.close()

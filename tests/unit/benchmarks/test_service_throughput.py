@@ -91,6 +91,26 @@ def test_one_repetition_drains_the_backlog_with_each_pipe_and_the_restored_servi
     assert {"service: features", "service: predictions"} <= set(run.requests[2])
 
 
+@pytest.mark.parametrize("batched", [False, True])
+def test_each_null_pipe_copies_every_record_key_and_value_unchanged(batched):
+    import threading
+
+    from benchmarks.service_throughput import feed, make_records, null_pipe, stream
+    from consumer.demo.broker import Broker, create_topics
+    from tests.kafka_helpers import read_all
+
+    values, _ = make_records(stream(3_000))
+    with Broker() as broker:
+        create_topics(broker.bootstrap, ["src", "dst"])
+        feed(broker.bootstrap, "src", values)
+        ready = threading.Event()
+        null_pipe(broker.bootstrap, "src", "dst", len(values), ready, batched=batched, batch_size=500)
+        copied = read_all(broker.bootstrap, "dst", expect=len(values))
+        source = read_all(broker.bootstrap, "src", expect=len(values))
+    assert ready.is_set() and len(copied) == len(values)
+    assert sorted((m.key(), m.value()) for m in copied) == sorted((m.key(), m.value()) for m in source)
+
+
 def test_a_backlog_too_short_to_time_is_refused_naming_the_flag():
     import subprocess
     import sys
