@@ -139,6 +139,18 @@ class Settings(BaseSettings):
     def _dotted(cls, props: dict[str, str]) -> dict[str, str]:
         return {key.replace("_", ".").lower(): value for key, value in props.items()}
 
+    @field_validator("kafka", "kafka_consumer", "kafka_labels_consumer", mode="after")
+    @classmethod
+    def _consumer_guarantees(cls, props: dict[str, str]) -> dict[str, str]:
+        """Refuse the consumer properties that would break the loop's guarantees."""
+        if str(props.get("enable.auto.commit", "false")).lower() == "true":
+            raise ValueError("enable.auto.commit must stay false: offsets are committed only after the "
+                             "checkpoint that holds them is durable")
+        if "cooperative" in str(props.get("partition.assignment.strategy", "")).lower():
+            raise ValueError("cooperative rebalancing is not supported: a revocation drops every batch in hand and "
+                             "the loop assigns with assign(); use range or roundrobin")
+        return props
+
     @field_validator("learner_params", mode="after")
     @classmethod
     def _json_values(cls, params: dict[str, Any]) -> dict[str, Any]:

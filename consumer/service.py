@@ -221,6 +221,7 @@ class Service:
         # the next batch, consumed while this one is decided; its compiled scan runs meanwhile in a
         # thread of its own (the scan releases the GIL), off the loop's critical path
         self._ahead: _Read | None = None
+        self._revocations = 0  # of the features' partitions: a batch read before one is no longer ours
         self._reader: BatchReader | None = None  # the features, read as columns (batch_reader)
         self._scanner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="activestream-scan")
         self._paused = False
@@ -331,6 +332,7 @@ class Service:
                 # _on_assign has sought back to the offsets of what it did emit
                 self._batch = None
                 self._drop_ahead()
+                self._revocations += 1
             try:
                 self.checkpoint()
             except CheckpointError as exc:
@@ -386,9 +388,13 @@ class Service:
         if self._batch is None:
             read, self._ahead = self._ahead or self._read(self._take_features(s.poll_timeout_s), scan=False), None
             if read is not None:
+                revocations = self._revocations
                 self._ahead = self._read(self._take_features(0), scan=True)
                 try:
-                    self._batch = self._decide(*read)
+                    # reading ahead serves the group's events: a revocation there takes `read` with it
+                    # (its offsets are past the checkpoint the revocation committed)
+                    if self._revocations == revocations:
+                        self._batch = self._decide(*read)
                 finally:
                     _release(read)
         if self._batch is not None:

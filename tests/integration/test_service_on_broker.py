@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 
 import numpy as np
 import orjson
@@ -252,3 +253,39 @@ def test_metrics_and_probes_are_served_over_http(kafka_bootstrap, tmp_path):
     finally:
         service.request_stop()
         service._shutdown()
+
+
+def test_a_second_replica_takes_partitions_over_mid_stream_and_every_record_is_predicted_once(
+        kafka_bootstrap, tmp_path):
+    topics = unique_topics(kafka_bootstrap, partitions=2)
+    records, truth = stream(2000)
+    produce_features(kafka_bootstrap, topics["features"], records)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    first, second = (Service(settings_for(kafka_bootstrap, topics, tmp_path / name, batch_size=100, group_id=group),
+                             serve_http=False) for name in ("a", "b"))
+    first.start()
+    assert first._reader is not None  # the features are read as columns, the path under test
+    run_until(first, lambda: first.totals.get("records_scored") >= 500, what="500 scored by the first replica")
+    second.start()
+
+    def both(condition, what: str) -> None:  # one thread turns both loops, as two processes would
+        deadline = time.monotonic() + 60
+        while not condition():
+            assert time.monotonic() < deadline, what
+            first.run_once()
+            second.run_once()
+
+    try:
+        both(lambda: len(second._features.assignment()) == 1 and len(first._features.assignment()) == 1,
+             "a partition each")
+        both(lambda: first.totals.get("records_scored") + second.totals.get("records_scored") >= 2000,
+             "every record scored")
+    finally:
+        for service in (first, second):
+            service.request_stop()
+            service._shutdown()
+    assert second.totals.get("records_scored") > 0
+    predictions = [orjson.loads(m.value()) for m in read_all(kafka_bootstrap, topics["predictions"])]
+    sources = sorted(p["source"] for p in predictions)
+    assert len(sources) == len(set(sources)) == 2000  # each record once, across the handover
+    assert sorted(p["id"] for p in predictions) == sorted(truth)

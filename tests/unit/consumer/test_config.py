@@ -59,6 +59,23 @@ def test_a_bad_value_names_its_variable(monkeypatch, name, value):
         load_settings()
 
 
+@pytest.mark.parametrize("variable", ["ACTIVESTREAM_KAFKA", "ACTIVESTREAM_KAFKA_CONSUMER",
+                                      "ACTIVESTREAM_KAFKA_LABELS_CONSUMER"])
+@pytest.mark.parametrize(("props", "why"), [
+    ('{"enable.auto.commit": "true"}', "enable.auto.commit must stay false"),
+    ('{"partition.assignment.strategy": "cooperative-sticky"}', "cooperative rebalancing is not supported"),
+])
+def test_consumer_properties_that_would_break_the_guarantees_are_refused(monkeypatch, variable, props, why):
+    monkeypatch.setenv(variable, props)
+    with pytest.raises(ConfigError, match=f"{variable}: .*{why}"):
+        load_settings()
+
+
+def test_an_eager_assignment_strategy_passes_through(monkeypatch):
+    monkeypatch.setenv("ACTIVESTREAM_KAFKA_CONSUMER", '{"partition.assignment.strategy": "roundrobin"}')
+    assert load_settings().kafka_consumer == {"partition.assignment.strategy": "roundrobin"}
+
+
 def test_unknown_variable_is_refused(monkeypatch):
     monkeypatch.setenv("ACTIVESTREAM_LABELS__TTL", "10")
     with pytest.raises(ConfigError, match="ACTIVESTREAM_LABELS__TTL"):

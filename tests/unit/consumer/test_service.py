@@ -498,6 +498,30 @@ def test_a_revocation_drops_only_the_revoked_consumers_records_and_loses_none(tm
     assert sorted(p["id"] for p in h.out("predictions")) == sorted(f"r{i}" for i in range(12))
 
 
+def test_a_revocation_while_reading_ahead_takes_the_batch_in_hand_with_it(tmp_path):
+    h = Harness(tmp_path, batch_size=4)
+    h.service.start()
+    feed(h, 12)
+    h.service.run_once()  # r0-r3 emitted; r4-r7 read ahead
+    consumer = h.service._features
+    poll = consumer.poll
+
+    def revoked_here(timeout: float = -1):  # the group's rebalance, served by the next read ahead
+        consumer.poll = poll
+        h.service._on_revoke(consumer, consumer.assignment())
+        consumer.assign([])
+        return None
+
+    consumer.poll = revoked_here
+    for _ in range(3):
+        h.service.run_once()
+        h.service.emitter.serve()
+    # r4-r7 were read before the revocation: the new owner starts from the committed offset 4
+    assert [p["id"] for p in h.out("predictions")] == [f"r{i}" for i in range(4)]
+    assert h.broker.committed[(h.settings.group_id, "features", 0)] == 4
+    assert h.service.offsets.next[("features", 0)] == 4
+
+
 def test_a_retriable_delivery_error_is_resent(harness):
     h = harness
     h.service.start()
