@@ -255,37 +255,67 @@ def test_metrics_and_probes_are_served_over_http(kafka_bootstrap, tmp_path):
         service._shutdown()
 
 
-def test_a_second_replica_takes_partitions_over_mid_stream_and_every_record_is_predicted_once(
-        kafka_bootstrap, tmp_path):
-    topics = unique_topics(kafka_bootstrap, partitions=2)
-    records, truth = stream(2000)
-    produce_features(kafka_bootstrap, topics["features"], records)
+def turn(services: list[Service], condition, what: str, timeout_s: float = 60) -> None:
+    """Turn every service's loop in one thread, as separate processes would, until ``condition()``."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, what
+        for service in services:
+            service.run_once()
+
+
+def two_replicas(bootstrap: str, tmp_path, n: int) -> tuple[dict, dict, Service, Service]:
+    """n records on a two-partition features topic; a replica that has scored 500 of them, and a
+    second one of the same group that has joined: a partition each."""
+    topics = unique_topics(bootstrap, partitions=2)
+    records, truth = stream(n)
+    produce_features(bootstrap, topics["features"], records)
     group = f"g-{uuid.uuid4().hex[:8]}"
-    first, second = (Service(settings_for(kafka_bootstrap, topics, tmp_path / name, batch_size=100, group_id=group),
+    first, second = (Service(settings_for(bootstrap, topics, tmp_path / name, batch_size=100, group_id=group),
                              serve_http=False) for name in ("a", "b"))
     first.start()
     assert first._reader is not None  # the features are read as columns, the path under test
     run_until(first, lambda: first.totals.get("records_scored") >= 500, what="500 scored by the first replica")
     second.start()
+    turn([first, second], lambda: len(second._features.assignment()) == 1 == len(first._features.assignment()),
+         "a partition each")
+    return topics, truth, first, second
 
-    def both(condition, what: str) -> None:  # one thread turns both loops, as two processes would
-        deadline = time.monotonic() + 60
-        while not condition():
-            assert time.monotonic() < deadline, what
-            first.run_once()
-            second.run_once()
 
+def scored(*services: Service) -> float:
+    return sum(service.totals.get("records_scored") for service in services)
+
+
+def assert_each_record_predicted_once(bootstrap: str, topics: dict, truth: dict) -> None:
+    predictions = [orjson.loads(m.value()) for m in read_all(bootstrap, topics["predictions"])]
+    sources = [p["source"] for p in predictions]
+    assert len(sources) == len(set(sources)) == len(truth)  # each record once, across the handovers
+    assert sorted(p["id"] for p in predictions) == sorted(truth)
+
+
+def test_a_second_replica_takes_partitions_over_mid_stream_and_every_record_is_predicted_once(
+        kafka_bootstrap, tmp_path):
+    topics, truth, first, second = two_replicas(kafka_bootstrap, tmp_path, 2000)
     try:
-        both(lambda: len(second._features.assignment()) == 1 and len(first._features.assignment()) == 1,
-             "a partition each")
-        both(lambda: first.totals.get("records_scored") + second.totals.get("records_scored") >= 2000,
-             "every record scored")
+        turn([first, second], lambda: scored(first, second) >= 2000, "every record scored")
     finally:
         for service in (first, second):
             service.request_stop()
             service._shutdown()
     assert second.totals.get("records_scored") > 0
-    predictions = [orjson.loads(m.value()) for m in read_all(kafka_bootstrap, topics["predictions"])]
-    sources = sorted(p["source"] for p in predictions)
-    assert len(sources) == len(set(sources)) == 2000  # each record once, across the handover
-    assert sorted(p["id"] for p in predictions) == sorted(truth)
+    assert_each_record_predicted_once(kafka_bootstrap, topics, truth)
+
+
+def test_a_replica_that_stops_mid_stream_hands_its_partition_over_and_every_record_is_predicted_once(
+        kafka_bootstrap, tmp_path):
+    topics, truth, first, second = two_replicas(kafka_bootstrap, tmp_path, 3000)
+    try:
+        turn([first, second], lambda: scored(first, second) >= 1500, "half scored by both")
+        first.request_stop()
+        first._shutdown()  # as on SIGTERM: final checkpoint, offsets committed, the group left
+        turn([second], lambda: len(second._features.assignment()) == 2, "both partitions with the second")
+        turn([second], lambda: scored(first, second) >= 3000, "every record scored")
+    finally:
+        second.request_stop()
+        second._shutdown()
+    assert_each_record_predicted_once(kafka_bootstrap, topics, truth)
