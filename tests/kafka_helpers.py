@@ -70,16 +70,29 @@ def read_all(bootstrap: str, topic: str, expect: int | None = None, timeout_s: f
         c.close()
 
 
-def run_until(service, condition: Callable[[], bool], timeout_s: float = 60.0, what: str = "") -> int:
-    """Turn the service loop until ``condition()`` holds; returns the iterations it took."""
+def run_until(services, condition: Callable[[], bool], timeout_s: float = 60.0, what: str = "") -> int:
+    """Turn the service loop, or each of a list of services' loops in one thread as separate
+    processes would, until ``condition()`` holds; returns the turns it took."""
+    group = services if isinstance(services, list) else [services]
     deadline = time.monotonic() + timeout_s
     turns = 0
     while not condition():
         if time.monotonic() > deadline:
             raise TimeoutError(f"condition not met after {timeout_s} s: {what}")
-        service.run_once()
+        for service in group:
+            service.run_once()
         turns += 1
     return turns
+
+
+def wait_for(condition, timeout_s: float, message: str, state=lambda: "") -> None:
+    """Wait until ``condition()`` holds, for what runs on its own clock (a broker, librdkafka's
+    threads, another process): there is nothing to wait on but the condition itself."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{message} {state()}")
+        time.sleep(0.2)
 
 
 class Annotator:

@@ -35,6 +35,7 @@ from consumer.demo.feed import Feeder, drifting_stream
 from consumer.service import Service
 from tests.deploy.conftest import DEPLOY, alert_rules
 from tests.deploy.promql import signals
+from tests.kafka_helpers import wait_for
 from tests.unit.consumer.conftest import Harness
 
 # The feed outlasts the labelling (the budget is spent within seconds) so that every panel is read
@@ -129,14 +130,6 @@ class PrometheusServer:
         self._proc.terminate()
         self._proc.wait(15)
         self._log.close()
-
-
-def wait_for(condition, timeout_s: float, message: str, state=lambda: "") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{message} {state()}")
-        time.sleep(0.2)  # polling processes that run on their own clock: nothing to wait on
 
 
 class Scenario:

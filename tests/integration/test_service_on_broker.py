@@ -255,15 +255,6 @@ def test_metrics_and_probes_are_served_over_http(kafka_bootstrap, tmp_path):
         service._shutdown()
 
 
-def turn(services: list[Service], condition, what: str, timeout_s: float = 60) -> None:
-    """Turn every service's loop in one thread, as separate processes would, until ``condition()``."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, what
-        for service in services:
-            service.run_once()
-
-
 def two_replicas(bootstrap: str, tmp_path, n: int) -> tuple[dict, dict, Service, Service]:
     """n records on a two-partition features topic; a replica that has scored 500 of them, and a
     second one of the same group that has joined: a partition each."""
@@ -277,8 +268,8 @@ def two_replicas(bootstrap: str, tmp_path, n: int) -> tuple[dict, dict, Service,
     assert first._reader is not None  # the features are read as columns, the path under test
     run_until(first, lambda: first.totals.get("records_scored") >= 500, what="500 scored by the first replica")
     second.start()
-    turn([first, second], lambda: len(second._features.assignment()) == 1 == len(first._features.assignment()),
-         "a partition each")
+    run_until([first, second], lambda: len(second._features.assignment()) == 1 == len(first._features.assignment()),
+              what="a partition each")
     return topics, truth, first, second
 
 
@@ -297,7 +288,7 @@ def test_a_second_replica_takes_partitions_over_mid_stream_and_every_record_is_p
         kafka_bootstrap, tmp_path):
     topics, truth, first, second = two_replicas(kafka_bootstrap, tmp_path, 2000)
     try:
-        turn([first, second], lambda: scored(first, second) >= 2000, "every record scored")
+        run_until([first, second], lambda: scored(first, second) >= 2000, what="every record scored")
     finally:
         for service in (first, second):
             service.request_stop()
@@ -310,11 +301,11 @@ def test_a_replica_that_stops_mid_stream_hands_its_partition_over_and_every_reco
         kafka_bootstrap, tmp_path):
     topics, truth, first, second = two_replicas(kafka_bootstrap, tmp_path, 3000)
     try:
-        turn([first, second], lambda: scored(first, second) >= 1500, "half scored by both")
+        run_until([first, second], lambda: scored(first, second) >= 1500, what="half scored by both")
         first.request_stop()
         first._shutdown()  # as on SIGTERM: final checkpoint, offsets committed, the group left
-        turn([second], lambda: len(second._features.assignment()) == 2, "both partitions with the second")
-        turn([second], lambda: scored(first, second) >= 3000, "every record scored")
+        run_until(second, lambda: len(second._features.assignment()) == 2, what="both partitions with the second")
+        run_until(second, lambda: scored(first, second) >= 3000, what="every record scored")
     finally:
         second.request_stop()
         second._shutdown()

@@ -135,7 +135,15 @@ def test_a_read_returns_what_is_there_without_waiting_for_a_full_batch(kafka_boo
 def test_records_fetched_before_the_forward_are_scored_first_through_the_consumer_each_once(
         kafka_bootstrap, tmp_path, monkeypatch):
     from consumer.service import Service
-    from tests.kafka_helpers import produce_features, read_all, run_until, settings_for, stream, unique_topics
+    from tests.kafka_helpers import (
+        produce_features,
+        read_all,
+        run_until,
+        settings_for,
+        stream,
+        unique_topics,
+        wait_for,
+    )
 
     topics = unique_topics(kafka_bootstrap)
     records, _ = stream(1000)
@@ -160,10 +168,8 @@ def test_records_fetched_before_the_forward_are_scored_first_through_the_consume
         for reader, parts in deferred:  # the rest of the 500 already sit on the consumer's queue
             forward(reader, parts)
         produce_features(kafka_bootstrap, topics["features"], records[500:])
-        deadline = time.monotonic() + 30  # newer records wait in the reader while older ones remain
-        while service._reader.queued() == 0 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert service._reader.queued() > 0
+        # newer records wait in the reader while older ones remain on the consumer's queue
+        wait_for(lambda: service._reader.queued() > 0, 30, "nothing fetched for the reader")
         run_until(service, lambda: totals.get("records_scored") >= 1000, what="every record scored")
     finally:
         service.request_stop()
