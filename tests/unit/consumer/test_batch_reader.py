@@ -135,19 +135,11 @@ def test_a_read_returns_what_is_there_without_waiting_for_a_full_batch(kafka_boo
 def test_records_fetched_before_the_forward_are_scored_first_through_the_consumer_each_once(
         kafka_bootstrap, tmp_path, monkeypatch):
     from consumer.service import Service
-    from tests.kafka_helpers import (
-        produce_features,
-        read_all,
-        run_until,
-        settings_for,
-        stream,
-        unique_topics,
-        wait_for,
-    )
+    from tests import kafka_helpers as kafka
 
-    topics = unique_topics(kafka_bootstrap)
-    records, _ = stream(1000)
-    produce_features(kafka_bootstrap, topics["features"], records[:500])
+    topics = kafka.unique_topics(kafka_bootstrap)
+    records, _ = kafka.stream(1000)
+    kafka.produce_features(kafka_bootstrap, topics["features"], records[:500])
     forward, deferred = batch_reader.BatchReader.forward, []
     monkeypatch.setattr(batch_reader.BatchReader, "forward", lambda reader, parts: deferred.append((reader, parts)))
     read, through_reader = batch_reader.BatchReader.read, []
@@ -158,23 +150,23 @@ def test_records_fetched_before_the_forward_are_scored_first_through_the_consume
         return batch
 
     monkeypatch.setattr(batch_reader.BatchReader, "read", counted)
-    service = Service(settings_for(kafka_bootstrap, topics, tmp_path, batch_size=100), serve_http=False)
+    service = Service(kafka.settings_for(kafka_bootstrap, topics, tmp_path, batch_size=100), serve_http=False)
     service.start()
     totals = service.totals
     try:
         assert service._reader is not None
-        run_until(service, lambda: totals.get("records_scored") >= 200 and deferred, what="200 scored unforwarded")
+        kafka.run_until(service, lambda: totals.get("records_scored") >= 200 and deferred, what="200 unforwarded")
         assert sum(through_reader) == 0
         for reader, parts in deferred:  # the rest of the 500 already sit on the consumer's queue
             forward(reader, parts)
-        produce_features(kafka_bootstrap, topics["features"], records[500:])
+        kafka.produce_features(kafka_bootstrap, topics["features"], records[500:])
         # newer records wait in the reader while older ones remain on the consumer's queue
-        wait_for(lambda: service._reader.queued() > 0, 30, "nothing fetched for the reader")
-        run_until(service, lambda: totals.get("records_scored") >= 1000, what="every record scored")
+        kafka.wait_for(lambda: service._reader.queued() > 0, 30, "nothing fetched for the reader")
+        kafka.run_until(service, lambda: totals.get("records_scored") >= 1000, what="every record scored")
     finally:
         service.request_stop()
         service._shutdown()
     assert sum(through_reader) > 0
-    predictions = [orjson.loads(m.value()) for m in read_all(kafka_bootstrap, topics["predictions"], expect=1000)]
+    predictions = [orjson.loads(m.value()) for m in kafka.read_all(kafka_bootstrap, topics["predictions"], expect=1000)]
     offsets = [int(p["source"].rsplit(":", 1)[1]) for p in predictions]
     assert offsets == list(range(1000))  # each once, in the partition's order
