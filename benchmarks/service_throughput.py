@@ -115,7 +115,7 @@ CPU_PARTS = ("the thread running the pipe or the loop", "the rest of its process
              "the broker", "the annotator", "the whole machine")
 
 
-def _cpu_s(stat: str) -> float:
+def cpu_s(stat: str) -> float:
     """User + system CPU seconds of a process or a thread, from its /proc stat file."""
     fields = Path(stat).read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -129,12 +129,12 @@ class CpuMeter:
         self.broker_pid, self.thread_id, self.annotator_pid = broker_pid, thread_id, annotator_pid
 
     def read(self) -> np.ndarray:
-        thread = _cpu_s(f"/proc/self/task/{self.thread_id}/stat")
+        thread = cpu_s(f"/proc/self/task/{self.thread_id}/stat")
         machine = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
         idle = (machine[3] + machine[4]) / os.sysconf("SC_CLK_TCK")
         busy = sum(machine) / os.sysconf("SC_CLK_TCK") - idle
-        return np.array([thread, _cpu_s("/proc/self/stat") - thread, _cpu_s(f"/proc/{self.broker_pid}/stat"),
-                         _cpu_s(f"/proc/{self.annotator_pid}/stat") if self.annotator_pid else 0.0, busy, idle])
+        return np.array([thread, cpu_s("/proc/self/stat") - thread, cpu_s(f"/proc/{self.broker_pid}/stat"),
+                         cpu_s(f"/proc/{self.annotator_pid}/stat") if self.annotator_pid else 0.0, busy, idle])
 
 
 STATS_MS = 100  # librdkafka's statistics interval for the clients of a drain
@@ -643,10 +643,10 @@ def _per_request(counted: BrokerRequests, kind: str, client: Any, work: Any, bro
     while not counted.samples:  # a first count before the window opens
         work()
     counted.begin()
-    cpu = _cpu_s(f"/proc/{broker_pid}/stat")
+    cpu = cpu_s(f"/proc/{broker_pid}/stat")
     while time.monotonic() - counted.window[0] < seconds:
         work()
-    cpu = _cpu_s(f"/proc/{broker_pid}/stat") - cpu
+    cpu = cpu_s(f"/proc/{broker_pid}/stat") - cpu
     counted.finish(client)
     requests = counted.per_second()[kind][REQUESTS.index(kind)] * (counted.window[1] - counted.window[0])
     return cpu / requests

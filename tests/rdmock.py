@@ -1,7 +1,7 @@
 """librdkafka's built-in mock Kafka cluster, driven through ctypes, for fault-injection tests.
 
 The confluent-kafka wheel bundles librdkafka with its ``rd_kafka_mock_*`` API; this wraps the few
-calls the tests need: create topics, take brokers down and up, inject request errors. The cluster
+calls the tests need: create topics, take brokers down and up, slow them down, inject request errors. The cluster
 listens on 127.0.0.1 (random ports) and any client reaches it through ``bootstraps``.
 """
 
@@ -45,6 +45,7 @@ def _library() -> ctypes.CDLL:
         "rd_kafka_mock_topic_create": (ctypes.c_int, [p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int]),
         "rd_kafka_mock_broker_set_down": (ctypes.c_int, [p, ctypes.c_int32]),
         "rd_kafka_mock_broker_set_up": (ctypes.c_int, [p, ctypes.c_int32]),
+        "rd_kafka_mock_broker_set_rtt": (ctypes.c_int, [p, ctypes.c_int32, ctypes.c_int]),
         "rd_kafka_mock_push_request_errors_array": (
             None, [p, ctypes.c_int16, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int)]),
         "rd_kafka_mock_partition_set_leader": (ctypes.c_int, [p, ctypes.c_char_p, ctypes.c_int32, ctypes.c_int32]),
@@ -63,6 +64,7 @@ class MockCluster:
     """An in-process mock cluster of ``brokers`` brokers (ids 1..n)."""
 
     def __init__(self, brokers: int = 3) -> None:
+        self.brokers = brokers
         errstr = ctypes.create_string_buffer(512)
         conf = _lib.rd_kafka_conf_new()
         _lib.rd_kafka_conf_set(conf, b"log_level", b"0", errstr, 512)
@@ -82,6 +84,11 @@ class MockCluster:
 
     def broker_up(self, broker: int) -> None:
         _lib.rd_kafka_mock_broker_set_up(self._mc, broker)
+
+    def set_rtt(self, ms: int) -> None:
+        """Every broker answers each request ``ms`` later."""
+        for broker in range(1, self.brokers + 1):
+            _lib.rd_kafka_mock_broker_set_rtt(self._mc, broker, ms)
 
     def set_leader(self, topic: str, partition: int, broker: int) -> None:
         _lib.rd_kafka_mock_partition_set_leader(self._mc, topic.encode(), partition, broker)

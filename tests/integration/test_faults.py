@@ -39,16 +39,28 @@ def test_produce_request_errors_are_retried_without_loss(cluster, tmp_path):
     topics = mock_topics(cluster)
     records, _ = stream(400)
     produce_features(cluster.bootstraps, topics["features"], records)
-    service = Service(settings_for(cluster.bootstraps, topics, tmp_path, kafka_producer={"retry.backoff.ms": "20"}),
-                      serve_http=False)
+    service = Service(settings_for(cluster.bootstraps, topics, tmp_path, batch_size=20,
+                                   kafka_producer={"retry.backoff.ms": "20", "linger.ms": "1"}), serve_http=False)
     service.start()
-    cluster.push_request_errors(ApiKey.Produce, KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.REQUEST_TIMED_OUT,
-                                KafkaError.NOT_ENOUGH_REPLICAS, KafkaError.LEADER_NOT_AVAILABLE)
+    cluster.set_rtt(30)  # time for the requests behind a failing one to be sent, were more than one allowed
+    errors = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.REQUEST_TIMED_OUT, KafkaError.NOT_ENOUGH_REPLICAS,
+              KafkaError.LEADER_NOT_AVAILABLE)
+    cluster.push_request_errors(ApiKey.Produce, *errors)
+    run_until(service, lambda: service.totals.get("records_scored") >= 200, what="scored")
+    cluster.push_request_errors(ApiKey.Produce, *errors)
     run_until(service, lambda: service.totals.get("records_scored") >= 400, what="scored")
     service.checkpoint()
     service.request_stop()
     service._shutdown()
-    assert sorted(predictions(cluster.bootstraps, topics, 400)) == sorted(rid for rid, _ in records)
+    outputs = read_all(cluster.bootstraps, topics["predictions"], expect=400)
+    assert sorted(orjson.loads(m.value())["id"] for m in outputs) == sorted(rid for rid, _ in records)
+    # the retried requests kept their place: in each output partition, the records of each source
+    # partition follow their offsets (each once)
+    sources: dict[tuple[int, str], list[int]] = {}
+    for m in outputs:
+        _, partition, offset = orjson.loads(m.value())["source"].rsplit(":", 2)
+        sources.setdefault((m.partition(), partition), []).append(int(offset))
+    assert all(offsets == sorted(set(offsets)) for offsets in sources.values()), sources
 
 
 def test_a_broker_outage_delays_but_loses_nothing(cluster, tmp_path):
