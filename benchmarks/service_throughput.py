@@ -355,24 +355,47 @@ def tailing(bootstrap: str, topic: str, n: int, timeout_s: float = 120
 
 def annotate(bootstrap: str, topics: dict, truth: dict, stop, requests: Any = None) -> None:
     """Answer every label request at once, until ``stop`` is set (runs in its own process). It
-    shares the machine with the service, so it is kept light: the id is the request's Kafka key, the
-    answers are written before the first request, and a request's value is never copied out (a
-    tombstone, a retracted request, has length 0). With ``requests`` (a queue), its clients' request
-    counts go there (see :class:`BrokerRequests`)."""
+    shares the machine with the service, so it is kept light: it reads the requests as the service
+    reads its features, as columns (:mod:`consumer.batch_reader`), takes the id from the request's
+    Kafka key, looks up an answer written before the first request, and hands each batch of
+    answers to librdkafka in one call (:class:`consumer.rdkafka.BatchProducer`); a request's value is
+    never copied into Python (a tombstone, a retracted request, has length 0). With ``requests`` (a
+    queue), its clients' request counts go there (see :class:`BrokerRequests`)."""
     stats = BrokerRequests(requests).conf if requests is not None else (lambda client: {})
     answers = {rid.encode(): orjson.dumps({"id": rid, "label": label}) for rid, label in truth.items()}
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"ann-{uuid.uuid4().hex[:6]}", **CLIENT_SETTINGS,
+    client_id = f"ann-{uuid.uuid4().hex[:6]}"
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": client_id, "client.id": client_id, **CLIENT_SETTINGS,
                   **LABEL_LOOP_FETCH, **stats("annotator: consumer")})
-    c.subscribe([topics["label_requests"]])
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2, **stats("annotator: producer")})
+    reader = batch_reader.attach(c, client_id, topics["label_requests"])
+    if reader is None:
+        raise RuntimeError("the annotator needs librdkafka's handle (consumer/batch_reader.py)")
+
+    def assigned(cons: Consumer, parts: list[TopicPartition]) -> None:
+        cons.assign(parts)
+        reader.forward(parts)
+
+    c.subscribe([topics["label_requests"]], on_assign=assigned)
+    conf = {"bootstrap.servers": bootstrap, "linger.ms": 2, **stats("annotator: producer")}
+    on_stats = conf.pop("stats_cb", None)  # a Python callback goes beside the properties
+    p = rdkafka.BatchProducer(rdkafka.load(), conf, _lost, _lost, on_stats)
+    reader.warm_up()
     while not stop.is_set():
-        for msg in c.consume(1000, 0.1):
-            if msg.error() is None and len(msg):
-                key = msg.key()
-                p.produce(topics["labels"], key=key, value=answers[key])
+        stray = c.poll(0)  # the group's events; a request fetched before its partition was forwarded
+        keys = [stray.key()] if stray is not None and stray.error() is None and len(stray) else []
+        batch = reader.read(10_000, 0.1)
+        if batch is not None:
+            asked = np.flatnonzero(np.diff(batch.bounds) > 0).tolist()
+            kb, blob = batch.key_bounds.tolist(), batch.keys
+            keys += [blob[kb[k]:kb[k + 1]] for k in asked]
+            batch.release()
+        if keys:
+            ids, labels = pack(keys), pack([answers[key] for key in keys])
+            p.produce_batch(topics["labels"], ids.data, ids.starts, ids.ends, labels.data, labels.starts, labels.ends)
         p.poll(0)
     p.flush(10)
+    reader.close()
     c.close()
+    p.close()
 
 
 @contextlib.contextmanager

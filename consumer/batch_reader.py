@@ -1,4 +1,4 @@
-"""Feature records read a batch at a time from librdkafka, without a Python object per message.
+"""Records (features, labels) read a batch at a time from librdkafka, without a Python object per message.
 
 confluent-kafka's ``Consumer.consume`` makes a ``Message`` per record (its value, key and topic
 copied into new Python objects), and the loop then calls ``value()``, ``partition()``,
@@ -140,7 +140,7 @@ def _kernels(lib: ctypes.CDLL) -> tuple[Any, Any]:
 
 
 class BatchReader:
-    """Reads the feature records of ``consumer``'s assigned partitions a batch at a time. Make it
+    """Reads the records of ``consumer``'s assigned partitions a batch at a time. Make it
     with :func:`attach`; call :meth:`forward` with the partitions of each assignment, right after
     ``assign``; :meth:`close` before the consumer closes."""
 
@@ -190,7 +190,7 @@ class BatchReader:
             values, bounds = columns[0], columns[1]
             for k in bad.tolist():  # an error message's payload is its text
                 text = values[bounds[k]:bounds[k + 1]].tobytes()
-                log.warning("features consumer: %s (%s)", text.decode(errors="replace"), int(errors[k]))
+                log.warning("consumer of %s: %s (%s)", self.topic, text.decode(errors="replace"), int(errors[k]))
             self._destroy(ptrs[bad])
             good = np.flatnonzero(errors == 0)
             if good.size == 0:
@@ -332,12 +332,12 @@ def attach(consumer: Any, client_id: str, topic: str) -> BatchReader | None:
             fn = getattr(lib, name)
             fn.restype, fn.argtypes = restype, argtypes
     except AttributeError as exc:
-        log.info("librdkafka lacks %s: features are read through Consumer.consume", exc)
+        log.info("librdkafka lacks %s: %s is read through Consumer.consume", exc, topic)
         return None
     rk = ctypes.c_void_p.from_address(id(consumer) + object.__basicsize__).value  # Handle.rk, after PyObject_HEAD
     name = lib.rd_kafka_name(rk) if rk else None
     if not name or not name.decode(errors="replace").startswith(f"{client_id}#consumer-") \
             or lib.rd_kafka_type(rk) != _CONSUMER:
-        log.info("the consumer's librdkafka handle was not found: features are read through Consumer.consume")
+        log.info("the consumer's librdkafka handle was not found: %s is read through Consumer.consume", topic)
         return None
     return BatchReader(lib, rk, topic)

@@ -624,12 +624,12 @@ def scan_labels(buf, bounds, status, id_lo, id_hi, kind, label_lo, label_hi, num
             status[k] = OK
 
 
-def scan_label_batch(values: list[bytes | None]):
+def scan_label_batch(values: list[bytes | None], joined: tuple[bytes, np.ndarray] | None = None):
     """Run :func:`scan_labels` over a batch. Returns (blob, status, id_lo, id_hi, kind, label_lo,
     label_hi, number, cost, has_cost, ts, has_ts) with every number exact; the spans are offsets in
-    the blob."""
+    the blob. ``joined``: the values already end to end, with their bounds."""
     n = len(values)
-    blob, bounds = _joined(values)
+    blob, bounds = joined or _joined(values)
     status, kind = np.empty(n, dtype=np.int8), np.empty(n, dtype=np.int8)
     id_lo, id_hi = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
     label_lo, label_hi = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)

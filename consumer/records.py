@@ -436,10 +436,11 @@ def decode_label(value: bytes | None, classes: Mapping[Any, int], default_ts: fl
 
 
 def decode_label_batch(values: Sequence[bytes | None], classes: Mapping[Any, int], default_ts: DefaultTimes,
+                       joined: tuple[bytes, np.ndarray] | None = None,
                        ) -> tuple[list[Label], list[int], list[tuple[int, InvalidRecord]]]:
     """Decode many label records at once, in input order: (labels, the position of each in
     ``values``, [(position, why)] of the unusable ones). ``default_ts(ks)`` are the times of
-    records ``ks``, which have no "ts".
+    records ``ks``, which have no "ts"; ``joined``: the values already end to end, with their bounds.
 
     The common shapes are read by the compiled scanner of :mod:`consumer.fastjson`; a record it
     leaves aside, or whose label is not one of ``classes`` or whose cost is negative, is read again
@@ -447,8 +448,9 @@ def decode_label_batch(values: Sequence[bytes | None], classes: Mapping[Any, int
     """
     from consumer.fastjson import LABEL_INTEGER, LABEL_TEXT, gather_lines, scan_label_batch
 
-    values = list(values)
-    blob, status, id_lo, id_hi, kind, label_lo, label_hi, number, cost, has_cost, ts, has_ts = scan_label_batch(values)
+    values = values if isinstance(values, Sequence) else list(values)
+    blob, status, id_lo, id_hi, kind, label_lo, label_hi, number, cost, has_cost, ts, has_ts = scan_label_batch(
+        values, joined)
     fast = np.flatnonzero((status == 0) & ~(has_cost & (cost < 0)))
     ids = gather_lines(blob, id_lo[fast], id_hi[fast]).decode().split("\n") if fast.size else []
     kinds = kind[fast]

@@ -223,6 +223,7 @@ class Service:
         self._ahead: _Read | None = None
         self._revocations = 0  # of the features' partitions: a batch read before one is no longer ours
         self._reader: BatchReader | None = None  # the features, read as columns (batch_reader)
+        self._label_reader: BatchReader | None = None  # the labels, likewise
         self._scanner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="activestream-scan")
         self._paused = False
         self._started = False
@@ -283,6 +284,8 @@ class Service:
         self._reader = batch_reader.attach(self._features, consumer_config(s, "features").get("client.id", ""),
                                            s.topics.features)
         self._labels = self._clients.consumer("labels")
+        self._label_reader = batch_reader.attach(self._labels, consumer_config(s, "labels").get("client.id", ""),
+                                                 s.topics.labels)
         self._features.subscribe([s.topics.features], on_assign=self._on_assign, on_revoke=self._on_revoke)
         self._labels.subscribe([s.topics.labels], on_assign=self._on_assign, on_revoke=self._on_revoke)
         self._recover_decisions()
@@ -303,8 +306,9 @@ class Service:
         encode_predictions(["warm-up"], [0], [0.0], [1.0], [False], [0.0], 0, 0.0, "t", [0], [0])
         self.learner.learn_many(empty, np.array([], dtype=object), predicted=np.array([], dtype=np.int64))
         self.learner.load_state_dict(state)  # a warm-up leaves no trace, not even in the counters
-        if self._reader is not None:
-            self._reader.warm_up()
+        for reader in (self._reader, self._label_reader):
+            if reader is not None:
+                reader.warm_up()
 
     def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
@@ -312,8 +316,9 @@ class Service:
             if known is not None:
                 tp.offset = known
         consumer.assign(partitions)
-        if consumer is self._features and self._reader is not None:
-            self._reader.forward(partitions)
+        reader = self._reader if consumer is self._features else self._label_reader
+        if reader is not None:
+            reader.forward(partitions)
         if consumer is self._features and self._paused and self._batch is None:
             consumer.resume(partitions)  # the batch that paused it went with the revocation
             self._paused = False
@@ -362,9 +367,11 @@ class Service:
             if final_checkpoint and started:
                 self.checkpoint()
         finally:
-            if self._reader is not None:  # its messages and queue go before the consumer
-                self._reader.close()
-                self._reader = None
+            for name in ("_reader", "_label_reader"):  # their messages and queues go before the consumers
+                reader = getattr(self, name)
+                if reader is not None:
+                    reader.close()
+                    setattr(self, name, None)
             for name in ("_features", "_labels"):
                 client = getattr(self, name, None)
                 if client is not None:
@@ -384,7 +391,16 @@ class Service:
     def run_once(self) -> None:
         s = self.settings
         self.emitter.serve()
+        # the consumer first: the group's events, and labels fetched before their partitions were
+        # forwarded to the reader (older than any the reader holds)
         self._take_labels(self._labels.consume(s.batch_size, 0))
+        if self._label_reader is not None:
+            labels = self._label_reader.read(s.batch_size, 0)
+            if labels is not None:
+                try:
+                    self._take_labels(labels)
+                finally:
+                    labels.release()
         if self._batch is None:
             read, self._ahead = self._ahead or self._read(self._take_features(s.poll_timeout_s), scan=False), None
             if read is not None:
@@ -617,8 +633,8 @@ class Service:
         self._publish_gauges()
 
     # -- labels -------------------------------------------------------------------------------------
-    def _take_labels(self, messages: list[Any]) -> None:
-        good = _without_errors(messages, "labels")
+    def _take_labels(self, messages: Sequence[Any]) -> None:
+        good = messages if isinstance(messages, Fetched) else _without_errors(messages, "labels")
         if not good:
             return
         now = self.clock.now()
@@ -628,8 +644,11 @@ class Service:
             self.totals.add(f"dead_letters.{msg.topic()}.{err.reason}")
         self._apply_labels(decoded.records, now)
         # one topic (the subscription is a literal name): the last offset of each partition
-        for partition, offset in dict(zip([m.partition() for m in good], [m.offset() for m in good],
-                                          strict=True)).items():
+        if isinstance(good, Fetched):
+            partitions, offsets = good.partitions.tolist(), good.offsets.tolist()
+        else:
+            partitions, offsets = [m.partition() for m in good], [m.offset() for m in good]
+        for partition, offset in dict(zip(partitions, offsets, strict=True)).items():
             self.offsets.store(self.settings.topics.labels, partition, offset + 1)
         self._publish_gauges()
 

@@ -57,7 +57,7 @@ class Decoded:
     """One consumed batch: the usable records with their messages, and the rejected ones."""
 
     records: list = field(default_factory=list)  # Feature or Label
-    messages: list = field(default_factory=list)  # the message of each record
+    positions: list[int] = field(default_factory=list)  # where each record's message is in the batch
     rejected: list[tuple[Any, InvalidRecord]] = field(default_factory=list)
 
 
@@ -84,8 +84,12 @@ def _located(msgs: Sequence[Any], rejected: list[tuple[int, InvalidRecord]]) -> 
 
 def decode_labels(msgs: Sequence[Any], classes: Mapping[Any, int], now: float) -> Decoded:
     """Labels of a batch, in order; invalid ones are set aside with their reason."""
-    labels, positions, rejected = decode_label_batch([m.value() for m in msgs], classes, _times_of(msgs, now))
-    return Decoded(labels, [msgs[k] for k in positions], _located(msgs, rejected))
+    if isinstance(msgs, Fetched):  # the values are end to end already
+        values, joined = msgs.values, (msgs.blob, msgs.bounds)
+    else:
+        values, joined = [m.value() for m in msgs], None
+    labels, positions, rejected = decode_label_batch(values, classes, _times_of(msgs, now), joined)
+    return Decoded(labels, positions, _located(msgs, rejected))
 
 
 def dead_letter(msg: Any, err: InvalidRecord) -> tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]:

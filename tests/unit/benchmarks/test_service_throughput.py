@@ -141,3 +141,24 @@ def test_the_latency_reader_times_each_output_from_its_record_to_its_timestamp_a
     assert (stamped > 0.998).all() and (stamped < 5).all()  # Kafka timestamps are whole milliseconds
     # received only once the 50 ms linger, the produce request and a fetch are over
     assert (received > stamped).all() and np.median(received - stamped) >= 0.045
+
+
+def test_the_annotator_answers_each_request_with_its_ground_truth_and_skips_tombstones(kafka_bootstrap):
+    from confluent_kafka import Producer
+
+    from benchmarks.service_throughput import annotator_running, new_topics
+    from tests.kafka_helpers import read_all
+
+    topics = new_topics(kafka_bootstrap)
+    truth = {f"r{i}": i % 3 for i in range(3_000)}
+    with annotator_running(kafka_bootstrap, topics, truth):
+        p = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 5})
+        # a retracted request first: answered, it would take the place of the last answer read below
+        p.produce(topics["label_requests"], key=b"r7", value=b"")
+        for rid in truth:
+            p.produce(topics["label_requests"], key=rid.encode(), value=b'{"id": "%s"}' % rid.encode())
+        p.flush(10)
+        answers = read_all(kafka_bootstrap, topics["labels"], expect=len(truth))
+    got = {m.key().decode(): orjson.loads(m.value()) for m in answers}
+    assert len(answers) == len(truth)
+    assert got == {rid: {"id": rid, "label": label} for rid, label in truth.items()}

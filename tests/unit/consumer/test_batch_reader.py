@@ -146,7 +146,8 @@ def test_records_fetched_before_the_forward_are_scored_first_through_the_consume
 
     def counted(reader, most, timeout_s):
         batch = read(reader, most, timeout_s)
-        through_reader.append(len(batch) if batch else 0)
+        if reader.topic == topics["features"]:
+            through_reader.append(len(batch) if batch else 0)
         return batch
 
     monkeypatch.setattr(batch_reader.BatchReader, "read", counted)
@@ -170,3 +171,68 @@ def test_records_fetched_before_the_forward_are_scored_first_through_the_consume
     predictions = [orjson.loads(m.value()) for m in kafka.read_all(kafka_bootstrap, topics["predictions"], expect=1000)]
     offsets = [int(p["source"].rsplit(":", 1)[1]) for p in predictions]
     assert offsets == list(range(1000))  # each once, in the partition's order
+
+
+def test_labels_fetched_before_the_forward_are_applied_first_through_the_consumer_each_once(
+        kafka_bootstrap, tmp_path, monkeypatch):
+    from confluent_kafka import Producer
+
+    from consumer.service import Service
+    from tests import kafka_helpers as kafka
+
+    topics = kafka.unique_topics(kafka_bootstrap)
+    records, truth = kafka.stream(400)
+    forward, deferred = batch_reader.BatchReader.forward, []
+
+    def forward_features_only(reader, parts):
+        if reader.topic == topics["labels"]:
+            deferred.append((reader, parts))
+        else:
+            forward(reader, parts)
+
+    monkeypatch.setattr(batch_reader.BatchReader, "forward", forward_features_only)
+    read, through_reader = batch_reader.BatchReader.read, []
+
+    def counted(reader, most, timeout_s):
+        batch = read(reader, most, timeout_s)
+        if reader.topic == topics["labels"]:
+            through_reader.append(len(batch) if batch else 0)
+        return batch
+
+    monkeypatch.setattr(batch_reader.BatchReader, "read", counted)
+    # δ large: nearly every record asks for its label
+    service = Service(kafka.settings_for(kafka_bootstrap, topics, tmp_path, batch_size=100,
+                                         learner_params={"delta": 100.0}), serve_http=False)
+    service.start()
+    totals = service.totals
+    p = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 5})
+
+    def answer(ids):
+        for rid in ids:
+            p.produce(topics["labels"], key=rid.encode(), value=orjson.dumps({"id": rid, "label": truth[rid]}))
+        assert p.flush(10) == 0
+
+    try:
+        assert service._label_reader is not None
+        kafka.produce_features(kafka_bootstrap, topics["features"], records)
+        kafka.run_until(service, lambda: totals.get("records_scored") >= 400 and deferred, what="scored")
+        requested = [r["id"] for r in (orjson.loads(m.value()) for m in
+                                       kafka.read_all(kafka_bootstrap, topics["label_requests"],
+                                                      expect=int(totals.get("label_requests"))))]
+        half = len(requested) // 2
+        answer(requested[:half])
+        kafka.run_until(service, lambda: totals.get("labels.applied") >= 50, what="labels through the consumer")
+        assert sum(through_reader) == 0
+        for reader, parts in deferred:  # the rest of the first half already sit on the consumer's queue
+            forward(reader, parts)
+        answer(requested[half:])
+        kafka.wait_for(lambda: service._label_reader.queued() > 0, 30, "no label fetched for the reader")
+        kafka.run_until(service, lambda: totals.get("labels.applied") >= len(requested), what="every label applied")
+        service.checkpoint()
+    finally:
+        service.request_stop()
+        service._shutdown()
+    assert sum(through_reader) > 0
+    assert len(requested) > 300 and totals.get("labels.applied") == len(requested) == service.learner.labels_
+    assert totals.get("labels.duplicate") == totals.get("labels.unknown") == 0
+    assert service.offsets.next[(topics["labels"], 0)] == len(requested)  # every label's offset, in order
