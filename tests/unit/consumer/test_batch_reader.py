@@ -132,6 +132,36 @@ def test_a_read_returns_what_is_there_without_waiting_for_a_full_batch(kafka_boo
     c.close()
 
 
+class _HeldBack:
+    """The service's reader of ``topic`` with its partitions' forwarding held back until
+    :meth:`release`, and the records read through it counted (``through``)."""
+
+    def __init__(self, monkeypatch, topic: str) -> None:
+        self.deferred: list = []
+        self.through: list[int] = []
+        forward = self._forward = batch_reader.BatchReader.forward
+        read = batch_reader.BatchReader.read
+
+        def held(reader, parts):
+            if reader.topic == topic:
+                self.deferred.append((reader, parts))
+            else:
+                forward(reader, parts)
+
+        def counted(reader, most, timeout_s):
+            batch = read(reader, most, timeout_s)
+            if reader.topic == topic:
+                self.through.append(len(batch) if batch else 0)
+            return batch
+
+        monkeypatch.setattr(batch_reader.BatchReader, "forward", held)
+        monkeypatch.setattr(batch_reader.BatchReader, "read", counted)
+
+    def release(self) -> None:
+        for reader, parts in self.deferred:
+            self._forward(reader, parts)
+
+
 def test_records_fetched_before_the_forward_are_scored_first_through_the_consumer_each_once(
         kafka_bootstrap, tmp_path, monkeypatch):
     from consumer.service import Service
@@ -140,26 +170,15 @@ def test_records_fetched_before_the_forward_are_scored_first_through_the_consume
     topics = kafka.unique_topics(kafka_bootstrap)
     records, _ = kafka.stream(1000)
     kafka.produce_features(kafka_bootstrap, topics["features"], records[:500])
-    forward, deferred = batch_reader.BatchReader.forward, []
-    monkeypatch.setattr(batch_reader.BatchReader, "forward", lambda reader, parts: deferred.append((reader, parts)))
-    read, through_reader = batch_reader.BatchReader.read, []
-
-    def counted(reader, most, timeout_s):
-        batch = read(reader, most, timeout_s)
-        if reader.topic == topics["features"]:
-            through_reader.append(len(batch) if batch else 0)
-        return batch
-
-    monkeypatch.setattr(batch_reader.BatchReader, "read", counted)
+    held = _HeldBack(monkeypatch, topics["features"])
     service = Service(kafka.settings_for(kafka_bootstrap, topics, tmp_path, batch_size=100), serve_http=False)
     service.start()
     totals = service.totals
     try:
         assert service._reader is not None
-        kafka.run_until(service, lambda: totals.get("records_scored") >= 200 and deferred, what="200 unforwarded")
-        assert sum(through_reader) == 0
-        for reader, parts in deferred:  # the rest of the 500 already sit on the consumer's queue
-            forward(reader, parts)
+        kafka.run_until(service, lambda: totals.get("records_scored") >= 200 and held.deferred, what="200 unforwarded")
+        assert sum(held.through) == 0
+        held.release()  # the rest of the 500 already sit on the consumer's queue
         kafka.produce_features(kafka_bootstrap, topics["features"], records[500:])
         # newer records wait in the reader while older ones remain on the consumer's queue
         kafka.wait_for(lambda: service._reader.queued() > 0, 30, "nothing fetched for the reader")
@@ -167,7 +186,7 @@ def test_records_fetched_before_the_forward_are_scored_first_through_the_consume
     finally:
         service.request_stop()
         service._shutdown()
-    assert sum(through_reader) > 0
+    assert sum(held.through) > 0
     predictions = [orjson.loads(m.value()) for m in kafka.read_all(kafka_bootstrap, topics["predictions"], expect=1000)]
     offsets = [int(p["source"].rsplit(":", 1)[1]) for p in predictions]
     assert offsets == list(range(1000))  # each once, in the partition's order
@@ -182,24 +201,7 @@ def test_labels_fetched_before_the_forward_are_applied_first_through_the_consume
 
     topics = kafka.unique_topics(kafka_bootstrap)
     records, truth = kafka.stream(400)
-    forward, deferred = batch_reader.BatchReader.forward, []
-
-    def forward_features_only(reader, parts):
-        if reader.topic == topics["labels"]:
-            deferred.append((reader, parts))
-        else:
-            forward(reader, parts)
-
-    monkeypatch.setattr(batch_reader.BatchReader, "forward", forward_features_only)
-    read, through_reader = batch_reader.BatchReader.read, []
-
-    def counted(reader, most, timeout_s):
-        batch = read(reader, most, timeout_s)
-        if reader.topic == topics["labels"]:
-            through_reader.append(len(batch) if batch else 0)
-        return batch
-
-    monkeypatch.setattr(batch_reader.BatchReader, "read", counted)
+    held = _HeldBack(monkeypatch, topics["labels"])
     # δ large: nearly every record asks for its label
     service = Service(kafka.settings_for(kafka_bootstrap, topics, tmp_path, batch_size=100,
                                          learner_params={"delta": 100.0}), serve_http=False)
@@ -215,16 +217,15 @@ def test_labels_fetched_before_the_forward_are_applied_first_through_the_consume
     try:
         assert service._label_reader is not None
         kafka.produce_features(kafka_bootstrap, topics["features"], records)
-        kafka.run_until(service, lambda: totals.get("records_scored") >= 400 and deferred, what="scored")
+        kafka.run_until(service, lambda: totals.get("records_scored") >= 400 and held.deferred, what="scored")
         requested = [r["id"] for r in (orjson.loads(m.value()) for m in
                                        kafka.read_all(kafka_bootstrap, topics["label_requests"],
                                                       expect=int(totals.get("label_requests"))))]
         half = len(requested) // 2
         answer(requested[:half])
         kafka.run_until(service, lambda: totals.get("labels.applied") >= 50, what="labels through the consumer")
-        assert sum(through_reader) == 0
-        for reader, parts in deferred:  # the rest of the first half already sit on the consumer's queue
-            forward(reader, parts)
+        assert sum(held.through) == 0
+        held.release()  # the rest of the first half already sit on the consumer's queue
         answer(requested[half:])
         kafka.wait_for(lambda: service._label_reader.queued() > 0, 30, "no label fetched for the reader")
         kafka.run_until(service, lambda: totals.get("labels.applied") >= len(requested), what="every label applied")
@@ -232,7 +233,7 @@ def test_labels_fetched_before_the_forward_are_applied_first_through_the_consume
     finally:
         service.request_stop()
         service._shutdown()
-    assert sum(through_reader) > 0
+    assert sum(held.through) > 0
     assert len(requested) > 300 and totals.get("labels.applied") == len(requested) == service.learner.labels_
     assert totals.get("labels.duplicate") == totals.get("labels.unknown") == 0
     assert service.offsets.next[(topics["labels"], 0)] == len(requested)  # every label's offset, in order
