@@ -143,30 +143,39 @@ REQUESTS = ("Fetch", "Produce")
 
 class BrokerRequests:
     """How many requests of each of :data:`REQUESTS` every client sent the broker between
-    :meth:`begin` and :meth:`end`, from librdkafka's statistics (cumulative counts, one sample
-    every :data:`STATS_MS`, so a window's edges are known to that much). With a ``queue``, every
-    sample goes there instead, from any thread or process, until :meth:`take` adds it."""
+    :meth:`begin` and :meth:`end`, from librdkafka's statistics (cumulative counts, one report
+    every :data:`STATS_MS`, so a window's edges are known to that much). A client of this process
+    reports to :meth:`record`, which keeps the report as it is (read when the counts are asked
+    for: the service's clients report from its loop, which is being measured); one of another
+    process reports through :meth:`report` to a ``queue``, which :meth:`take` empties."""
 
     def __init__(self, queue: Any = None) -> None:
-        self.samples: defaultdict[str, list[tuple[float, ...]]] = defaultdict(list)
+        self.samples: defaultdict[str, list[tuple[float, Any]]] = defaultdict(list)  # (time, report or counts)
         self.window = (0.0, 0.0)
         self.queue = queue
 
     @staticmethod
-    def sample(stats: str | bytes) -> tuple[float, ...]:
-        """(now, count of each of :data:`REQUESTS`) from one statistics JSON."""
+    def counts(stats: str | bytes) -> tuple[int, ...]:
+        """The count of each of :data:`REQUESTS` in one statistics JSON, over every broker."""
         brokers = orjson.loads(stats)["brokers"].values()
-        return (time.monotonic(), *(sum(b["req"].get(r, 0) for b in brokers) for r in REQUESTS))
+        return tuple(sum(b["req"].get(r, 0) for b in brokers) for r in REQUESTS)
 
     def record(self, client: str, stats: str | bytes) -> None:
-        if self.queue is not None:
-            self.queue.put((client, *self.sample(stats)))
-        else:
-            self.samples[client].append(self.sample(stats))
+        self.samples[client].append((time.monotonic(), stats))
+
+    @staticmethod
+    def report(queue: Any, client: str, stats: str | bytes) -> None:
+        """Send one report's counts to the process that collects them."""
+        queue.put((client, time.monotonic(), BrokerRequests.counts(stats)))
 
     def conf(self, client: str) -> dict[str, Any]:
-        """The properties that make a confluent-kafka client report to :meth:`record`."""
+        """The properties that make a confluent-kafka client of this process report to :meth:`record`."""
         return {"statistics.interval.ms": STATS_MS, "stats_cb": functools.partial(self.record, client)}
+
+    @staticmethod
+    def remote_conf(queue: Any, client: str) -> dict[str, Any]:
+        """The properties that make a client of another process report through ``queue``."""
+        return {"statistics.interval.ms": STATS_MS, "stats_cb": functools.partial(BrokerRequests.report, queue, client)}
 
     def begin(self) -> None:
         self.window = (time.monotonic(), 0.0)
@@ -193,16 +202,16 @@ class BrokerRequests:
                 client.poll(STATS_MS / 4000)
 
     def take(self, queue: Any, wait_s: float = 0.0) -> None:
-        """Add the samples another process put on ``queue`` as (client, *sample), waiting up to
+        """Add the reports another process put on ``queue`` (:meth:`report`), waiting up to
         ``wait_s`` for the first."""
         with contextlib.suppress(Empty):
-            client, *sample = queue.get(timeout=wait_s) if wait_s > 0 else queue.get_nowait()
+            client, at, counts = queue.get(timeout=wait_s) if wait_s > 0 else queue.get_nowait()
             while True:
-                self.samples[client].append(tuple(sample))
-                client, *sample = queue.get_nowait()
+                self.samples[client].append((at, counts))
+                client, at, counts = queue.get_nowait()
 
     def per_second(self) -> dict[str, np.ndarray]:
-        """Requests/s of each client over the window: from its last sample before the window to
+        """Requests/s of each client over the window: from its last report before the window to
         its first after it."""
         start, stop = self.window
         rates = {}
@@ -210,8 +219,9 @@ class BrokerRequests:
             before = [s for s in samples if s[0] <= start]
             after = [s for s in samples if s[0] >= stop]
             if before and after:
-                a, b = before[-1], after[0]
-                rates[client] = (np.array(b[1:]) - np.array(a[1:])) / (b[0] - a[0])
+                (t0, a), (t1, b) = before[-1], after[0]
+                counts = [np.array(c if isinstance(c, tuple) else self.counts(c)) for c in (a, b)]
+                rates[client] = (counts[1] - counts[0]) / (t1 - t0)
         return rates
 
 
@@ -361,7 +371,7 @@ def annotate(bootstrap: str, topics: dict, truth: dict, stop, requests: Any = No
     answers to librdkafka in one call (:class:`consumer.rdkafka.BatchProducer`); a request's value is
     never copied into Python (a tombstone, a retracted request, has length 0). With ``requests`` (a
     queue), its clients' request counts go there (see :class:`BrokerRequests`)."""
-    stats = BrokerRequests(requests).conf if requests is not None else (lambda client: {})
+    stats = functools.partial(BrokerRequests.remote_conf, requests) if requests is not None else (lambda client: {})
     answers = {rid.encode(): orjson.dumps({"id": rid, "label": label}) for rid, label in truth.items()}
     client_id = f"ann-{uuid.uuid4().hex[:6]}"
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": client_id, "client.id": client_id, **CLIENT_SETTINGS,

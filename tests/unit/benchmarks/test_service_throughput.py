@@ -14,40 +14,42 @@ def stats(fetch: int, produce: int) -> bytes:
 
 def test_requests_per_second_over_the_window_from_the_samples_around_it():
     r = BrokerRequests()
-    r.samples["c"] = [(0.0, 0, 0), (1.0, 10, 4), (2.0, 30, 8), (3.0, 70, 8), (4.0, 71, 8)]
+    r.samples["c"] = [(0.0, (0, 0)), (1.0, (10, 4)), (2.0, stats(29, 8)), (3.0, stats(69, 8)), (4.0, (71, 8))]
     r.window = (1.5, 2.5)
     rates = r.per_second()
-    assert np.allclose(rates["c"], [(70 - 10) / 2, (8 - 4) / 2])  # samples at 1.0 and 3.0
+    assert np.allclose(rates["c"], [(70 - 10) / 2, (8 - 4) / 2])  # counts at 1.0, a report (read now) at 3.0
+    r.window = (2.5, 3.5)
+    assert np.allclose(r.per_second()["c"], [(71 - 30) / 2, 0])  # a report at 2.0, counts at 4.0
 
 
 def test_a_client_without_a_sample_on_both_sides_is_left_out_and_the_count_is_incomplete():
     r = BrokerRequests()
-    r.samples["early"] = [(0.0, 0, 0), (1.0, 5, 0)]
-    r.samples["late"] = [(0.2, 0, 0), (3.0, 9, 1)]
+    r.samples["early"] = [(0.0, (0, 0)), (1.0, (5, 0))]
+    r.samples["late"] = [(0.2, (0, 0)), (3.0, (9, 1))]
     r.window = (0.5, 2.0)
     assert set(r.per_second()) == {"late"}
     assert not r.complete()
-    r.samples["early"].append((2.5, 6, 0))
+    r.samples["early"].append((2.5, (6, 0)))
     assert r.complete()
 
 
 def test_samples_from_another_process_arrive_through_the_queue_with_every_broker_summed():
     q: queue.Queue = queue.Queue()
-    BrokerRequests(q).record("annotator", stats(3, 2))
+    BrokerRequests.report(q, "annotator", stats(3, 2))
     r = BrokerRequests()
     r.take(q)
     (sample,) = r.samples["annotator"]
-    assert sample[1:] == (4, 2)
+    assert sample[1] == (4, 2)
 
 
 def test_take_waits_for_a_sample_that_is_on_its_way():
     import threading
 
     q: queue.Queue = queue.Queue()
-    threading.Timer(0.05, BrokerRequests(q).record, ("annotator", stats(1, 0))).start()
+    threading.Timer(0.05, BrokerRequests.report, (q, "annotator", stats(1, 0))).start()
     r = BrokerRequests()
     r.take(q, wait_s=5.0)
-    assert [s[1:] for s in r.samples["annotator"]] == [(2, 0)]
+    assert [s[1] for s in r.samples["annotator"]] == [(2, 0)]
 
 
 def test_finish_waits_until_every_client_has_reported_after_the_window():
@@ -56,10 +58,10 @@ def test_finish_waits_until_every_client_has_reported_after_the_window():
     q: queue.Queue = queue.Queue()
     r = BrokerRequests(q)
     r.record("service: features", stats(1, 0))
-    r.record("annotator: consumer", stats(1, 0))
+    BrokerRequests.report(q, "annotator: consumer", stats(1, 0))
     r.begin()
-    # one client reports after the window from this process's queue, the other a little later
-    threading.Timer(0.15, r.record, ("annotator: consumer", stats(5, 0))).start()
+    # one client reports after the window from this process, the other through the queue a little later
+    threading.Timer(0.15, BrokerRequests.report, (q, "annotator: consumer", stats(5, 0))).start()
     polled = []
 
     class Client:  # a client of this process: polling it makes it report
