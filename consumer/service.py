@@ -144,8 +144,11 @@ class KafkaClients:
         return Consumer(conf)
 
 
-def _without_errors(messages: list[Any], consumer: str) -> list[Any]:
-    """The messages that carry a record; the others (consumer errors) are logged."""
+def _without_errors(messages: Sequence[Any], consumer: str) -> Sequence[Any]:
+    """The messages that carry a record; the others (consumer errors) are logged. A batch
+    reader's batch holds none (it logs them itself)."""
+    if isinstance(messages, Fetched):
+        return messages
     good = [msg for msg in messages if msg.error() is None]
     if len(good) < len(messages):
         for msg in messages:
@@ -449,11 +452,8 @@ class Service:
         ``scan``, the batch is read ahead: its compiled scan starts now in the scan thread."""
         if not messages:
             return None
-        if isinstance(messages, Fetched):  # columns: no error among them, the values end to end already
-            good, values, joined = messages, messages.values, (messages.blob, messages.bounds)
-        else:
-            good = _without_errors(messages, "features")
-            values, joined = [msg.value() for msg in good], None
+        good = _without_errors(messages, "features")
+        values, joined = steps.values_of(good)
         if not scan and joined is None:
             return _Read(good, values, None, None)
         # Laid out here, so that the scan thread holds the GIL only to call the compiled loop: each
@@ -493,10 +493,7 @@ class Service:
             batch.outgoing.append((topics.dead_letters, *steps.dead_letter(msg, err)))
             batch.dead[(msg.topic(), err.reason)] += 1
         # one topic (the subscription is a literal name); partitions and offsets as columns
-        if isinstance(good, Fetched):
-            partitions, offsets = good.partitions.tolist(), good.offsets.tolist()
-        else:
-            partitions, offsets = [m.partition() for m in good], [m.offset() for m in good]
+        partitions, offsets = steps.places_of(good)
         batch.offsets = {(topics.features, p): o + 1 for p, o in dict(zip(partitions, offsets, strict=True)).items()}
         n = len(decoded.ids)
         if n == 0:
@@ -634,7 +631,7 @@ class Service:
 
     # -- labels -------------------------------------------------------------------------------------
     def _take_labels(self, messages: Sequence[Any]) -> None:
-        good = messages if isinstance(messages, Fetched) else _without_errors(messages, "labels")
+        good = _without_errors(messages, "labels")
         if not good:
             return
         now = self.clock.now()
@@ -644,10 +641,7 @@ class Service:
             self.totals.add(f"dead_letters.{msg.topic()}.{err.reason}")
         self._apply_labels(decoded.records, now)
         # one topic (the subscription is a literal name): the last offset of each partition
-        if isinstance(good, Fetched):
-            partitions, offsets = good.partitions.tolist(), good.offsets.tolist()
-        else:
-            partitions, offsets = [m.partition() for m in good], [m.offset() for m in good]
+        partitions, offsets = steps.places_of(good)
         for partition, offset in dict(zip(partitions, offsets, strict=True)).items():
             self.offsets.store(self.settings.topics.labels, partition, offset + 1)
         self._publish_gauges()

@@ -27,7 +27,9 @@ __all__ = [
     "decode_features",
     "decode_labels",
     "message_times",
+    "places_of",
     "uncertainty",
+    "values_of",
 ]
 
 DLQ_HEADERS = ("reason", "detail", "topic", "partition", "offset")
@@ -45,6 +47,21 @@ def _seconds(kind: np.ndarray, ms: np.ndarray, default: float) -> np.ndarray:
     return np.where((kind != TIMESTAMP_NOT_AVAILABLE) & (ms >= 0), ms / 1000.0, default)
 
 
+def values_of(msgs: Sequence[Any]) -> tuple[Sequence[bytes | None], tuple[bytes, np.ndarray] | None]:
+    """The messages' values, and the same end to end with their bounds when a batch reader read
+    them that way already (None otherwise)."""
+    if isinstance(msgs, Fetched):
+        return msgs.values, (msgs.blob, msgs.bounds)
+    return [m.value() for m in msgs], None
+
+
+def places_of(msgs: Sequence[Any]) -> tuple[list[int], list[int]]:
+    """Each message's partition and offset (columns already, for a batch reader's batch)."""
+    if isinstance(msgs, Fetched):
+        return msgs.partitions.tolist(), msgs.offsets.tolist()
+    return [m.partition() for m in msgs], [m.offset() for m in msgs]
+
+
 def _times_of(msgs: Sequence[Any], now: float) -> DefaultTimes:
     """The times of records without a "ts": their messages' timestamps (``now`` for those without)."""
     if isinstance(msgs, Fetched):  # the timestamps are a column already
@@ -54,10 +71,9 @@ def _times_of(msgs: Sequence[Any], now: float) -> DefaultTimes:
 
 @dataclass(slots=True)
 class Decoded:
-    """One consumed batch: the usable records with their messages, and the rejected ones."""
+    """One consumed batch: the usable records, and the rejected ones with their messages."""
 
     records: list = field(default_factory=list)  # Feature or Label
-    positions: list[int] = field(default_factory=list)  # where each record's message is in the batch
     rejected: list[tuple[Any, InvalidRecord]] = field(default_factory=list)
 
 
@@ -84,12 +100,9 @@ def _located(msgs: Sequence[Any], rejected: list[tuple[int, InvalidRecord]]) -> 
 
 def decode_labels(msgs: Sequence[Any], classes: Mapping[Any, int], now: float) -> Decoded:
     """Labels of a batch, in order; invalid ones are set aside with their reason."""
-    if isinstance(msgs, Fetched):  # the values are end to end already
-        values, joined = msgs.values, (msgs.blob, msgs.bounds)
-    else:
-        values, joined = [m.value() for m in msgs], None
-    labels, positions, rejected = decode_label_batch(values, classes, _times_of(msgs, now), joined)
-    return Decoded(labels, positions, _located(msgs, rejected))
+    values, joined = values_of(msgs)
+    labels, _, rejected = decode_label_batch(values, classes, _times_of(msgs, now), joined)
+    return Decoded(labels, _located(msgs, rejected))
 
 
 def dead_letter(msg: Any, err: InvalidRecord) -> tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]:
