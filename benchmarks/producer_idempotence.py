@@ -92,16 +92,18 @@ def produce(bootstrap: str, conf: dict[str, Any], data: tuple, rate: float = 0.0
             if len(refused):
                 raise RuntimeError(f"librdkafka refused {len(refused)} messages")
             producer.poll(0)
-            if rate > 0:
-                due = start + (k + 1) * BATCH / rate
-                while time.monotonic() < due:
-                    time.sleep(0.0005)
+            if rate > 0:  # the schedule of a paced source, not a wait for a condition
+                time.sleep(max(0.0, start + (k + 1) * BATCH / rate - time.monotonic()))
         if producer.flush(60) or failed:
             raise RuntimeError(f"not delivered: {producer.flush(0)} left, {len(failed)} failed")
         seconds = time.monotonic() - start
         cpu = _other_threads_cpu() - cpu
         broker = (cpu_s(f"/proc/{broker_pid}/stat") - broker) if broker_pid else float("nan")
-        producer.poll(0.25)  # one more statistics report, after the last acknowledgement
+        reports, deadline = len(stats), time.monotonic() + 5
+        while len(stats) == reports:  # one more statistics report, made after the last acknowledgement
+            if time.monotonic() > deadline:
+                raise RuntimeError("no statistics report after the run")
+            producer.poll(0.05)
     finally:
         producer.close()
 
