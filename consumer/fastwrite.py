@@ -17,7 +17,10 @@ from typing import Any
 
 import numpy as np
 import orjson
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.cpython.unsafe.numbers import trailing_zeros
+from numba.extending import intrinsic
 
 __all__ = ["Packed", "pack", "write_label_requests", "write_predictions"]
 
@@ -56,19 +59,58 @@ def pack(items: Sequence[bytes]) -> Packed:
     return Packed(b"".join(items), ends - lengths, ends)
 
 
+@intrinsic
+def _word_at(typingctx, buf, i):
+    """The 8 bytes at buf[i:] as one little-endian uint64, read where they lie (unaligned)."""
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        return builder.load(builder.bitcast(builder.gep(data, [args[1]]), ir.IntType(64).as_pointer()), align=1)
+
+    return types.uint64(buf, types.int64), codegen
+
+
+@intrinsic
+def _put_word(typingctx, buf, i, word):
+    """Write the 8 bytes of ``word`` (little-endian) to buf[i:i + 8], unaligned."""
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        builder.store(args[2], builder.bitcast(builder.gep(data, [args[1]]), ir.IntType(64).as_pointer()), align=1)
+        return context.get_dummy_value()
+
+    return types.void(buf, types.int64, types.uint64), codegen
+
+
+_SLACK = 8  # bytes past the end of every buffer the compiled copies read or write a word at a time
+_ONES, _HIGH = np.uint64(0x0101010101010101), np.uint64(0x8080808080808080)
+_COMMAS, _BRACKETS = np.uint64(ord(",") * 0x0101010101010101), np.uint64(ord("]") * 0x0101010101010101)
+
+
 @njit(cache=True, nogil=True, inline="always")
-def _put(out, at, src, lo, hi):
-    for j in range(lo, hi):
-        out[at] = src[j]
-        at += 1
-    return at
+def _copy(out, at, src, lo, hi):
+    """Copy src[lo:hi] to out[at:] a word at a time (up to 7 bytes more are read, and written
+    past the copy, where the next copy overwrites them); returns where the copy ends."""
+    for j in range(0, hi - lo, 8):
+        _put_word(out, at + j, _word_at(src, lo + j))
+    return at + hi - lo
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _separator(word):
+    """The position of the first ',' or ']' among the 8 bytes of ``word``, 8 if there is none.
+    (x - 0x01..) & ~x & 0x80.. marks the lowest zero byte of x exactly; only bytes above it can
+    be marked wrongly (by the borrow), and only the lowest mark is read."""
+    commas, brackets = word ^ _COMMAS, word ^ _BRACKETS
+    marks = ((commas - _ONES) & ~commas | (brackets - _ONES) & ~brackets) & _HIGH
+    return 8 if marks == 0 else np.int64(trailing_zeros(marks)) >> 3
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _put_element(out, at, src, i):
     """Copy the element of a compact JSON array of scalars that starts at src[i]; returns (where
     the copy ends, where the next element starts)."""
-    if src[i] == 34:  # a string: up to the closing quote that is not escaped
+    if src[i] == 34:  # a string: up to the closing quote that is not escaped, a byte at a time
         out[at] = 34
         at += 1
         i += 1
@@ -82,11 +124,14 @@ def _put_element(out, at, src, i):
             i += 1
         out[at] = 34
         return at + 1, i + 2  # past the quote and the ',' or ']'
-    while src[i] != 44 and src[i] != 93:  # a number, true, false or null: up to the separator
-        out[at] = src[i]
-        at += 1
-        i += 1
-    return at, i + 1
+    while True:  # a number, true, false or null: up to the separator, a word at a time
+        word = _word_at(src, i)
+        _put_word(out, at, word)
+        k = _separator(word)
+        if k < 8:
+            return at + k, i + k + 1
+        at += 8
+        i += 8
 
 
 @njit(cache=True, nogil=True)
@@ -94,19 +139,19 @@ def _interleave(src, arrays, lo, hi, pieces, cuts, out, bounds):
     """Record k = piece 0, value k of column 0, piece 1, ..., value k of column m-1, piece m.
     Column c is either the compact JSON array of scalars at src[arrays[c]:] (its elements read
     in order, in the same pass as they are copied) or, when arrays[c] < 0, the texts
-    src[lo[c, k]:hi[c, k]]."""
+    src[lo[c, k]:hi[c, k]]. ``src``, ``pieces`` and ``out`` have :data:`_SLACK` bytes to spare."""
     m, n = lo.shape
     cursor = arrays + 1  # past each array's '['
     at = 0
     for k in range(n):
         bounds[k] = at
         for c in range(m):
-            at = _put(out, at, pieces, cuts[c], cuts[c + 1])
+            at = _copy(out, at, pieces, cuts[c], cuts[c + 1])
             if arrays[c] >= 0:
                 at, cursor[c] = _put_element(out, at, src, cursor[c])
             else:
-                at = _put(out, at, src, lo[c, k], hi[c, k])
-        at = _put(out, at, pieces, cuts[m], cuts[m + 1])
+                at = _copy(out, at, src, lo[c, k], hi[c, k])
+        at = _copy(out, at, pieces, cuts[m], cuts[m + 1])
     bounds[n] = at
 
 
@@ -123,7 +168,7 @@ def _records(parts: Sequence[bytes], columns: Sequence[bytes | Packed], n: int) 
     A column is a compact JSON array of n scalars (:func:`_json_array`) or a :class:`Packed` of n
     JSON texts, written as they are."""
     buffers = [c.data if isinstance(c, Packed) else c for c in columns]
-    src = np.frombuffer(b"".join(buffers), dtype=np.uint8)
+    src = np.frombuffer(b"".join([*buffers, bytes(_SLACK)]), dtype=np.uint8)
     arrays = np.full(len(columns), -1, dtype=np.int64)
     lo, hi = np.zeros((len(columns), n), dtype=np.int64), np.zeros((len(columns), n), dtype=np.int64)
     base, size = 0, 0
@@ -135,13 +180,14 @@ def _records(parts: Sequence[bytes], columns: Sequence[bytes | Packed], n: int) 
             arrays[c] = base
             size += len(column) - 1 - n if n else 0  # the array without its brackets and commas
         base += len(buffers[c])
-    pieces = np.frombuffer(b"".join(parts), dtype=np.uint8)
+    pieces = np.frombuffer(b"".join([*parts, bytes(_SLACK)]), dtype=np.uint8)
     cuts = np.zeros(len(parts) + 1, dtype=np.int64)
     np.cumsum([len(p) for p in parts], out=cuts[1:])
-    out = np.empty(size + n * pieces.size, dtype=np.uint8)
+    size += n * int(cuts[-1])
+    out = np.empty(size + _SLACK, dtype=np.uint8)
     bounds = np.empty(n + 1, dtype=np.int64)
     _interleave(src, arrays, lo, hi, pieces, cuts, out, bounds)
-    return Packed(out, bounds[:-1], bounds[1:])
+    return Packed(out[:size], bounds[:-1], bounds[1:])
 
 
 def write_predictions(ids: Sequence[str], labels: Sequence[Any], scores: Any, probabilities: Any,
