@@ -56,7 +56,7 @@ from consumer import service as service_module
 from consumer.config import Settings, load_settings
 from consumer.demo.broker import CLIENT_SETTINGS, LABEL_LOOP_FETCH, Broker, create_topics
 from consumer.fastwrite import pack
-from consumer.kafka import CONSUMER_DEFAULTS, Emitter
+from consumer.kafka import CONSUMER_DEFAULTS, PRODUCER_DEFAULTS, Emitter
 from consumer.service import KafkaClients, Service
 from learners import make
 from learners.base import Learner
@@ -233,7 +233,7 @@ def null_pipe(bootstrap: str, source: str, sink: str, n: int, ready: threading.E
     with ``requests``, counts the requests of both clients over that time. It takes up to
     ``batch_size`` records at a time, as the service does: it waits for one, then takes what is there.
 
-    The consumer has the service's fetch settings. Per message, records come from
+    The consumer has the service's fetch settings, the producer its partitioner. Per message, records come from
     ``Consumer.consume`` and go out one ``produce`` call each; ``batched``, they are read as the
     service reads its features (:mod:`consumer.batch_reader`) and a batch goes out per call as the
     service produces its predictions (:class:`consumer.rdkafka.BatchProducer`)."""
@@ -255,7 +255,7 @@ def null_pipe(bootstrap: str, source: str, sink: str, n: int, ready: threading.E
 
     c.subscribe([source], on_assign=assigned)
     conf = {"bootstrap.servers": bootstrap, "linger.ms": 5, "queue.buffering.max.messages": 2_000_000,
-            **stats("null pipe: producer")}
+            "partitioner": PRODUCER_DEFAULTS["partitioner"], **stats("null pipe: producer")}
     if batched:
         on_stats = conf.pop("stats_cb", None)  # a Python callback goes beside the properties
         p = rdkafka.BatchProducer(rdkafka.load(), conf, _lost, _lost, on_stats)

@@ -10,7 +10,9 @@ import pytest
 from confluent_kafka import KafkaError, Producer
 
 from consumer import rdkafka
+from consumer.config import load_settings
 from consumer.fastwrite import pack
+from consumer.kafka import producer_config
 from tests.kafka_helpers import read_all
 from tests.rdmock import ApiKey, MockCluster
 
@@ -60,6 +62,43 @@ def test_a_batch_arrives_whole_in_order_and_in_the_partition_of_each_key(cluster
     for part in range(4):
         mine = [m.value() for m in sorted(got, key=lambda m: m.offset()) if m.partition() == part]
         assert mine == [v for k, v in zip(keys, values, strict=True) if k and partition_of[k] == part]
+
+
+def java_partition(key: bytes, partitions: int) -> int:
+    """The partition the Java client's default partitioner picks for a key: Kafka's murmur2
+    (``org.apache.kafka.common.utils.Utils.murmur2``), made positive, modulo the partitions."""
+    m, mask = 0x5BD1E995, 0xFFFFFFFF
+    h = (0x9747B28C ^ len(key)) & mask
+    whole = len(key) // 4 * 4
+    for i in range(0, whole, 4):
+        k = int.from_bytes(key[i:i + 4], "little") * m & mask
+        k = (k ^ k >> 24) * m & mask
+        h = (h * m & mask) ^ k
+    if len(key) % 4:
+        h = (h ^ int.from_bytes(key[whole:], "little")) * m & mask
+    h = (h ^ h >> 13) * m & mask
+    h ^= h >> 15
+    return (h & 0x7FFFFFFF) % partitions
+
+
+def test_the_reference_partitioner_gives_kafkas_own_hashes():
+    # Kafka's UtilsTest.testMurmur2, as signed 32-bit values, made positive
+    for key, signed in ((b"21", -973932308), (b"foobar", -790332482), (b"a-little-bit-long-string", -985981536),
+                        (b"a-little-bit-longer-string", -1486304829), (b"abc", 479470107),
+                        (b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58897971)):
+        assert java_partition(key, 2**31 - 1) == (signed & 0x7FFFFFFF) % (2**31 - 1)
+
+
+def test_the_service_producer_puts_each_id_where_the_java_client_would(cluster):
+    cluster.create_topic("out", partitions=7)
+    settings = load_settings(bootstrap_servers=cluster.bootstraps)
+    keys = [f"r{i}".encode() for i in range(300)] + ["ünï".encode(), b"x" * 41]
+    p = rdkafka.BatchProducer(rdkafka.load(), producer_config(settings), print, print)
+    assert send(p, "out", keys, [b"v"] * len(keys)).size == 0
+    assert p.flush(10) == 0
+    p.close()
+    got = read_all(cluster.bootstraps, "out", expect=len(keys))
+    assert {m.key(): m.partition() for m in got} == {key: java_partition(key, 7) for key in keys}
 
 
 def test_a_failed_delivery_comes_back_with_its_topic_error_key_and_value(cluster):
