@@ -12,6 +12,7 @@ fixed), so expiry pops from the front of an ordered dict in O(expired).
 from __future__ import annotations
 
 from collections import OrderedDict
+from itertools import repeat
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -104,11 +105,11 @@ class PendingStore:
     def take_many(self, ids: list[str], now: float, keep: bool = False) -> list[Entry | None]:
         """:meth:`take` for each id in turn (an id twice is handed out once, unless ``keep``)."""
         entries, applied = self._entries, self._applied
-        found = [entries.get(rid) for rid in ids] if keep else [entries.pop(rid, None) for rid in ids]
-        for rid, entry in zip(ids, found, strict=True):
-            if entry is not None:
-                applied[rid] = now
-                applied.move_to_end(rid)
+        found = list(map(entries.get, ids)) if keep else list(map(entries.pop, ids, repeat(None)))
+        taken = [rid for rid, entry in zip(ids, found, strict=True) if entry is not None]
+        for rid in applied.keys() & taken:  # applied before: it moves to the end, as if new
+            del applied[rid]
+        applied.update(zip(taken, repeat(now)))
         return found
 
     def expire(self, now: float) -> list[tuple[str, Entry]]:

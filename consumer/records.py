@@ -37,7 +37,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from itertools import chain
+from itertools import chain, repeat
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -466,10 +466,14 @@ def decode_label_batch(values: Sequence[bytes | None], classes: Mapping[Any, int
         names = gather_lines(blob, label_lo[fast[text]], label_hi[fast[text]]).decode().split("\n")
         for j, name in zip(text.tolist(), names, strict=True):
             labels[j] = name
-    costs = [c if h else None for c, h in zip(cost[fast].tolist(), has_cost[fast].tolist(), strict=True)]
+    stated = has_cost[fast]
+    costs = (cost[fast].tolist() if stated.all() else [None] * fast.size if not stated.any() else
+             [c if h else None for c, h in zip(cost[fast].tolist(), stated.tolist(), strict=True)])
     stamps = _with_defaults(ts[fast], has_ts[fast], fast, default_ts)
-    if fast.size == len(values) and all(label in classes for label in labels):  # the usual batch
-        return list(map(Label, ids, labels, costs, stamps)), list(range(len(values))), []
+    if fast.size == len(values) and classes.keys() >= set(labels):  # the usual batch
+        # tuple.__new__ makes each Label without a Python call per label (Label(...) costs twice as much)
+        made = map(tuple.__new__, repeat(Label), zip(ids, labels, costs, stamps, strict=True))
+        return list(made), list(range(len(values))), []
     read = dict(zip(fast.tolist(), zip(ids, labels, costs, stamps, strict=True), strict=True))
     out: list[Label] = []
     positions, rejected = [], []

@@ -563,14 +563,17 @@ class Service:
         score, probability = np.asarray(scores, dtype=np.float64)[at], np.asarray(probs, dtype=np.float64)[at]
         gap = decisions.scores.gap
         uncertainty = steps.uncertainty(score, None if gap is None else gap[at])
-        ids, predicted = [decoded.ids[i] for i in granted], labels[at].tolist()
+        ids, predicted = list(map(decoded.ids.__getitem__, granted)), labels[at].tolist()
         costs = self.costs.of_many(predicted)
-        entries = map(Entry._make, zip(repeat(rows), range(len(granted)), codes[at].tolist(), probability.tolist(),
-                                       score.tolist(), repeat(now), repeat(expires_at), costs.tolist(), strict=False))
+        # tuple.__new__ makes each Entry without a Python call per entry (Entry._make costs twice as much)
+        entries = map(tuple.__new__, repeat(Entry), zip(repeat(rows), range(len(granted)), codes[at].tolist(),
+                                                        probability.tolist(), score.tolist(), repeat(now),
+                                                        repeat(expires_at), costs.tolist(), strict=False))
         batch.pending += zip(ids, entries, strict=True)
         requests = write_label_requests(ids, decoded.features_packed(granted), predicted, score, probability,
                                         uncertainty, costs, now, expires_at, version, s.topics.features,
-                                        [partitions[i] for i in granted], [offsets[i] for i in granted])
+                                        list(map(partitions.__getitem__, granted)),
+                                        list(map(offsets.__getitem__, granted)))
         batch.outputs.append((s.topics.label_requests, pack_keys(ids), requests))
         batch.requests += len(granted)
 
@@ -615,8 +618,9 @@ class Service:
     def _account_batch(self, batch: _Batch, now: float) -> None:
         m, t = self.metrics, self.totals
         t.add("records_scored", batch.records)
-        codes, counts = np.unique(batch.predicted, return_counts=True)
-        for label, n in zip(self.learner.decode(codes).tolist(), counts.tolist(), strict=True):
+        counts = np.bincount(batch.predicted + 1)  # codes are >= -1 (±1, or a class index)
+        codes = np.flatnonzero(counts)
+        for label, n in zip(self.learner.decode(codes - 1).tolist(), counts[codes].tolist(), strict=True):
             t.add(f"predictions.{label}", n)
         t.add("label_requests", batch.requests)
         t.add("label_requests_suppressed", batch.suppressed)
@@ -672,12 +676,12 @@ class Service:
     def _learn(self, joined: list[tuple[Entry, Label]], now: float, outcome: str) -> None:
         entries, labels = zip(*joined, strict=True)
         column = Entry._make(zip(*entries, strict=True))  # each field of the entries, as a tuple
+        _, values, stated, _ = zip(*labels, strict=True)  # each field of the labels
         rows = Rows.gather(column.rows, column.row, self.settings.n_features)
         predicted = np.array(column.predicted, dtype=np.int64)
-        values = [lab.label for lab in labels]
         codes = self.learner.encode(values)
         self.learner.learn_many(rows, codes, predicted=predicted, encoded=True)
-        costs = self.costs.of_many(values, np.array([lab.cost for lab in labels], dtype=np.float64))
+        costs = self.costs.of_many(values, np.array(stated, dtype=np.float64))  # None (no cost stated): NaN
         weights = 1.0 / np.array(column.probability)
         mistakes = predicted != codes
         t = self.totals
@@ -687,9 +691,12 @@ class Service:
         t.add("importance_weighted_labels", float(weights.sum()))
         t.add("importance_weighted_mistakes", float(weights[mistakes].sum()))
         if outcome == "applied":
+            # each (class, predicted) pair once, counted in one pass over a combined code (codes are >= -1)
+            base = int(max(codes.max(), predicted.max())) + 2
+            pairs, counts = np.unique((codes + 1) * base + predicted + 1, return_counts=True)
             decode = self.learner.decode  # both sides as the model's class values (1.0 and 1 are one class)
-            for (actual, guessed), n in Tally(zip(decode(codes).tolist(), decode(predicted).tolist(),
-                                                  strict=True)).items():
+            for actual, guessed, n in zip(decode(pairs // base - 1).tolist(), decode(pairs % base - 1).tolist(),
+                                          counts.tolist(), strict=True):
                 t.add(Totals.labelled_key(actual, guessed), n)
         self.metrics.label_delay.observe_many(now - np.array(column.requested_at))
         self._labels_since_checkpoint += len(joined)

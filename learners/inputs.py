@@ -86,9 +86,10 @@ class Rows:
         few batches, each shared by many of them: no slice per row."""
         if not blocks:
             return cls.concatenate([], [], n_features)
-        slots: dict[int, int] = {}
-        slot = [slots.setdefault(id(b), len(slots)) for b in blocks]
-        distinct = list({id(b): b for b in blocks}.values())  # in the order of their slots
+        keys = list(map(id, blocks))  # a call per row, but no Python frame: many rows, few blocks
+        by_key = dict(zip(keys, blocks, strict=True))  # the distinct blocks, in the order they first come
+        slot = list(map({key: k for k, key in enumerate(by_key)}.__getitem__, keys))
+        distinct = list(by_key.values())
         first = np.cumsum([0] + [b.n for b in distinct])[:-1]  # where each block starts once stacked
         stacked = distinct[0] if len(distinct) == 1 else cls.vstack(distinct)
         picked = stacked.take(first[slot] + np.asarray(rows, dtype=np.int64))
