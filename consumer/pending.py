@@ -17,6 +17,7 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
+from learners.coin import utf8_spans
 from learners.inputs import Rows
 
 __all__ = ["Entry", "PendingStore", "pack_strings", "unpack_strings"]
@@ -34,11 +35,10 @@ class Entry(NamedTuple):  # a tuple: made ~10,000 times a second, three times ch
 
 
 def pack_strings(strings: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Strings → (UTF-8 bytes as uint8, int64 offsets), a pickle-free array form."""
-    encoded = [s.encode() for s in strings]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    np.cumsum([len(e) for e in encoded], out=offsets[1:])
-    return np.frombuffer(b"".join(encoded), dtype=np.uint8).copy(), offsets
+    """Strings → (UTF-8 bytes as uint8, int64 offsets), a pickle-free array form (one encode for
+    all: a checkpoint packs every id applied within a TTL, ~100,000 at 10,000 labels/s)."""
+    blob, _, ends = utf8_spans(strings)
+    return np.frombuffer(blob, dtype=np.uint8).copy(), np.concatenate([[0], ends]).astype(np.int64)
 
 
 def unpack_strings(blob: np.ndarray, offsets: np.ndarray) -> list[str]:
@@ -151,7 +151,7 @@ class PendingStore:
             out[field] = np.array([getattr(e, field) for e in entries], dtype=np.float64)
         for name, memory in (("applied", self._applied), ("expired", self._expired)):
             out[f"{name}_ids"], out[f"{name}_offsets"] = pack_strings(list(memory))
-            out[f"{name}_at"] = np.array(list(memory.values()), dtype=np.float64)
+            out[f"{name}_at"] = np.fromiter(memory.values(), dtype=np.float64, count=len(memory))
         return out
 
     def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
