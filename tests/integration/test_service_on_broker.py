@@ -200,8 +200,10 @@ def test_a_label_does_not_wait_behind_a_features_backlog(kafka_bootstrap, tmp_pa
     scored = service.totals.get("records_scored")
     service.request_stop()
     service._shutdown()
-    # the label was applied while most of the backlog was still unread
-    assert scored < 10_000, f"the label waited for {scored - 200:.0f} feature records"
+    # the label was applied while most of the backlog was still unread (behind it, it would wait for all
+    # 39,800; locally it waits for 500 - 1,000, and a fresh-clone CI run on a slow machine saw 14,500)
+    backlog = len(records) - 200
+    assert scored - 200 < backlog / 2, f"the label waited for {scored - 200:.0f} of {backlog} backlog records"
     assert service.learner.labels_ == 1
     print(f"label applied after {waited * 1000:.0f} ms, {turns} loop turns, {scored - 200:.0f} backlog records")
 
