@@ -46,8 +46,9 @@ CONSUMER_DEFAULTS = {
     "topic.metadata.refresh.interval.ms": "30000",
 }
 PRODUCER_DEFAULTS: dict[str, Any] = {
-    # One request in flight per broker connection keeps each partition's order through librdkafka's
-    # retries, as idempotence would. Idempotence is left off: librdkafka's idempotent producer sends
+    # One request in flight per broker connection keeps each partition's order through most of
+    # librdkafka's retries; not all, as idempotence would (README, "Order and duplicates of
+    # outputs"). Idempotence is left off: librdkafka's idempotent producer sends
     # one request per partition at a time and busy-polls until its answer comes back whenever more
     # messages wait (about one wake-up per record while the service drains a backlog, its thread
     # at 1.25-1.38 us per record against 0.38-0.42 without; README). Without it, a retry after an
@@ -165,8 +166,12 @@ class Emitter:
         except ValueError as exc:
             self._fatal.append(f"{topic}: {exc}")
             raise ProduceFailed(f"cannot produce to {topic}: {exc}") from None
-        for k in refused.tolist():  # librdkafka's queue was full: the careful path, which waits
-            self.send(topic, keys[k], values[k])
+        if len(refused):  # librdkafka's queue was full: the careful path, which waits
+            # a warning: these go out through the other client, so they may land after later ones
+            log.warning("%d of %d messages to %s refused by the batch producer; sent one by one",
+                        len(refused), len(values), topic)
+            for k in refused.tolist():
+                self.send(topic, keys[k], values[k])
 
     def _delivered(self, err: KafkaError | None, msg: Message) -> None:
         if err is not None:

@@ -233,6 +233,7 @@ class FakeBatchProducer(FakeProducer):
     def __init__(self, broker: LocalBroker, on_failed, on_error) -> None:
         super().__init__(broker, self._report)
         self.on_failed, self.on_error = on_failed, on_error
+        self.refuse: set[int] = set()  # positions in the next batch that librdkafka would not take
 
     def _report(self, err, msg) -> None:
         if err is not None:
@@ -240,9 +241,12 @@ class FakeBatchProducer(FakeProducer):
 
     def produce_batch(self, topic: str, keys, key_starts, key_ends, values, starts, ends):
         """Copies each message, as librdkafka does (``keys``, ``values``: bytes or uint8 arrays)."""
-        for ka, kb, va, vb in zip(key_starts.tolist(), key_ends.tolist(), starts.tolist(), ends.tolist(), strict=True):
-            self.produce(topic, bytes(values[va:vb]), bytes(keys[ka:kb]))
-        return np.empty(0, dtype=np.int64)
+        refuse, self.refuse = self.refuse, set()
+        for k, (ka, kb, va, vb) in enumerate(zip(key_starts.tolist(), key_ends.tolist(), starts.tolist(),
+                                                  ends.tolist(), strict=True)):
+            if k not in refuse:
+                self.produce(topic, bytes(values[va:vb]), bytes(keys[ka:kb]))
+        return np.array(sorted(refuse), dtype=np.int64)
 
 
 class FakeClients:

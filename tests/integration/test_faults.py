@@ -35,27 +35,43 @@ def predictions(bootstrap: str, topics: dict[str, str], n: int) -> list[str]:
     return [orjson.loads(m.value())["id"] for m in read_all(bootstrap, topics["predictions"], expect=n)]
 
 
-def test_produce_request_errors_are_retried_without_loss(cluster, tmp_path):
+PRODUCE_ERRORS = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.REQUEST_TIMED_OUT, KafkaError.NOT_ENOUGH_REPLICAS,
+                  KafkaError.LEADER_NOT_AVAILABLE)
+
+
+def outputs_through_failing_produce_requests(cluster: MockCluster, tmp_path, producer: dict) -> tuple[list, list]:
+    """400 records scored while eight produce requests fail (two rounds of PRODUCE_ERRORS, the
+    brokers slowed to 30 ms a request); returns (records, the predictions in the topic)."""
     topics = mock_topics(cluster)
     records, _ = stream(400)
     produce_features(cluster.bootstraps, topics["features"], records)
     service = Service(settings_for(cluster.bootstraps, topics, tmp_path, batch_size=20,
-                                   kafka_producer={"retry.backoff.ms": "20", "linger.ms": "1"}), serve_http=False)
+                                   kafka_producer={"retry.backoff.ms": "20", "linger.ms": "1", **producer}),
+                      serve_http=False)
     service.start()
     cluster.set_rtt(30)  # time for the requests behind a failing one to be sent, were more than one allowed
-    errors = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.REQUEST_TIMED_OUT, KafkaError.NOT_ENOUGH_REPLICAS,
-              KafkaError.LEADER_NOT_AVAILABLE)
-    cluster.push_request_errors(ApiKey.Produce, *errors)
+    cluster.push_request_errors(ApiKey.Produce, *PRODUCE_ERRORS)
     run_until(service, lambda: service.totals.get("records_scored") >= 200, what="scored")
-    cluster.push_request_errors(ApiKey.Produce, *errors)
+    cluster.push_request_errors(ApiKey.Produce, *PRODUCE_ERRORS)
     run_until(service, lambda: service.totals.get("records_scored") >= 400, what="scored")
     service.checkpoint()
     service.request_stop()
     service._shutdown()
-    outputs = read_all(cluster.bootstraps, topics["predictions"], expect=400)
+    return records, read_all(cluster.bootstraps, topics["predictions"], expect=400)
+
+
+def test_produce_request_errors_are_retried_without_loss(cluster, tmp_path):
+    records, outputs = outputs_through_failing_produce_requests(cluster, tmp_path, {})
     assert sorted(orjson.loads(m.value())["id"] for m in outputs) == sorted(rid for rid, _ in records)
-    # the retried requests kept their place: in each output partition, the records of each source
-    # partition follow their offsets (each once)
+
+
+def test_with_idempotence_retried_outputs_keep_their_order(cluster, tmp_path):
+    # Without idempotence one request in flight keeps the order in most runs, not all: with three
+    # busy loops beside it, 1 of 30 runs and 1 of 26 of the test above found a partition's retried
+    # outputs written after newer ones (README, "Order and duplicates of outputs").
+    records, outputs = outputs_through_failing_produce_requests(cluster, tmp_path, {"enable.idempotence": "true"})
+    assert sorted(orjson.loads(m.value())["id"] for m in outputs) == sorted(rid for rid, _ in records)
+    # in each output partition, the records of each source partition follow their offsets (each once)
     sources: dict[tuple[int, str], list[int]] = {}
     for m in outputs:
         _, partition, offset = orjson.loads(m.value())["source"].rsplit(":", 2)

@@ -574,6 +574,18 @@ def test_a_failed_output_of_a_batch_is_resent_and_a_fatal_one_stops_before_any_c
     assert_checkpoint_refused(h, r"predictions|label-requests")
 
 
+def test_outputs_the_batch_producer_refuses_go_out_one_by_one_with_a_warning(harness, caplog):
+    h = harness
+    h.service.start()
+    h.service.emitter.batch.refuse = {1, 3}  # its queue is full for two of the first batch's messages
+    feed(h, 5)
+    h.service.run_once()  # a new model asks for every label: the label requests go out first
+    h.service.emitter.flush(1.0)
+    ids = [f"r{i}" for i in range(5)]
+    assert sorted(r["id"] for r in h.out("label-requests")) == sorted(p["id"] for p in h.out("predictions")) == ids
+    assert "2 of 5 messages to label-requests refused by the batch producer" in caplog.text
+
+
 def test_stop_request_ends_with_a_final_checkpoint_and_commit(harness):
     h = harness
     feed(h, 10)
