@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from consumer import batch_reader, rdkafka, steps
 from consumer.batch_reader import BatchReader, Fetched
@@ -173,6 +173,16 @@ class _Read(NamedTuple):
     scan: Future | None
 
 
+@dataclass(frozen=True, slots=True)
+class _Writing:
+    """A checkpoint being written in the background: its file's future, the offsets it holds, and
+    when it started."""
+
+    future: Future
+    offsets: dict[tuple[str, int], int]
+    started: float
+
+
 @dataclass(slots=True)
 class _Batch:
     """A decided batch of feature records, waiting to be emitted."""
@@ -228,6 +238,10 @@ class Service:
         self._reader: BatchReader | None = None  # the features, read as columns (batch_reader)
         self._label_reader: BatchReader | None = None  # the labels, likewise
         self._scanner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="activestream-scan")
+        # a due checkpoint's file is written here while the loop goes on (writing 10 MB and fsyncing
+        # it would stall the loop for ~70 ms; the writes release the GIL)
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="activestream-checkpoint")
+        self._writing: _Writing | None = None
         self._paused = False
         self._started = False
         self._closed = False
@@ -389,6 +403,7 @@ class Service:
             if self.http is not None:
                 self.http.close()
             self._scanner.shutdown(wait=True, cancel_futures=True)
+            self._writer.shutdown(wait=True)  # a file being written is finished (its offsets stay uncommitted)
 
     # -- one iteration ---------------------------------------------------------------------------
     def run_once(self) -> None:
@@ -420,12 +435,10 @@ class Service:
             self._try_emit()
         self._expire(self.clock.now())
         self._observe_lag()
-        if self.policy.due(self.clock.monotonic() - self._last_checkpoint_at, self._labels_since_checkpoint):
-            try:
-                self.checkpoint()
-            except CheckpointError as exc:  # e.g. the broker is away: keep serving, try again later
-                log.warning("checkpoint failed, retrying in %.0f s: %s", self.policy.every_s, exc)
-                self._last_checkpoint_at = self.clock.monotonic()
+        self._finish_checkpoint(wait=False)
+        if self._writing is None and self.policy.due(self.clock.monotonic() - self._last_checkpoint_at,
+                                                     self._labels_since_checkpoint):
+            self._begin_checkpoint()
         self.health.beat()
         self.metrics.loop_last_iteration.set(self.clock.now())
 
@@ -494,12 +507,12 @@ class Service:
             batch.dead[(msg.topic(), err.reason)] += 1
         # one topic (the subscription is a literal name); partitions and offsets as columns
         partitions, offsets = steps.places_of(good)
-        batch.offsets = {(topics.features, p): o + 1 for p, o in dict(zip(partitions, offsets, strict=True)).items()}
+        batch.offsets = {(topics.features, p): o + 1 for p, o in steps.last_offsets(partitions, offsets).items()}
         n = len(decoded.ids)
         if n == 0:
             return batch
         if len(positions) < len(good):
-            partitions, offsets = [partitions[k] for k in positions], [offsets[k] for k in positions]
+            partitions, offsets = partitions[positions], offsets[positions]
         d = learner.decide(decoded.rows, ids=decoded.keys())
         labels, scores, probs, codes = d.label, d.scores.p, d.probability, d.predicted
         ids, ts = decoded.ids, np.asarray(decoded.ts, dtype=np.float64)
@@ -509,7 +522,7 @@ class Service:
             labels, scores, probs, codes = labels.tolist(), scores.tolist(), probs.tolist(), codes.tolist()
             wants, produced = d.query.tolist(), [False] * n
             for i in range(n):
-                recorded = self.recovery.take((topics.features, partitions[i], offsets[i]))
+                recorded = self.recovery.take((topics.features, int(partitions[i]), int(offsets[i])))
                 if recorded is not None:
                     self._keep_recorded(i, recorded, labels, scores, probs, wants, codes, produced, requested,
                                         decoded, batch)
@@ -552,7 +565,7 @@ class Service:
         return granted
 
     def _request(self, granted: list[int], labels: np.ndarray, scores: Any, probs: Any, codes: np.ndarray,
-                 now: float, decisions: Any, decoded: Any, partitions: list[int], offsets: list[int],
+                 now: float, decisions: Any, decoded: Any, partitions: np.ndarray, offsets: np.ndarray,
                  batch: _Batch) -> None:
         """Ask for the labels of the ``granted`` records: a label request each, and a pending entry
         each, all sharing one copy of their features (one gather for all of them)."""
@@ -572,8 +585,7 @@ class Service:
         batch.pending += zip(ids, entries, strict=True)
         requests = write_label_requests(ids, decoded.features_packed(granted), predicted, score, probability,
                                         uncertainty, costs, now, expires_at, version, s.topics.features,
-                                        list(map(partitions.__getitem__, granted)),
-                                        list(map(offsets.__getitem__, granted)))
+                                        partitions[at], offsets[at])
         batch.outputs.append((s.topics.label_requests, pack_keys(ids), requests))
         batch.requests += len(granted)
 
@@ -645,8 +657,7 @@ class Service:
             self.totals.add(f"dead_letters.{msg.topic()}.{err.reason}")
         self._apply_labels(decoded.records, now)
         # one topic (the subscription is a literal name): the last offset of each partition
-        partitions, offsets = steps.places_of(good)
-        for partition, offset in dict(zip(partitions, offsets, strict=True)).items():
+        for partition, offset in steps.last_offsets(*steps.places_of(good)).items():
             self.offsets.store(self.settings.topics.labels, partition, offset + 1)
         self._publish_gauges()
 
@@ -768,7 +779,8 @@ class Service:
 
     # -- checkpoints ---------------------------------------------------------------------------------
     def checkpoint(self) -> Path:
-        """Make progress durable, then tell Kafka.
+        """Make progress durable, then tell Kafka; returns the file once it is durable (a due
+        checkpoint the loop started in the background is finished first).
 
         Step 1. Flush the producer: the outputs of every consumed record are acknowledged.
         Step 2. Snapshot the learner, the pending store, the budget, the totals, the next offset of
@@ -778,28 +790,63 @@ class Service:
         Step 5. Record the duration and the time of this checkpoint.
         If step 1, 2 or 3 fails, raise CheckpointError and commit nothing.
         """
+        self._finish_checkpoint(wait=True)
         started = self.clock.monotonic()
         try:
-            # Step 1.
-            if not self.emitter.flush(_FLUSH_TIMEOUT_S):
-                raise CheckpointError(f"producer still holds {len(self.emitter)} messages after "
-                                      f"{_FLUSH_TIMEOUT_S:.0f} s")
-            # Step 2.
-            state = self._snapshot()
-            # Step 3.
-            path = self.store.write(state)
+            state, offsets = self._prepare_checkpoint()
+            path = self.store.write(state)  # Step 3.
         except CheckpointError:
             self.metrics.checkpoint_failures.inc()
             raise
-        # Step 4.
-        self._commit_offsets()
+        self._checkpoint_durable(path, offsets, started)
+        return path
+
+    def _prepare_checkpoint(self) -> tuple[dict[str, np.ndarray], dict[tuple[str, int], int]]:
+        """Steps 1 and 2: the snapshot (copies, which the loop may change at once) and its offsets."""
+        if not self.emitter.flush(_FLUSH_TIMEOUT_S):
+            raise CheckpointError(f"producer still holds {len(self.emitter)} messages after "
+                                  f"{_FLUSH_TIMEOUT_S:.0f} s")
+        offsets = dict(self.offsets.next)
+        state = self._snapshot()
+        self._last_checkpoint_at = self.clock.monotonic()
+        self._labels_since_checkpoint = 0  # the next checkpoint counts the labels after this snapshot
+        return state, offsets
+
+    def _begin_checkpoint(self) -> None:
+        """A due checkpoint: steps 1 and 2 here, step 3 in the writer thread; steps 4 and 5 run in
+        the loop once the file is durable (:meth:`_finish_checkpoint`)."""
+        started = self.clock.monotonic()
+        try:
+            state, offsets = self._prepare_checkpoint()
+        except CheckpointError as exc:  # e.g. the broker is away: keep serving, try again later
+            self._checkpoint_failed(exc)
+            return
+        self._writing = _Writing(self._writer.submit(self.store.write, state), offsets, started)
+
+    def _finish_checkpoint(self, wait: bool) -> None:
+        """Steps 4 and 5 of the checkpoint being written, once it is durable (now, with ``wait``)."""
+        writing = self._writing
+        if writing is None or not (wait or writing.future.done()):
+            return
+        self._writing = None
+        try:
+            path = writing.future.result()
+        except CheckpointError as exc:
+            self._checkpoint_failed(exc)
+            return
+        self._checkpoint_durable(path, writing.offsets, writing.started)
+
+    def _checkpoint_failed(self, exc: CheckpointError) -> None:
+        self.metrics.checkpoint_failures.inc()
+        log.warning("checkpoint failed, retrying in %.0f s: %s", self.policy.every_s, exc)
+        self._last_checkpoint_at = self.clock.monotonic()
+
+    def _checkpoint_durable(self, path: Path, offsets: dict[tuple[str, int], int], started: float) -> None:
+        self._commit_offsets(offsets)  # Step 4.
         # Step 5.
         self.metrics.checkpoint_duration.observe(self.clock.monotonic() - started)
         self.metrics.checkpoint_last_success.set(self.clock.now())
-        self._last_checkpoint_at = self.clock.monotonic()
-        self._labels_since_checkpoint = 0
         log.debug("checkpoint %s", path.name)
-        return path
 
     def _snapshot(self) -> dict[str, np.ndarray]:
         state: dict[str, np.ndarray] = {f"learner.{k}": v for k, v in self.learner.state_dict().items()}
@@ -825,29 +872,38 @@ class Service:
     def _output_ends(self) -> dict[tuple[str, int], int]:
         """Where each partition of the output topics ends now (after a flush: past all our outputs).
 
-        Some brokers answer with less than the true end (the base offset of the last batch); a low
-        value only makes recovery read a little more, since it matches outputs by their source."""
-        ends = {}
+        One question for all the partitions (a ListOffsets request per broker, for the latest
+        offsets: the end, as no output is written in a transaction), where a watermark query per
+        partition would wait its turn behind the consumer's fetches each time. Some brokers answer
+        with less than the true end (the base offset of the last batch); a low value only makes
+        recovery read a little more, since it matches outputs by their source."""
         topics = self.settings.topics
         deadline = self.clock.monotonic() + _OUTPUT_ENDS_TIMEOUT_S
+        asked = []
         for topic in (topics.predictions, topics.label_requests):
             try:
                 partitions = self._partitions(topic, timeout=max(_MIN_WAIT_S, deadline - self.clock.monotonic()))
             except KafkaException as exc:
                 raise CheckpointError(f"cannot list the partitions of {topic}: {exc}") from None
-            for p in partitions:
-                left, high = deadline - self.clock.monotonic(), -1
-                if left > 0:
-                    with contextlib.suppress(KafkaException):  # no answer: the last known end below
-                        _, high = self._features.get_watermark_offsets(TopicPartition(topic, p), timeout=left)
-                ends[(topic, p)] = max(0, high if high >= 0 else self._output_floor.get((topic, p), 0))
+            asked += [TopicPartition(topic, p, OFFSET_END) for p in partitions]
+        found: dict[tuple[str, int], int] = {}
+        left = deadline - self.clock.monotonic()
+        if asked and left > 0:
+            with contextlib.suppress(KafkaException):  # no answer: the last known ends below
+                answers = self._features.offsets_for_times(asked, timeout=left)
+                found = {(tp.topic, tp.partition): tp.offset for tp in answers if tp.error is None}
+        ends = {}
+        for tp in asked:
+            key = (tp.topic, tp.partition)
+            high = found.get(key, -1)
+            ends[key] = max(0, high if high >= 0 else self._output_floor.get(key, 0))
         self._output_floor.update(ends)  # what the next checkpoint falls back on
         return ends
 
-    def _commit_offsets(self) -> None:
+    def _commit_offsets(self, snapshot: dict[tuple[str, int], int]) -> None:
         for consumer in (self._features, self._labels):
             assigned = {(tp.topic, tp.partition) for tp in consumer.assignment()}
-            offsets = [TopicPartition(t, p, o) for (t, p), o in self.offsets.next.items() if (t, p) in assigned]
+            offsets = [TopicPartition(t, p, o) for (t, p), o in snapshot.items() if (t, p) in assigned]
             if not offsets:
                 continue
             try:

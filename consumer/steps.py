@@ -26,6 +26,7 @@ __all__ = [
     "dead_letter",
     "decode_features",
     "decode_labels",
+    "last_offsets",
     "message_times",
     "places_of",
     "uncertainty",
@@ -55,11 +56,23 @@ def values_of(msgs: Sequence[Any]) -> tuple[Sequence[bytes | None], tuple[bytes,
     return [m.value() for m in msgs], None
 
 
-def places_of(msgs: Sequence[Any]) -> tuple[list[int], list[int]]:
-    """Each message's partition and offset (columns already, for a batch reader's batch)."""
+def places_of(msgs: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Each message's partition and offset, as int64 columns (a batch reader's batch has them)."""
     if isinstance(msgs, Fetched):
-        return msgs.partitions.tolist(), msgs.offsets.tolist()
-    return [m.partition() for m in msgs], [m.offset() for m in msgs]
+        return msgs.partitions.astype(np.int64), msgs.offsets
+    n = len(msgs)
+    return (np.fromiter((m.partition() for m in msgs), dtype=np.int64, count=n),
+            np.fromiter((m.offset() for m in msgs), dtype=np.int64, count=n))
+
+
+def last_offsets(partitions: np.ndarray, offsets: np.ndarray) -> dict[int, int]:
+    """The last offset of each partition among a batch's messages (in the order consumed)."""
+    if len(partitions) == 0:
+        return {}
+    # A batch is runs of one partition each; a partition's offsets grow from run to run, so the
+    # end of its last run holds its last offset, and dict() keeps the last value of a repeated key.
+    ends = np.flatnonzero(np.append(partitions[1:] != partitions[:-1], True))
+    return dict(zip(partitions[ends].tolist(), offsets[ends].tolist(), strict=True))
 
 
 def _times_of(msgs: Sequence[Any], now: float) -> DefaultTimes:

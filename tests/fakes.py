@@ -157,6 +157,12 @@ class FakeConsumer:
     def get_watermark_offsets(self, tp: TopicPartition, timeout: float = -1, cached: bool = False) -> tuple:
         return 0, len(self.broker.log[(tp.topic, tp.partition)])
 
+    def offsets_for_times(self, partitions: list[TopicPartition], timeout: float = -1) -> list[TopicPartition]:
+        """Only the "latest" question (OFFSET_END, -1): where each partition ends."""
+        assert all(tp.offset == -1 for tp in partitions), "only the end is asked for"
+        return [TopicPartition(tp.topic, tp.partition, len(self.broker.log[(tp.topic, tp.partition)]))
+                for tp in partitions]
+
     def close(self) -> None:
         if self._on_revoke and self._assigned:
             self._on_revoke(self, self.assignment())

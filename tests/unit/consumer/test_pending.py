@@ -1,6 +1,8 @@
 """The pending store: one hand-out per id, ordered expiry, memory of applied and expired ids."""
 
-from consumer.pending import Entry, PendingStore, pack_strings, unpack_strings
+import numpy as np
+
+from consumer.pending import Entry, Memory, PendingStore, pack_strings, unpack_strings
 from learners.inputs import Rows
 
 
@@ -84,6 +86,30 @@ def test_state_round_trip_keeps_entries_and_memories():
     b = copy.get("b")
     idx, val = b.rows.row(b.row)
     assert idx.tolist() == [3, 7] and val.tolist() == [0.5, -1.0] and b.predicted == -1 and b.cost == 2.0
+
+
+def test_an_id_applied_again_is_remembered_from_its_last_time_also_after_a_restore():
+    store = PendingStore(max_entries=10, memory_s=5)
+    for rid in ("a", "b", "c"):
+        store.add(rid, entry(0.0, ttl=100))
+    store.take_many(["a", "b"], now=1.0)
+    store.add("a", entry(2.0, ttl=100))  # asked again, answered again later
+    store.take_many(["a", "c"], now=3.0)
+    restored = PendingStore(max_entries=10, memory_s=5)
+    restored.load_state_dict(store.state_dict())
+    for s in (store, restored):
+        s.expire(now=7.0)  # forgets what was applied before 2.0: b, but not a
+        assert [s.status(rid) for rid in "abc"] == ["applied", "unknown", "applied"]
+        s.expire(now=8.5)
+        assert [s.status(rid) for rid in "abc"] == ["unknown", "unknown", "unknown"]
+
+
+def test_a_memory_restores_its_forgetting_order_from_any_order_of_its_state():
+    memory = Memory.from_state(["x", "y", "z", "w"], np.array([3.0, 1.0, 3.0, 2.0]))
+    assert sorted(memory.state()[0]) == ["w", "x", "y", "z"]
+    memory.forget_before(2.5)
+    assert ("x" in memory, "y" in memory, "z" in memory, "w" in memory) == (True, False, True, False)
+    assert len(Memory.from_state([], np.array([]))) == 0
 
 
 def test_strings_pack_without_pickles():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import threading
 import time
 
 import numpy as np
@@ -437,7 +438,7 @@ def test_a_checkpoint_asks_an_absent_broker_for_a_bounded_time_then_keeps_the_la
         raise KafkaException(KafkaError(KafkaError._TRANSPORT))
 
     monkeypatch.setattr(h.service._producer, "list_topics", away)
-    monkeypatch.setattr(h.service._features, "get_watermark_offsets", away)
+    monkeypatch.setattr(h.service._features, "offsets_for_times", away)
     h.service.checkpoint()
     assert 0 < sum(waited) <= service_module._OUTPUT_ENDS_TIMEOUT_S + service_module._MIN_WAIT_S
     state = h.service.store.latest()[1]
@@ -685,9 +686,35 @@ def test_a_failed_periodic_checkpoint_keeps_the_loop_running(tmp_path, monkeypat
     assert h.service.store.paths() == [] and h.broker.committed == {}
     h.hold(False)
     h.clock.advance(11)
-    h.service.run_once()
+    h.service.run_once()  # due again: written beside the loop, committed by a later turn
+    h.service._finish_checkpoint(wait=True)
     assert len(h.service.store.paths()) == 1
     assert h.broker.committed[("activestream", "features", 0)] == 5
+
+
+def test_a_due_checkpoint_is_written_beside_the_loop_and_commits_its_snapshot_once_durable(tmp_path, monkeypatch):
+    h = Harness(tmp_path, checkpoint={"every_s": 10})
+    h.service.start()
+    written, write = threading.Event(), h.service.store.write
+
+    def slow_write(state):  # the disk is slow: the file is durable only once the test lets it be
+        assert written.wait(10)
+        return write(state)
+
+    monkeypatch.setattr(h.service.store, "write", slow_write)
+    feed(h, 5)
+    h.service.run_once()
+    h.clock.advance(11)
+    h.service.run_once()  # due: the snapshot holds offset 5
+    feed(h, 3, prefix="s")
+    h.service.run_once()  # the loop goes on while the file is written
+    assert h.service.totals.get("records_scored") == 8
+    assert h.service.store.paths() == [] and h.broker.committed == {}
+    written.set()
+    h.service._finish_checkpoint(wait=True)
+    assert len(h.service.store.paths()) == 1
+    assert h.broker.committed[("activestream", "features", 0)] == 5  # the snapshot's, not the loop's 8
+    assert int(h.service.store.latest()[1]["offsets.next"][0]) == 5
 
 
 def test_an_unwritable_checkpoint_directory_stops_start_up_naming_the_variable(tmp_path, caplog):

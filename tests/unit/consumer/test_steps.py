@@ -3,7 +3,7 @@ from dataclasses import dataclass
 import numpy as np
 from confluent_kafka import TIMESTAMP_CREATE_TIME, TIMESTAMP_NOT_AVAILABLE
 
-from consumer.steps import decode_features, decode_labels, message_times
+from consumer.steps import decode_features, decode_labels, last_offsets, message_times, places_of
 from tests.fakes import FakeMessage
 
 
@@ -39,3 +39,14 @@ def test_a_label_without_ts_takes_its_message_time():
     msgs = [message(b'{"id": "a", "label": 1}', 4_000_000), message(b'{"id": "b", "label": -1, "ts": 3.25}', 5_000)]
     decoded = decode_labels(msgs, {-1: -1, 1: 1}, now=99.0)
     assert [(lab.id, lab.ts) for lab in decoded.records] == [("a", 4000.0), ("b", 3.25)]
+
+
+def test_places_are_columns_and_each_partition_ends_at_its_last_offset():
+    # a consumed batch: runs of partitions, one partition coming back after another's run
+    places = [(0, 10), (0, 11), (2, 5), (0, 12), (1, 7), (2, 6), (2, 7)]
+    msgs = [Stamped("t", p, o, None, b"", _timestamp_ms=0) for p, o in places]
+    partitions, offsets = places_of(msgs)
+    assert (partitions.dtype, offsets.dtype) == (np.int64, np.int64)
+    assert list(zip(partitions.tolist(), offsets.tolist(), strict=True)) == places
+    assert last_offsets(partitions, offsets) == {0: 12, 1: 7, 2: 7}
+    assert last_offsets(*places_of([])) == {}
