@@ -166,8 +166,8 @@ class Emitter:
         except ValueError as exc:
             self._fatal.append(f"{topic}: {exc}")
             raise ProduceFailed(f"cannot produce to {topic}: {exc}") from None
-        if len(refused):  # librdkafka's queue was full: the careful path, which waits
-            # a warning: these go out through the other client, so they may land after later ones
+        if len(refused):  # librdkafka's queue was full: the careful path, which waits, through the
+            # other client, so these may land after later messages (hence a warning)
             log.warning("%d of %d messages to %s refused by the batch producer; sent one by one",
                         len(refused), len(values), topic)
             for k in refused.tolist():
