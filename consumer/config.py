@@ -123,6 +123,9 @@ class Settings(BaseSettings):
         None, gt=0, le=1, description="the query rate expected (label requests / records); exported for alerts"
     )
 
+    dead_letter_ratio_limit: float = Field(
+        0.01, gt=0, le=1, description="dead letters / consumed records above which the dead-letter alert fires"
+    )
     labels: LabelSettings = LabelSettings()
     checkpoint_dir: Path = Path("/var/lib/activestream")
     checkpoint: CheckpointSettings = CheckpointSettings()

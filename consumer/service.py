@@ -733,6 +733,7 @@ class Service:
         m.budget_requests.set(math.inf if s.labels.budget is None else s.labels.budget)
         m.checkpoint_interval.set(s.checkpoint.every_s)
         m.query_rate_target.set(math.nan if s.query_rate_target is None else s.query_rate_target)
+        m.dead_letter_ratio_limit.set(s.dead_letter_ratio_limit)
 
     def _initialise_series(self) -> None:
         """Create the labelled series that can be known in advance at zero: a counter series born at
@@ -774,8 +775,9 @@ class Service:
                     continue
                 position = self.offsets.next.get((tp.topic, tp.partition))
                 if high >= 0 and position is not None:
-                    self.metrics.consumer_lag.labels(topic=tp.topic, partition=str(tp.partition)).set(
-                        max(0, high - position))
+                    where = {"topic": tp.topic, "partition": str(tp.partition)}
+                    self.metrics.consumer_lag.labels(**where).set(max(0, high - position))
+                    self.metrics.consumer_offset.labels(**where).set(position)
 
     # -- checkpoints ---------------------------------------------------------------------------------
     def checkpoint(self) -> Path:
