@@ -192,15 +192,16 @@ def registry() -> str:
              _doc(module).split("\nExamples")[0].strip() + "\n\n",
              f"Every learner also takes the data-model parameters {_params(module.LEARNER_DEFAULTS)} "
              "(shown with their defaults). *Fixed* parameters define the algorithm and cannot be overridden.\n\n",
-             "| name | aliases | rule | query | defaults | fixed | paper |\n|---|---|---|---|---|---|---|\n"]
+             "| name | rule + query | parameters | paper |\n|---|---|---|---|\n"]
     classes: dict[str, type] = {}
     for name, spec in module.ALGORITHMS.items():
         classes.setdefault(spec.rule.__name__, spec.rule)
         classes.setdefault(spec.query.__name__, spec.query)
-        cells = [f"`{name}`", ", ".join(f"`{a}`" for a in spec.aliases),
-                 f"[{spec.rule.__name__}](#{spec.rule.__name__.lower()})",
-                 f"[{spec.query.__name__}](#{spec.query.__name__.lower()})",
-                 _cell(_params(dict(spec.defaults))), _cell(_params(dict(spec.fixed))), _cell(spec.cite)]
+        aliases = f" (alias {', '.join(f'`{a}`' for a in spec.aliases)})" if spec.aliases else ""
+        parts = " + ".join(f"[{c.__name__}](#{c.__name__.lower()})" for c in (spec.rule, spec.query))
+        params = ", ".join(filter(None, [_params(dict(spec.defaults)),
+                                         _params(dict(spec.fixed)) + " (fixed)" if spec.fixed else ""]))
+        cells = [f"`{name}`{aliases}", parts, _cell(params), _cell(spec.cite)]
         lines.append("| " + " | ".join(cells) + " |\n")
     for title, is_rule in (("Update rules", True), ("Query strategies", False)):
         lines.append(f"\n## {title}\n")

@@ -65,5 +65,5 @@ def test_metrics_reference_lists_every_exported_activestream_metric(gen):
 def test_registry_reference_has_a_row_per_algorithm_and_its_citation(gen):
     page = gen.registry()
     for name, spec in ALGORITHMS.items():
-        assert f"| `{name}` |" in page
+        assert f"| `{name}`" in page
         assert gen._cell(spec.cite) in page
