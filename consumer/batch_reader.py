@@ -4,8 +4,7 @@ confluent-kafka's ``Consumer.consume`` makes a ``Message`` per record (its value
 copied into new Python objects), and the loop then calls ``value()``, ``partition()``,
 ``offset()`` and ``error()`` on each and joins the values. Read from librdkafka directly, a batch
 of 2,000 comes out as columns: one buffer of values laid end to end (what the compiled scan reads),
-their keys, partitions, offsets and timestamps, filled by one compiled loop (~0.2 µs per record
-against ~1.5 µs on this machine, README).
+their keys, partitions, offsets and timestamps, filled by one compiled loop.
 
 How: the assigned partitions' fetch queues are forwarded to a queue of the reader's own
 (``rd_kafka_queue_forward``, which librdkafka keeps over its own forwarding to the consumer queue),

@@ -63,8 +63,8 @@ log = logging.getLogger(__name__)
 FORMAT_VERSION = 1  # of the service's part of a checkpoint
 _FLUSH_TIMEOUT_S = 20.0  # within Kubernetes' 30 s grace period, with room to write and commit
 # How long a checkpoint asks the broker where the output topics end; then it takes the last known
-# ends (a lower bound: recovery reads a little more). Unbounded, a broker that does not answer cost
-# 10 s per topic and 5 s per partition: 40 s for two topics of two partitions, past the grace period.
+# ends (a lower bound: recovery reads a little more). Unbounded, a broker that does not answer would
+# hold a shutdown past the grace period.
 _OUTPUT_ENDS_TIMEOUT_S = 4.0
 _MIN_WAIT_S = 0.1  # the shortest question worth sending once the time is up: a topic's partitions
 _LAG_EVERY_S = 1.0
@@ -238,8 +238,8 @@ class Service:
         self._reader: BatchReader | None = None  # the features, read as columns (batch_reader)
         self._label_reader: BatchReader | None = None  # the labels, likewise
         self._scanner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="activestream-scan")
-        # a due checkpoint's file is written here while the loop goes on (serializing, writing and
-        # fsyncing the benchmark's 8 MB model took 29 - 113 ms in drains; hashing and writes release the GIL)
+        # a due checkpoint's file is written here while the loop goes on: serializing and fsyncing a
+        # large model would stall the loop, and hashing and writes release the GIL
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="activestream-checkpoint")
         self._writing: _Writing | None = None
         self._paused = False
@@ -263,9 +263,8 @@ class Service:
         checkpoint on disk does not allow starting, 1 after any other failure."""
         try:
             self.start()
-            # What exists now (modules, compiled kernels, the restored state: ~165,000 objects) lives
-            # as long as the process. Out of the cyclic collector's sight, a full collection takes
-            # under 1 ms instead of ~80 ms that would stall a batch (refcounting still frees them).
+            # What exists now (modules, compiled kernels, the restored state) lives as long as the
+            # process: out of the cyclic collector's sight, a full collection no longer stalls a batch.
             gc.freeze()
             while not self._stop_requested:
                 self.run_once()

@@ -28,9 +28,8 @@ CLIENT_SETTINGS = {
 }
 # Over CLIENT_SETTINGS, for the consumers of the label loop (the service's labels consumer, an
 # annotator's requests consumer). A consumer waiting on a quiet topic fetches once per
-# fetch.wait.max.ms, and each fetch costs this broker ~0.7 ms of CPU: at 10 ms the two of them took
-# ~14 % of a core from a service draining a backlog, at 50 ms ~3 %. A label need not arrive within
-# milliseconds, but until the first labels are back a new model asks for every one.
+# fetch.wait.max.ms, and every fetch costs this broker CPU the service needs; a label need not arrive
+# within milliseconds, but until the first labels are back a new model asks for every one.
 LABEL_LOOP_FETCH = {"fetch.wait.max.ms": "50"}
 
 
