@@ -48,6 +48,7 @@ from consumer.health import Health, HealthServer
 from consumer.kafka import Emitter, OffsetTracker, consumer_config, producer_config
 from consumer.metrics import Metrics
 from consumer.pending import Entry, PendingStore, pack_strings, unpack_strings
+from consumer.preflight import check_security
 from consumer.rdkafka import BatchProducer
 from consumer.records import REASONS, Label, encode_predictions, pack_keys
 from consumer.recovery import Recovery, read_tail
@@ -135,6 +136,10 @@ class KafkaClients:
             return BatchProducer(lib, conf, on_failed, on_error, on_stats)
         except ValueError as exc:
             raise ConfigError(f"ACTIVESTREAM_KAFKA_PRODUCER: {exc}") from None
+
+    def preflight(self) -> None:
+        """Fail now, naming the setting, if the brokers refuse the clients' TLS or SASL settings."""
+        check_security(self.settings)
 
     def reader(self) -> Consumer:
         """A group-less consumer that reads a topic's tail to its end (recovery)."""
@@ -291,6 +296,7 @@ class Service:
             self.store.prepare()
         except CheckpointError as exc:
             raise ConfigError(f"ACTIVESTREAM_CHECKPOINT_DIR: {exc}") from None
+        self._clients.preflight()
         self._restore()
         if self._serve_http:
             self.http = HealthServer(self.health, self.metrics.registry, s.metrics_port).start()

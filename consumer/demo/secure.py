@@ -143,11 +143,21 @@ class SecureListener:
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            asyncio.run_coroutine_threadsafe(self._server.wait_closed(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
+        """Stop listening, end the relayed connections, and end the listener's thread."""
+
+        async def shutdown() -> None:
+            if self._server is not None:
+                self._server.close()
+            connections = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in connections:
+                task.cancel()
+            await asyncio.gather(*connections, return_exceptions=True)
+
+        if self._thread.is_alive():
+            asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(10)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+        self._loop.close()
 
     async def _serve(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
         try:
