@@ -57,6 +57,7 @@ _SIGNATURES = {
     "rd_kafka_header_get_all": (ctypes.c_int, [_p, ctypes.c_size_t, _p, _p, _p]),
 }
 _CONSUMER = 1
+_AUTO_OFFSET_RESET = -140  # RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET: a position the log does not hold
 
 
 def _cast(to: types.Type) -> Any:
@@ -151,6 +152,8 @@ class BatchReader:
         self._gather, self._destroy = _kernels(lib)
         self._ptrs = np.zeros(0, dtype=np.uint64)
         self._outstanding: set[Fetched] = set()
+        # (topic, partition, offset) of each position librdkafka found outside the log: the service's to act on
+        self.out_of_range: list[tuple[str, int, int]] = []
 
     def warm_up(self) -> None:
         """Compile the loops now (reading nothing)."""
@@ -188,8 +191,11 @@ class BatchReader:
         errors = columns[-1]
         if errors.any():
             bad = np.flatnonzero(errors)
-            values, bounds = columns[0], columns[1]
+            values, bounds, partitions, offsets = columns[0], columns[1], columns[6], columns[7]
             for k in bad.tolist():  # an error message's payload is its text
+                if errors[k] == _AUTO_OFFSET_RESET:
+                    self.out_of_range.append((self.topic, int(partitions[k]), int(offsets[k])))
+                    continue
                 text = values[bounds[k]:bounds[k + 1]].tobytes()
                 log.warning("consumer of %s: %s (%s)", self.topic, text.decode(errors="replace"), int(errors[k]))
             self._destroy(ptrs[bad])

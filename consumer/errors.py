@@ -8,6 +8,7 @@ __all__ = [
     "ConfigError",
     "IncompatibleCheckpoint",
     "InvalidRecord",
+    "OffsetOutOfRange",
     "OffsetsNotIncreasing",
     "ProduceFailed",
 ]
@@ -40,6 +41,10 @@ class IncompatibleCheckpoint(Exception):
 
 class OffsetsNotIncreasing(Exception):
     """A partition's stored offset would move backwards."""
+
+
+class OffsetOutOfRange(Exception):
+    """A partition's position is not in its log, and ``auto.offset.reset`` is ``error``."""
 
 
 class ProduceFailed(Exception):

@@ -17,11 +17,13 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from consumer.config import Settings
-from consumer.errors import Backpressure, OffsetsNotIncreasing, ProduceFailed
+from consumer.errors import Backpressure, ConfigError, OffsetsNotIncreasing, ProduceFailed
 from consumer.fastwrite import Packed
 from consumer.metrics import Metrics
 
-__all__ = ["CONSUMER_DEFAULTS", "PRODUCER_DEFAULTS", "Emitter", "OffsetTracker", "consumer_config", "producer_config"]
+__all__ = ["CONSUMER_DEFAULTS", "PRODUCER_DEFAULTS", "Emitter", "OffsetTracker", "consumer_config",
+           "offset_reset_policy",
+           "producer_config"]
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +71,13 @@ _FATAL = {
 }
 
 
-def consumer_config(settings: Settings, role: str) -> dict[str, Any]:
-    """Consumer properties for ``role`` ("features" or "labels"), each in its own group."""
+# librdkafka's spellings of auto.offset.reset, by what the service does with them
+_RESET_POLICIES = {"earliest": "earliest", "smallest": "earliest", "beginning": "earliest",
+                   "latest": "latest", "largest": "latest", "end": "latest", "error": "error"}
+_ROLES = ("features", "labels")  # the consumers that report a position the log lacks instead of moving it
+
+
+def _user_consumer_config(settings: Settings, role: str) -> dict[str, Any]:
     group = settings.group_id if role == "features" else f"{settings.group_id}-{role}"
     conf: dict[str, Any] = {**CONSUMER_DEFAULTS, "bootstrap.servers": settings.bootstrap_servers,
                             "group.id": group, "client.id": f"activestream-{role}"}
@@ -81,6 +88,29 @@ def consumer_config(settings: Settings, role: str) -> dict[str, Any]:
     if role == "labels":
         conf.update(settings.kafka_labels_consumer)
     return conf
+
+
+def consumer_config(settings: Settings, role: str) -> dict[str, Any]:
+    """Consumer properties for ``role`` ("features" or "labels"), each in its own group.
+
+    Their ``auto.offset.reset`` is ``error``: a position the log does not hold (no committed offset,
+    or a log truncated or re-created under a checkpoint) comes to the service as an error, which it
+    logs and counts before it applies the user's own ``auto.offset.reset`` (:func:`offset_reset_policy`)."""
+    conf = _user_consumer_config(settings, role)
+    if role in _ROLES:
+        conf["auto.offset.reset"] = "error"
+    return conf
+
+
+def offset_reset_policy(settings: Settings, role: str) -> str:
+    """Where ``role``'s consumer goes when its position is not in the log: "earliest", "latest", or
+    "error" (stop), from ``auto.offset.reset`` as the user set it (earliest by default)."""
+    value = str(_user_consumer_config(settings, role).get("auto.offset.reset", "earliest")).lower()
+    if value not in _RESET_POLICIES:
+        where = "ACTIVESTREAM_KAFKA_LABELS_CONSUMER" if role == "labels" and \
+            "auto.offset.reset" in settings.kafka_labels_consumer else "ACTIVESTREAM_KAFKA_CONSUMER"
+        raise ConfigError(f"{where}__AUTO_OFFSET_RESET: {value!r} is none of {', '.join(_RESET_POLICIES)}")
+    return _RESET_POLICIES[value]
 
 
 def producer_config(settings: Settings) -> dict[str, Any]:
@@ -226,12 +256,21 @@ class OffsetTracker:
     """The next offset to read in every partition this service has consumed (or restored)."""
 
     next: dict[tuple[str, int], int] = field(default_factory=dict)
+    # partitions whose log started again (see restart): their next store may go back, once
+    restarted: set[tuple[str, int]] = field(default_factory=set)
 
     def store(self, topic: str, partition: int, next_offset: int) -> None:
         key = (topic, partition)
         if next_offset < self.next.get(key, -1):
-            raise OffsetsNotIncreasing(f"{topic}[{partition}]: offset {next_offset} after {self.next[key]}")
+            if key not in self.restarted:
+                raise OffsetsNotIncreasing(f"{topic}[{partition}]: offset {next_offset} after {self.next[key]}")
+            self.restarted.discard(key)
         self.next[key] = next_offset
+
+    def restart(self, topic: str, partition: int) -> None:
+        """The partition's log no longer holds its position: the records that come next may have
+        lower offsets (records of the old log still in hand are stored first, as usual)."""
+        self.restarted.add((topic, partition))
 
     def reset(self, topic: str, partition: int, next_offset: int) -> None:
         """Accept a position set by the broker or by a seek (rebalance, restore)."""

@@ -132,6 +132,9 @@ class Metrics:
                                   ["topic", "partition"], registry=r)
         self.consumer_offset = Gauge(p + "consumer_offset", "Next offset to read in each consumed partition",
                                      ["topic", "partition"], registry=r)
+        self.offset_resets = Counter(p + "offset_resets",
+                                     "Partitions whose position was not in the log any more (truncated or re-created)",
+                                     ["topic"], registry=r)
         self.rebalances = Counter(p + "rebalances", "Partitions assigned to this service", ["topic"], registry=r)
         self.loop_last_iteration = Gauge(p + "loop_last_iteration_timestamp_seconds",
                                          "When the poll loop last completed an iteration", registry=r)

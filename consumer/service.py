@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
-from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from consumer import batch_reader, rdkafka, steps
 from consumer.batch_reader import BatchReader, Fetched
@@ -41,11 +41,11 @@ from consumer.budget import CostModel, LabelBudget
 from consumer.checkpoint import CheckpointPolicy, CheckpointStore
 from consumer.clock import Clock, SystemClock
 from consumer.config import Settings
-from consumer.errors import Backpressure, CheckpointError, ConfigError, IncompatibleCheckpoint
+from consumer.errors import Backpressure, CheckpointError, ConfigError, IncompatibleCheckpoint, OffsetOutOfRange
 from consumer.fastjson import ScanJob, run_scan, scan_job, scan_result
 from consumer.fastwrite import Packed, write_label_requests
 from consumer.health import Health, HealthServer
-from consumer.kafka import Emitter, OffsetTracker, consumer_config, producer_config
+from consumer.kafka import Emitter, OffsetTracker, consumer_config, offset_reset_policy, producer_config
 from consumer.metrics import Metrics
 from consumer.pending import Entry, PendingStore, pack_strings, unpack_strings
 from consumer.preflight import check_security
@@ -149,15 +149,22 @@ class KafkaClients:
         return Consumer(conf)
 
 
-def _without_errors(messages: Sequence[Any], consumer: str) -> Sequence[Any]:
-    """The messages that carry a record; the others (consumer errors) are logged. A batch
-    reader's batch holds none (it logs them itself)."""
+def _without_errors(messages: Sequence[Any], consumer: str,
+                    out_of_range: list[tuple[str, int, int]]) -> Sequence[Any]:
+    """The messages that carry a record. Of the others (consumer errors), a position the log does
+    not hold goes to ``out_of_range`` as (topic, partition, offset); the rest are logged. A batch
+    reader's batch holds none (it sorts them itself)."""
     if isinstance(messages, Fetched):
         return messages
     good = [msg for msg in messages if msg.error() is None]
     if len(good) < len(messages):
         for msg in messages:
-            if msg.error() is not None:
+            if msg.error() is None:
+                continue
+            if msg.error().code() == KafkaError._AUTO_OFFSET_RESET:
+                offset = msg.offset()  # None where there was no position at all (no committed offset)
+                out_of_range.append((msg.topic(), msg.partition(), -1 if offset is None else offset))
+            else:
                 log.warning("%s consumer: %s", consumer, msg.error().str())
     return good
 
@@ -240,6 +247,8 @@ class Service:
         # thread of its own (the scan releases the GIL), off the loop's critical path
         self._ahead: _Read | None = None
         self._revocations = 0  # of the features' partitions: a batch read before one is no longer ours
+        self._out_of_range: list[tuple[str, int, int]] = []  # positions the logs did not hold (_reposition)
+        self._reset_policies = {"features": "earliest", "labels": "earliest"}
         self._reader: BatchReader | None = None  # the features, read as columns (batch_reader)
         self._label_reader: BatchReader | None = None  # the labels, likewise
         self._scanner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="activestream-scan")
@@ -297,6 +306,7 @@ class Service:
         except CheckpointError as exc:
             raise ConfigError(f"ACTIVESTREAM_CHECKPOINT_DIR: {exc}") from None
         self._clients.preflight()
+        self._reset_policies = {role: offset_reset_policy(s, role) for role in ("features", "labels")}
         self._restore()
         if self._serve_http:
             self.http = HealthServer(self.health, self.metrics.registry, s.metrics_port).start()
@@ -333,6 +343,8 @@ class Service:
                 reader.warm_up()
 
     def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        # A partition this process has no position in starts at the group's committed offset; with
+        # none, librdkafka reports it (auto.offset.reset=error) and _reposition starts it.
         for tp in partitions:
             known = self.offsets.next.get((tp.topic, tp.partition))
             if known is not None:
@@ -436,6 +448,7 @@ class Service:
                         self._batch = self._decide(*read)
                 finally:
                     _release(read)
+        self._reposition()
         if self._batch is not None:
             self._try_emit()
         self._expire(self.clock.now())
@@ -460,6 +473,54 @@ class Service:
             return []
         return self._reader.read(s.batch_size, wait_s) or []
 
+    def _reposition(self) -> None:
+        """Move each partition whose position its log did not hold where ``auto.offset.reset`` says.
+
+        A position beyond the log means the log was truncated or re-created under the service (a
+        broker that lost its data, a topic deleted and made again): it is logged as an error and
+        counted (``activestream_offset_resets_total``), and the records the log holds now are read
+        from its start (``earliest``, the default) or its end (``latest``); ``error`` stops the service.
+        The lag observer finds the same where a broker answers a fetch beyond its log with nothing."""
+        for reader in (self._reader, self._label_reader):
+            if reader is not None and reader.out_of_range:
+                self._out_of_range.extend(reader.out_of_range)
+                reader.out_of_range.clear()
+        while self._out_of_range:
+            topic, partition, offset = self._out_of_range.pop(0)
+            role = "features" if topic == self.settings.topics.features else "labels"
+            policy = self._reset_policies[role]
+            if offset >= 0:
+                log.error("%s[%d]: offset %d is not in the log (truncated or re-created, or the broker lost its data): "
+                          "reading from its %s (auto.offset.reset=%s)", topic, partition, offset,
+                          "end" if policy == "latest" else "start", policy)
+                self.metrics.offset_resets.labels(topic=topic).inc()
+                if policy == "error":
+                    raise OffsetOutOfRange(f"{topic}[{partition}]: offset {offset} is not in the log")
+            else:  # a committed position the log never held, or none: as a new group starts
+                log.info("%s[%d]: no position in the log: reading from its %s", topic, partition,
+                         "end" if policy == "latest" else "start")
+            if offset >= 0:  # records of the old log still in hand are stored before the new log's
+                self.offsets.restart(topic, partition)
+            self.offsets.next.pop((topic, partition), None)
+            self._assign_from((topic, partition), OFFSET_END if policy == "latest" else OFFSET_BEGINNING,
+                              self._features if role == "features" else self._labels)
+
+    def _assign_from(self, key: tuple[str, int], start: int, consumer: Any) -> None:
+        """Read partition ``key`` from ``start`` and every other assigned partition from where it is.
+
+        librdkafka refuses to seek a partition whose position it found outside the log; assigning
+        it again with an offset is the route it takes."""
+        partitions = consumer.position(consumer.assignment())
+        for tp in partitions:
+            if (tp.topic, tp.partition) == key:
+                tp.offset = start
+        consumer.assign(partitions)
+        reader = self._reader if consumer is self._features else self._label_reader
+        if reader is not None:
+            reader.forward(partitions)
+        if consumer is self._features and self._paused:
+            consumer.pause(partitions)
+
     def _drop_ahead(self) -> None:
         if self._ahead is not None:
             _release(self._ahead)
@@ -470,7 +531,7 @@ class Service:
         ``scan``, the batch is read ahead: its compiled scan starts now in the scan thread."""
         if not messages:
             return None
-        good = _without_errors(messages, "features")
+        good = _without_errors(messages, "features", self._out_of_range)
         values, joined = steps.values_of(good)
         if not scan and joined is None:
             return _Read(good, values, None, None)
@@ -652,7 +713,7 @@ class Service:
 
     # -- labels -------------------------------------------------------------------------------------
     def _take_labels(self, messages: Sequence[Any]) -> None:
-        good = _without_errors(messages, "labels")
+        good = _without_errors(messages, "labels", self._out_of_range)
         if not good:
             return
         now = self.clock.now()
@@ -779,6 +840,10 @@ class Service:
                 except KafkaException:
                     continue
                 position = self.offsets.next.get((tp.topic, tp.partition))
+                if high >= 0 and position is not None and position > high \
+                        and (tp.topic, tp.partition) not in self.offsets.restarted:
+                    self._out_of_range.append((tp.topic, tp.partition, position))  # the log lost records
+                    continue
                 if high >= 0 and position is not None:
                     where = {"topic": tp.topic, "partition": str(tp.partition)}
                     self.metrics.consumer_lag.labels(**where).set(max(0, high - position))

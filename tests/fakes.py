@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from confluent_kafka import TIMESTAMP_CREATE_TIME, KafkaError, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, TIMESTAMP_CREATE_TIME, KafkaError, TopicPartition
 
 
 @dataclass
@@ -115,6 +115,10 @@ class FakeConsumer:
             key = (tp.topic, tp.partition)
             if tp.offset >= 0:
                 self._position[key] = tp.offset
+            elif tp.offset == OFFSET_END:
+                self._position[key] = len(self.broker.log[key])
+            elif tp.offset == OFFSET_BEGINNING:
+                self._position[key] = 0
             else:
                 self._position[key] = self.broker.committed.get((self.group, *key), 0)
 
@@ -148,6 +152,13 @@ class FakeConsumer:
 
     def seek(self, tp: TopicPartition) -> None:
         self._position[(tp.topic, tp.partition)] = tp.offset
+
+    def committed(self, partitions: list[TopicPartition], timeout: float = -1) -> list[TopicPartition]:
+        return [TopicPartition(tp.topic, tp.partition, self.broker.committed.get((self.group, tp.topic, tp.partition),
+                                                                                  -1001)) for tp in partitions]
+
+    def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        return [TopicPartition(tp.topic, tp.partition, self._position[(tp.topic, tp.partition)]) for tp in partitions]
 
     def commit(self, offsets: list[TopicPartition], asynchronous: bool = True) -> None:
         self.commits.append(offsets)

@@ -77,29 +77,40 @@ def test_kill_9_at_random_points_loses_nothing_and_applies_each_label_once(kafka
     annotator = DedupAnnotator(kafka_bootstrap, topics, truth).start()
     log = Path(tmp_path) / "service.log"
 
-    def feed() -> None:  # records keep arriving through the crashes
+    stop_feeding = threading.Event()
+
+    def feed() -> None:
+        """Records keep arriving through the crashes: at most 300 ahead of what the service has
+        scored, so the source waits while the service is down, however slow its restarts are."""
         for start in range(0, N, 100):
+            while (metric(port, "activestream_records_scored_total") or 0) < start - 300:
+                if stop_feeding.is_set():
+                    return
+                time.sleep(0.05)  # polling another process's metrics endpoint
             produce_features(kafka_bootstrap, topics["features"], records[start : start + 100])
             time.sleep(0.6)  # the pace of the source, not a wait for a condition
 
     feeder = threading.Thread(target=feed)
     feeder.start()
     kills = []
-    for _ in range(KILLS):
-        proc = start_service(env, log)
-        before = kills[-1] if kills else 0.0
-        deadline = time.monotonic() + 60
-        # up and scoring again (past where the last kill hit it, or everything once all is fed)
-        while (metric(port, "activestream_records_scored_total") or 0) <= min(before, N - 1):
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
-            time.sleep(0.05)  # polling another process's metrics endpoint
-        time.sleep(rng.uniform(0.0, 1.5))  # a random moment to crash at
-        kills.append(metric(port, "activestream_records_scored_total"))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-    feeder.join()
+    try:
+        for _ in range(KILLS):
+            proc = start_service(env, log)
+            before = kills[-1] if kills else 0.0
+            deadline = time.monotonic() + 60
+            # up and scoring again (past where the last kill hit it, or everything once all is fed)
+            while (metric(port, "activestream_records_scored_total") or 0) <= min(before, N - 1):
+                assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+                time.sleep(0.05)  # polling another process's metrics endpoint
+            time.sleep(rng.uniform(0.0, 1.5))  # a random moment to crash at
+            kills.append(metric(port, "activestream_records_scored_total"))
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+    except BaseException:
+        stop_feeding.set()
+        raise
 
-    proc = start_service(env, log)
+    proc = start_service(env, log)  # the last records may still be on their way: the feeder waits for it
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -115,6 +126,8 @@ def test_kill_9_at_random_points_loses_nothing_and_applies_each_label_once(kafka
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
     finally:
+        stop_feeding.set()
+        feeder.join()
         if proc.poll() is None:
             proc.kill()
         annotator.close()

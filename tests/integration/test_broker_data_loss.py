@@ -1,0 +1,49 @@
+"""A broker that comes back without its data (the embedded broker restarted: memory-only storage).
+The service's positions now lie beyond the new logs' ends: it must say so in its log and metrics,
+read the new records from the start of each log (auto.offset.reset=earliest), and neither skip them
+nor stop."""
+
+from __future__ import annotations
+
+import logging
+
+import orjson
+
+from consumer.demo.broker import Broker, create_topics, free_port
+from consumer.service import Service
+from tests.kafka_helpers import Annotator, produce_features, read_all, run_until, settings_for, stream, unique_topics
+
+
+def test_a_broker_back_without_its_data_is_logged_counted_and_its_new_records_are_all_scored(tmp_path, caplog):
+    port = free_port()
+    old, truth = stream(300, prefix="old-")
+    new, new_truth = stream(100, seed=1, prefix="new-")
+    with Broker(port=port) as broker:
+        topics = unique_topics(broker.bootstrap)
+        settings = settings_for(broker.bootstrap, topics, tmp_path, batch_size=50,
+                                kafka={"reconnect.backoff.max.ms": "500"})
+        produce_features(broker.bootstrap, topics["features"], old)
+        service = Service(settings, serve_http=False)
+        annotator = Annotator(broker.bootstrap, topics, truth)
+        service.start()
+        run_until(service, lambda: service.totals.get("records_scored") >= 300, what="the old records scored")
+        annotator.answer(timeout=1.0)
+        run_until(service, lambda: service.totals.get("labels.applied") >= len(annotator.answered), what="labels")
+        service.checkpoint()
+        annotator.close()
+    resets = service.metrics.offset_resets
+    with Broker(port=port) as broker, caplog.at_level(logging.INFO, logger="consumer.service"):  # same port, no data
+        create_topics(broker.bootstrap, list(topics.values()))
+        produce_features(broker.bootstrap, topics["features"], new)
+        try:
+            run_until(service, lambda: service.totals.get("records_scored") >= 400, timeout_s=90,
+                      what="the new records scored")
+        finally:
+            service.request_stop()
+            service._shutdown()
+        predictions = [orjson.loads(m.value())["id"] for m in read_all(broker.bootstrap, topics["predictions"],
+                                                                       expect=100)]
+    assert sorted(predictions) == sorted(new_truth)  # none skipped, each once
+    assert resets.labels(topic=topics["features"])._value.get() == 1
+    assert [r for r in caplog.records if r.levelno == logging.ERROR and topics["features"] in r.getMessage()
+            and "is not in the log" in r.getMessage()]
