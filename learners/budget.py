@@ -26,7 +26,9 @@ record so that the realised query rate follows what the operator set, using only
        u_t = clip(ū + b_t / brake, floor · r_t, 1),     q_t = min(q(κ_t; s_t), u_t).
 
    While the model is fresh or its labels are late, ū ≈ r_t and the brake keeps the requests made
-   within a few of r_t · t from the first record on.
+   within a few of r_t · t from the first record on. A burst brake lowers u_t to floor · r_t while
+   the last L records already hold ⌈burst · r_t · L⌉ requests, so a run of uncertain records cannot
+   spend a window's worth at once.
 
 3. **Hard caps** (optional): at most ``max_requests`` requests, or at most ``max_cost`` of planned
    cost, in any window of ``window_s`` seconds of the controller's clock. A request is refused
@@ -73,13 +75,16 @@ B1 = types.boolean[::1]
 
 # positions in the packed parameters ``cp``
 _TARGET, _WINDOW, _EVERY, _HORIZON, _BRAKE, _FORGET, _FLOOR, _KNOB, _LOG_LO, _LOG_HI, _UP, _CAP, \
-    _SPAN, _PACE, _NCAP = range(15)
+    _SPAN, _PACE, _NCAP, _BURST, _BSPAN = range(17)
 # positions in the scalar state ``cs``
 (_S, _UBAR, _LEDGER, _SEEN, _ASKED, _SINCE, _HEAD, _FILLED, _CLOCK, _RHEAD, _RLEN, _RSUM, _CHAT,
- _REFUSED, _RATE) = range(15)
+ _REFUSED, _RATE, _BHEAD, _BLEN) = range(17)
 _STATE_FIELDS = ("knob_position", "ceiling", "ledger", "records", "requests", "since_solve", "head", "filled",
-                 "clock", "ring_head", "ring_length", "ring_cost", "expected_cost", "refused", "rate")
-_BISECTIONS = 18  # halvings of the search interval: 2^-18 of its width is far below the score noise
+                 "clock", "ring_head", "ring_length", "ring_cost", "expected_cost", "refused", "rate",
+                 "recent_head", "recent_length")
+_BISECTIONS = 18  # halvings of the ceiling's interval: 2^-18 is far below the scores' noise
+_FIRST_STEP = 1.0 / 64  # first step of the warm search for the knob's position, from the last one
+_REFINE = 7  # halvings of the bracket found: at least 2^-13 of the knob's log range
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,25 +158,59 @@ def _mean_q(win, m, qw, qs, probability, u):
 
 
 @njit(cache=True, nogil=True)
-def _solve(cs, cp, win, qw, qs, probability, r):
-    """Knob position and ceiling ū with mean q = r over the window (step 1 of the module doc)."""
-    m = int(cs[_FILLED])
+def _knob_mean(cs, cp, win, qw, qs, probability, s):
+    """(1/m) Σ_j q(κ(s); s_j) with the knob at position s."""
+    _set_knob(cp, qw, s)
+    return _mean_q(win, int(cs[_FILLED]), qw, qs, probability, 1.0)
+
+
+@njit(cache=True, nogil=True)
+def _solve_ceiling(cs, cp, win, qw, qs, probability, r):
+    """ū with (1/m) Σ_j min(q(κ_lo; s_j), ū) = r, the knob at its lowest (step 1)."""
     _set_knob(cp, qw, 0.0)
-    if cp[_KNOB] < 0 or _mean_q(win, m, qw, qs, probability, 1.0) >= r:
-        lo, hi = 0.0, 1.0  # the knob cannot bring the rate down to r: solve for the ceiling ū
-        for _ in range(_BISECTIONS):
-            mid = 0.5 * (lo + hi)
-            if _mean_q(win, m, qw, qs, probability, mid) < r:
-                lo = mid
-            else:
-                hi = mid
-        cs[_S], cs[_UBAR] = 0.0, 0.5 * (lo + hi)
-        return
     lo, hi = 0.0, 1.0
     for _ in range(_BISECTIONS):
         mid = 0.5 * (lo + hi)
-        _set_knob(cp, qw, mid)
-        if _mean_q(win, m, qw, qs, probability, 1.0) < r:
+        if _mean_q(win, int(cs[_FILLED]), qw, qs, probability, mid) < r:
+            lo = mid
+        else:
+            hi = mid
+    cs[_S], cs[_UBAR] = 0.0, 0.5 * (lo + hi)
+
+
+@njit(cache=True, nogil=True)
+def _solve(cs, cp, win, qw, qs, probability, r):
+    """Knob position with mean q = r over the window, or the ceiling ū if the knob cannot get there.
+
+    The search starts from the last solution: steps of doubling length bracket the root, then
+    bisection refines it, so a knob that moved little costs a few passes over the window.
+    """
+    if cp[_KNOB] < 0:
+        _solve_ceiling(cs, cp, win, qw, qs, probability, r)
+        return
+    step = _FIRST_STEP
+    lo = hi = cs[_S]
+    f = _knob_mean(cs, cp, win, qw, qs, probability, lo)
+    if f < r:
+        while f < r:  # raise the knob until it asks for at least r
+            if hi >= 1.0:  # even the knob's top asks for less: keep it there
+                cs[_S], cs[_UBAR] = 1.0, 1.0
+                _set_knob(cp, qw, 1.0)
+                return
+            lo, hi = hi, min(1.0, hi + step)
+            step *= 2.0
+            f = _knob_mean(cs, cp, win, qw, qs, probability, hi)
+    else:
+        while f >= r:  # lower the knob until it asks for less than r
+            if lo <= 0.0:  # even the knob's bottom asks for more: bound the probabilities instead
+                _solve_ceiling(cs, cp, win, qw, qs, probability, r)
+                return
+            lo, hi = max(0.0, lo - step), lo
+            step *= 2.0
+            f = _knob_mean(cs, cp, win, qw, qs, probability, lo)
+    for _ in range(_REFINE):  # mean q(lo) < r ≤ mean q(hi)
+        mid = 0.5 * (lo + hi)
+        if _knob_mean(cs, cp, win, qw, qs, probability, mid) < r:
             lo = mid
         else:
             hi = mid
@@ -207,7 +246,17 @@ def _rate(cs, cp, win, t):
 
 
 @njit(cache=True, nogil=True)
-def _step(cs, cp, win, ring, qw, qs, probability, p, gap, v, t):
+def _burst(cs, cp, recent, r):
+    """True if the last L records already hold ⌈burst · r · L⌉ requests (step 2's burst brake)."""
+    span = recent.size
+    while cs[_BLEN] > 0 and recent[int(cs[_BHEAD])] <= cs[_SEEN] - span:
+        cs[_BHEAD] = (cs[_BHEAD] + 1) % span
+        cs[_BLEN] -= 1
+    return cs[_BLEN] >= max(1.0, math.ceil(cp[_BURST] * r * span))
+
+
+@njit(cache=True, nogil=True)
+def _step(cs, cp, win, ring, recent, qw, qs, probability, p, gap, v, t):
     """This record's probability after the controller: (q_t, q without the hard cap)."""
     t = max(t, cs[_CLOCK])  # the clock never goes back
     cs[_CLOCK] = t
@@ -224,6 +273,8 @@ def _step(cs, cp, win, ring, qw, qs, probability, p, gap, v, t):
         _solve(cs, cp, win, qw, qs, probability, r_eff)
         cs[_SINCE] = 0
     u = min(max(cs[_UBAR] + cs[_LEDGER] / cp[_BRAKE], cp[_FLOOR] * r), 1.0)
+    if cp[_BURST] > 0 and _burst(cs, cp, recent, r):
+        u = cp[_FLOOR] * r
     q = min(probability(p, gap, v, qw, qs), u)
     if cp[_CAP] < np.inf or cp[_NCAP] < np.inf:
         _expire(cs, cp, ring, t)
@@ -234,8 +285,11 @@ def _step(cs, cp, win, ring, qw, qs, probability, p, gap, v, t):
 
 
 @njit(cache=True, nogil=True)
-def _account(cs, cp, ring, queried, refused):
-    """Ledger and cap bookkeeping once the coin has been drawn (step 2)."""
+def _account(cs, cp, ring, recent, queried, refused):
+    """Ledger, burst and cap bookkeeping once the coin has been drawn (steps 2-3)."""
+    if queried and cp[_BURST] > 0:
+        recent[int(cs[_BHEAD] + cs[_BLEN]) % recent.size] = cs[_SEEN]
+        cs[_BLEN] += 1
     cs[_SEEN] += 1
     cs[_LEDGER] = cp[_FORGET] * cs[_LEDGER] + cs[_RATE] - (1.0 if queried else 0.0)
     if refused:
@@ -269,24 +323,24 @@ def _predict(p, top, tie, multiclass):
     types.none(
         types.int64[::1], IDX, VAL, U64, types.uint64, types.int64, types.boolean, VEC,
         STATE, VEC, VEC, SCORE_FN, VEC, PROB_FN, ROUND_FN,
-        VEC, VEC, STATE, STATE, VEC,
+        VEC, VEC, STATE, STATE, VEC, VEC,
         I64, VEC, VEC, VEC, VEC, B1,
     )
 )
 def decide_rows(
     indptr, indices, data, keys, seed, tie, multiclass, times,
     S, a, P, score, qs, probability, after_round,
-    cs, cp, win, ring, qw,
+    cs, cp, win, ring, recent, qw,
     out_yhat, out_p, out_gap, out_v, out_prob, out_query,
 ):
     """:func:`learners.drivers.decide_rows` with the controller between probability and draw."""
     for i in range(indptr.size - 1):
         lo, hi = indptr[i], indptr[i + 1]
         p, gap, v, top = score(S, a, P, indices[lo:hi], data[lo:hi])
-        q, free = _step(cs, cp, win, ring, qw, qs, probability, p, gap, v, times[i])
+        q, free = _step(cs, cp, win, ring, recent, qw, qs, probability, p, gap, v, times[i])
         after_round(qw, qs)
         u = draw(seed, keys[i])
-        _account(cs, cp, ring, u < q, u < free and q == 0.0)
+        _account(cs, cp, ring, recent, u < q, u < free and q == 0.0)
         out_yhat[i] = _predict(p, top, tie, multiclass)
         out_p[i] = p
         out_gap[i] = gap
@@ -299,14 +353,14 @@ def decide_rows(
     types.int64(
         types.int64[::1], IDX, VAL, I64, I64, U64, types.uint64, types.int64, types.boolean, types.int64,
         STATE, VEC, VEC, SCORE_FN, UPDATE_FN, VEC, PROB_FN, ROUND_FN, LABEL_FN,
-        VEC, VEC, STATE, STATE, VEC,
+        VEC, VEC, STATE, STATE, VEC, VEC,
         I64, VEC, VEC, B1,
     )
 )
 def replay_rows(
     indptr, indices, data, order, y, keys, seed, tie, multiclass, delay,
     S, a, P, score, update, qs, probability, after_round, after_label,
-    cs, cp, win, ring, qw,
+    cs, cp, win, ring, recent, qw,
     out_yhat, out_p, out_prob, out_query,
 ):
     """:func:`learners.drivers.replay_rows` with the controller; round t's clock is t."""
@@ -321,11 +375,11 @@ def replay_rows(
             i = order[t]
             lo, hi = indptr[i], indptr[i + 1]
             p, gap, v, top = score(S, a, P, indices[lo:hi], data[lo:hi])
-            q, free = _step(cs, cp, win, ring, qw, qs, probability, p, gap, v, start + t)
+            q, free = _step(cs, cp, win, ring, recent, qw, qs, probability, p, gap, v, start + t)
             after_round(qw, qs)
             u = draw(seed, keys[i])
             queried = u < q
-            _account(cs, cp, ring, queried, u < free and q == 0.0)
+            _account(cs, cp, ring, recent, queried, u < free and q == 0.0)
             out_yhat[t] = _predict(p, top, tie, multiclass)
             out_p[t] = p
             out_prob[t] = q
@@ -364,7 +418,7 @@ class BudgetController(Parameterized):
         labels come back. None: every label costs 1.
     window : int, default 512
         Recent records whose scores the knob is solved over.
-    resolve_every : int, default 32
+    resolve_every : int, default 64
         Records between two solves of the knob.
     horizon : float, default 1000
         Records over which the ledger's debt is repaid by the feed-forward target.
@@ -376,6 +430,12 @@ class BudgetController(Parameterized):
         Lowest ceiling, as a fraction of the rate: keeps every probability > 0.
     pace : float in (0, 1], default 0.9
         Fraction of a cap the paced rate aims at, leaving room for the coins' noise.
+    burst : float ≥ 1 or None, default 1.25
+        Burst brake: once the last ``burst_span`` records hold ⌈burst · r · burst_span⌉ requests,
+        the ceiling drops to ``floor · r``. Any window of 2 · burst_span records then holds about
+        2 · burst · r · burst_span requests at most. None: no brake.
+    burst_span : int, default 500
+        Records the burst brake looks back over.
 
     State
     -----
@@ -403,6 +463,7 @@ class BudgetController(Parameterized):
         "memory": Interval(1, None),
         "floor": Interval(0, 1, closed="right"),
         "pace": Interval(0, 1, closed="right"),
+        "burst_span": Interval(1, 2**24, integer=True),
     }
 
     def __init__(
@@ -414,17 +475,19 @@ class BudgetController(Parameterized):
         window_s: float = 3600.0,
         class_costs: Sequence[float] | None = None,
         window: int = 512,
-        resolve_every: int = 32,
+        resolve_every: int = 64,
         horizon: float = 1000.0,
         brake: float = 50.0,
         memory: float = 20000.0,
         floor: float = 0.05,
         pace: float = 0.9,
+        burst: float | None = 1.25,
+        burst_span: int = 500,
     ) -> None:
         self.target, self.max_requests, self.max_cost, self.window_s = target, max_requests, max_cost, window_s
         self.class_costs = None if class_costs is None else tuple(float(c) for c in class_costs)
         self.window, self.resolve_every, self.horizon, self.brake = window, resolve_every, horizon, brake
-        self.memory, self.floor, self.pace = memory, floor, pace
+        self.memory, self.floor, self.pace, self.burst, self.burst_span = memory, floor, pace, burst, burst_span
         self._validate()
         self.knob: Knob | None = None
         self.cs_: np.ndarray | None = None
@@ -436,6 +499,8 @@ class BudgetController(Parameterized):
             Interval(1, 2**31, integer=True).check("max_requests", self.max_requests)
         if self.max_cost is not None:
             Interval(0, None, closed="neither").check("max_cost", self.max_cost)
+        if self.burst is not None:
+            Interval(1, None).check("burst", self.burst)
         if self.class_costs is not None:
             for c in self.class_costs:
                 Interval(0, None, closed="neither").check("class_costs", c)
@@ -461,7 +526,7 @@ class BudgetController(Parameterized):
         self._query = query
         self._qw = np.array(query.kernel_state()[0], dtype=np.float64)
         knob = self.knob
-        cp = np.zeros(15)
+        cp = np.zeros(17)
         cp[_TARGET] = 1.0 if self.target is None else self.target
         cp[_WINDOW], cp[_EVERY], cp[_HORIZON], cp[_BRAKE] = self.window, self.resolve_every, self.horizon, self.brake
         cp[_FORGET], cp[_FLOOR] = 1.0 - 1.0 / self.memory, self.floor
@@ -471,6 +536,7 @@ class BudgetController(Parameterized):
         cp[_CAP] = math.inf if self.max_cost is None else self.max_cost
         cp[_NCAP] = math.inf if self.max_requests is None else self.max_requests
         cp[_SPAN], cp[_PACE] = self.window_s, self.pace
+        cp[_BURST], cp[_BSPAN] = (0.0 if self.burst is None else self.burst), self.burst_span
         self.cp_ = cp
         self.cs_ = np.zeros(len(_STATE_FIELDS))
         self.cs_[_UBAR] = cp[_TARGET]  # before any score is seen: ask at the target rate, not more
@@ -482,6 +548,7 @@ class BudgetController(Parameterized):
             self.cs_[_S] = s if knob.increasing else 1.0 - s
         self.win_ = np.zeros((4, self.window))
         self.ring_ = np.zeros((2, self._capacity()))
+        self.recent_ = np.zeros(self.burst_span)  # record numbers of the requests among the last burst_span
         return self
 
     def clone(self, **overrides: Any) -> BudgetController:
@@ -522,19 +589,21 @@ class BudgetController(Parameterized):
             self.cs_[_CHAT] += alpha * (c - self.cs_[_CHAT])
 
     def arrays(self) -> tuple[np.ndarray, ...]:
-        """(cs, cp, win, ring, qw) as the compiled drivers take them."""
-        return self.cs_, self.cp_, self.win_, self.ring_, self._qw
+        """(cs, cp, win, ring, recent, qw) as the compiled drivers take them."""
+        return self.cs_, self.cp_, self.win_, self.ring_, self.recent_, self._qw
 
     # -- state -------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, np.ndarray]:
         return {"format_version": np.array(FORMAT_VERSION), "scalars": self.cs_.copy(), "window": self.win_.copy(),
-                "ring": self.ring_.copy(), "query": self._qw.copy()}
+                "ring": self.ring_.copy(), "recent": self.recent_.copy(), "query": self._qw.copy()}
 
     def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
         version = int(state["format_version"])
         if version != FORMAT_VERSION:
             raise ValueError(f"budget state format version {version}, this library reads {FORMAT_VERSION}")
-        for name, target in (("scalars", self.cs_), ("window", self.win_), ("ring", self.ring_), ("query", self._qw)):
+        arrays = (("scalars", self.cs_), ("window", self.win_), ("ring", self.ring_), ("recent", self.recent_),
+                  ("query", self._qw))
+        for name, target in arrays:
             source = np.asarray(state[name], dtype=np.float64)
             if source.shape != target.shape:
                 raise ValueError(f"budget state {name!r} has shape {source.shape}, this controller needs "

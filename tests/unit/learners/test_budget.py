@@ -243,3 +243,11 @@ def test_ask_one_record_goes_through_the_controller():
     learner = budgeted("paa-1", 0.1)
     answers = [learner.ask(np.zeros(D), record_id=k) for k in range(300)]
     assert max(prob for _, prob, _ in answers) < 0.5 and sum(ask for *_, ask in answers) <= 40
+
+
+@pytest.mark.parametrize("burst, bounded", [(1.25, True), (None, False)])
+def test_controller_burst_brake_bounds_every_window_of_1000(burst, bounded):
+    ratios = [max_window_query_ratio(replay(budgeted("paa-1", 0.01, burst=burst),
+                                            synthetic_sparse(n=30000, d=D, seed=seed)).queried)
+              for seed in range(4)]
+    assert (max(ratios) <= 1.5 * 0.01) == bounded
