@@ -430,7 +430,7 @@ class BudgetController(Parameterized):
         Lowest ceiling, as a fraction of the rate: keeps every probability > 0.
     pace : float in (0, 1], default 0.9
         Fraction of a cap the paced rate aims at, leaving room for the coins' noise.
-    burst : float ≥ 1 or None, default 1.25
+    burst : float ≥ 1 or None, default 1.4
         Burst brake: once the last ``burst_span`` records hold ⌈burst · r · burst_span⌉ requests,
         the ceiling drops to ``floor · r``. Any window of 2 · burst_span records then holds about
         2 · burst · r · burst_span requests at most. None: no brake.
@@ -481,7 +481,7 @@ class BudgetController(Parameterized):
         memory: float = 20000.0,
         floor: float = 0.05,
         pace: float = 0.9,
-        burst: float | None = 1.25,
+        burst: float | None = 1.4,
         burst_span: int = 500,
     ) -> None:
         self.target, self.max_requests, self.max_cost, self.window_s = target, max_requests, max_cost, window_s
