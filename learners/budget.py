@@ -19,7 +19,7 @@ record so that the realised query rate follows what the operator set, using only
    is made, not when its label returns): the ledger b_t = λ b_{t−1} + r_t − Z_t (requests owed,
    forgetting λ = 1 − 1/``memory``) shifts the rate the bisection aims at,
 
-       r_eff = clip(r_t + b_t / horizon, r_t/4, 5 r_t/4),
+       r_eff = clip(r_t + b_t / horizon, r_t/4, 2 r_t),
 
    and bounds each record's probability from above,
 
@@ -269,7 +269,7 @@ def _step(cs, cp, win, ring, recent, qw, qs, probability, p, gap, v, t):
     cs[_FILLED] = min(cs[_FILLED] + 1, w)
     cs[_SINCE] += 1
     if cs[_SINCE] >= cp[_EVERY] or cs[_FILLED] <= cp[_EVERY]:
-        r_eff = min(max(r + cs[_LEDGER] / cp[_HORIZON], 0.25 * r), 1.25 * r)
+        r_eff = min(max(r + cs[_LEDGER] / cp[_HORIZON], 0.25 * r), 2.0 * r)
         _solve(cs, cp, win, qw, qs, probability, r_eff)
         cs[_SINCE] = 0
     u = min(max(cs[_UBAR] + cs[_LEDGER] / cp[_BRAKE], cp[_FLOOR] * r), 1.0)
@@ -420,7 +420,7 @@ class BudgetController(Parameterized):
         Recent records whose scores the knob is solved over.
     resolve_every : int, default 64
         Records between two solves of the knob.
-    horizon : float, default 1000
+    horizon : float, default 250
         Records over which the ledger's debt is repaid by the feed-forward target.
     brake : float, default 50
         Records over which the ledger bounds each probability (small: tight from the first record).
@@ -476,7 +476,7 @@ class BudgetController(Parameterized):
         class_costs: Sequence[float] | None = None,
         window: int = 512,
         resolve_every: int = 64,
-        horizon: float = 1000.0,
+        horizon: float = 250.0,
         brake: float = 50.0,
         memory: float = 20000.0,
         floor: float = 0.05,
@@ -581,6 +581,26 @@ class BudgetController(Parameterized):
     @property
     def clock(self) -> float:
         return float(self.cs_[_CLOCK])
+
+    def remaining(self) -> float:
+        """Requests the caps still allow in the window ending now (+inf without a cap)."""
+        cs, cp, ring = self.cs_, self.cp_, self.ring_
+        at = (int(cs[_RHEAD]) + np.arange(int(cs[_RLEN]))) % ring.shape[1]
+        inside = ring[0, at] > cs[_CLOCK] - cp[_SPAN]
+        left = [math.inf]
+        if self.max_requests is not None:
+            left.append(float(self.max_requests - np.count_nonzero(inside)))
+        if self.max_cost is not None:
+            left.append(math.floor((self.max_cost - ring[1, at][inside].sum()) / cs[_CHAT] + 1e-9))
+        return max(0.0, min(left))
+
+    def recent_rate(self) -> float:
+        """Requests per record over the last ``burst_span`` records (NaN before any record, or
+        without the burst brake, which keeps that count)."""
+        seen = self.cs_[_SEEN]
+        if self.burst is None or seen == 0:
+            return math.nan
+        return float(self.cs_[_BLEN] / min(seen, self.burst_span))
 
     def observe_costs(self, costs: np.ndarray, alpha: float = 0.01) -> None:
         """Fold the costs of returned labels into the expected cost of a request (an exponential
