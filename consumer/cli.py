@@ -226,6 +226,7 @@ def _demo(args: argparse.Namespace) -> int:
         label_cost=args.label_cost, rate=args.rate, params=_params(args.param), port=args.port,
         metrics_port=args.metrics_port, positive=_value(args.positive) if args.positive else None,
         report=args.report, bootstrap=args.bootstrap, service_url=args.service, timeout_s=args.timeout,
+        query_rate_target=args.query_rate_target,
     )
     report = run_demo(opts)
     if args.json:
@@ -264,6 +265,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="records per second fed (default 1000; 0: all at once). Labels come back after "
                            "--label-delay, so rate × delay records are scored before their labels can help")
     demo.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a learner hyper-parameter")
+    demo.add_argument("--query-rate-target", type=float, metavar="R",
+                      help="the service's ACTIVESTREAM_QUERY_RATE_TARGET: ask for labels on this fraction of records, "
+                           "from the first record on (default: none, the learner's own δ decides)")
     demo.add_argument("--positive", help="the positive label of a binary dataset (default: 1)")
     demo.add_argument("--port", type=int, help="embedded broker port (default: a free one)")
     demo.add_argument("--bootstrap", metavar="HOST:PORT", help="use this Kafka instead of the embedded broker")
