@@ -220,7 +220,7 @@ def plot(cells: list[Cell], path: Path) -> None:
         axes[2].scatter(c.offline_f1, c.f1, color=col, s=14)
     for t, col in colours.items():
         axes[2].scatter([], [], color=col, label=f"target {t:.0%}")
-    axes[0].axhspan(0.9, 1.1, color="0.9")
+    axes[0].axhspan(0.9, 1.1, color="0.9", zorder=0)  # behind the points
     axes[0].set(xscale="log", xlabel="target", ylabel="realised rate / target", title="overall rate")
     axes[1].axhline(1.5, color="0.5", ls="--")
     axes[1].set(xscale="log", xlabel="target", ylabel="max window ratio / target", title="windows of 1,000 records")
@@ -239,7 +239,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--permutations", type=int, help="permutations per cell (default 10, 3 with --quick)")
     parser.add_argument("--datasets", nargs="*", help="only these streams")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--plot-only", action="store_true", help="redraw budget.png from budget.json, run nothing")
     args = parser.parse_args(argv)
+    if args.plot_only:
+        saved = json.loads((args.out / "budget.json").read_text())["cells"]
+        plot([Cell(**{k: v for k, v in c.items() if k != "goals"}) for c in saved], args.out / "budget.png")
+        return 0
     permutations = args.permutations or (3 if args.quick else 10)
     started = time.perf_counter()
     cells: list[Cell] = []
