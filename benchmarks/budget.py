@@ -246,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         plot([Cell(**{k: v for k, v in c.items() if k != "goals"}) for c in saved], args.out / "budget.png")
         return 0
     permutations = args.permutations or (3 if args.quick else 10)
+    commit = _commit()  # the code that runs, read before the run (a commit made meanwhile is not it)
     started = time.perf_counter()
     cells: list[Cell] = []
     for stream in streams():
@@ -263,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     header = [
         "# The label budget held online",
         "",
-        f"{date}, commit `{_commit()}`, {permutations} permutations per cell"
+        f"{date}, commit `{commit}`, {permutations} permutations per cell"
         + (" (`--quick`: fewer than the 10 of the full grid)" if permutations < 10 else "")
         + f", {minutes:.0f} min on this machine.",
         f"Command: `{command.strip()}`",
@@ -289,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "budget.md").write_text("\n".join(header))
     (args.out / "budget.json").write_text(json.dumps(
-        {"date": date, "commit": _commit(), "command": command.strip(), "permutations": permutations,
+        {"date": date, "commit": commit, "command": command.strip(), "permutations": permutations,
          "cells": [{**asdict(c), "goals": c.goals} for c in cells]}, indent=1))
     plot(cells, args.out / "budget.png")
     print("\n".join(summary(cells)))
