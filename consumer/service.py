@@ -608,10 +608,13 @@ class Service:
         scores[i], probs[i] = made["score"], made["probability"]
         codes[i] = int(self.learner.encode([labels[i]])[0])
         produced[i] = recorded.prediction is not None
+        decided_now = wants[i]
         wants[i] = recorded.prediction["label_requested"] if recorded.prediction else True
         if wants[i] and recorded.request is not None:
             r = recorded.request
             self.budget.allow(decoded.ts[i])  # it used the budget before the restart too
+            if self.learner.budget is not None and not decided_now:
+                self.learner.budget.count_request()  # made before the restart: the caps count it too
             batch.pending.append((decoded.ids[i], Entry(decoded.rows.take([i]), 0, codes[i], probs[i], scores[i],
                                                         r["requested_at"], r["expires_at"], r["cost"])))
             batch.requested_ids.add(decoded.ids[i])

@@ -602,6 +602,26 @@ class BudgetController(Parameterized):
             return math.nan
         return float(self.cs_[_BLEN] / min(seen, self.burst_span))
 
+    def count_request(self) -> None:
+        """Count a request made outside :meth:`decide` (one kept from before a restart whose record
+        the controller now declined) at the current clock, so the caps and the ledger include it."""
+        cs, cp = self.cs_, self.cp_
+        cs[_ASKED] += 1
+        cs[_LEDGER] -= 1.0
+        if cp[_BURST] > 0 and cs[_BLEN] < self.recent_.size:
+            self.recent_[int(cs[_BHEAD] + cs[_BLEN]) % self.recent_.size] = max(cs[_SEEN] - 1, 0)
+            cs[_BLEN] += 1
+        if cp[_CAP] < np.inf or cp[_NCAP] < np.inf:
+            ring = self.ring_
+            if cs[_RLEN] >= ring.shape[1]:  # full: the oldest entry gives way (it is the first to expire)
+                cs[_RSUM] -= ring[1, int(cs[_RHEAD])]
+                cs[_RHEAD] = (cs[_RHEAD] + 1) % ring.shape[1]
+                cs[_RLEN] -= 1
+            tail = int(cs[_RHEAD] + cs[_RLEN]) % ring.shape[1]
+            ring[0, tail], ring[1, tail] = cs[_CLOCK], cs[_CHAT]
+            cs[_RLEN] += 1
+            cs[_RSUM] += cs[_CHAT]
+
     def observe_costs(self, costs: np.ndarray, alpha: float = 0.01) -> None:
         """Fold the costs of returned labels into the expected cost of a request (an exponential
         mean with weight ``alpha`` per label)."""

@@ -259,3 +259,15 @@ def test_controller_burst_brake_bounds_every_window_of_1000(burst, bounded):
                                             synthetic_sparse(n=30000, d=D, seed=seed)).queried)
               for seed in range(4)]
     assert (max(ratios) <= 1.5 * 0.01) == bounded
+
+
+def test_count_request_uses_the_cap_of_the_current_window():
+    learner = make("paa-1", n_features=D)
+    learner.budget = BudgetController(max_requests=5, window_s=100.0)
+    times = np.arange(0.0, 50.0, 0.1)
+    asked, learner = request_times(learner, times[:250], n_batches=1)
+    for _ in range(5 - asked.size):  # requests kept from before a restart fill the window
+        learner.budget.count_request()
+    assert learner.budget.remaining() == 0
+    d = learner.decide(np.zeros((250, D)), ids=np.arange(250, 500), times=times[250:])
+    assert (d.probability == 0).all()  # the window is full: every record is refused, none asked
