@@ -3,9 +3,14 @@
 Cost of a label: the cost the label record carries, else the configured cost of its class, else the
 cost per request. A request's *expected* cost (shown to annotators) uses the predicted class.
 
-Budget: at most ``budget`` label requests per window of ``window_s`` seconds of *record* time
-(window k holds records with ts in [k·window_s, (k+1)·window_s)). Using record time, not the wall
-clock, keeps a replay after a restart making the same decisions.
+Budget: what the operator sets (``ACTIVESTREAM_QUERY_RATE_TARGET``, ``ACTIVESTREAM_LABELS__BUDGET``,
+``ACTIVESTREAM_LABELS__COST_BUDGET`` per ``__BUDGET_WINDOW_S``) is held by the learner's
+:class:`learners.budget.BudgetController`, inside each decision (:func:`controller_for`). Its windows
+advance on record time clamped to processing time ± ``__CLOCK_TOLERANCE_S`` and never backwards
+(:func:`learners.budget.advance_clock`), so no producer's clock moves the budget others get.
+
+:class:`LabelBudget` is the older first-come-first-served cap per window of record time (window k
+holds records with ts in [k·window_s, (k+1)·window_s)); the service no longer configures it.
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CostModel", "LabelBudget"]
+from learners.budget import BudgetController
+
+__all__ = ["CostModel", "LabelBudget", "controller_for"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +40,21 @@ class CostModel:
         else:
             costs = np.full(len(labels), self.per_request, dtype=np.float64)
         return costs if stated is None else np.where(np.isnan(stated), costs, stated)
+
+
+def controller_for(settings: Any, classes: Sequence[Any]) -> BudgetController | None:
+    """The budget controller the settings ask for (None when they set no target, cap or cost cap)."""
+    labels = settings.labels
+    if settings.query_rate_target is None and labels.budget is None and labels.cost_budget is None:
+        return None
+    class_costs = None
+    if labels.cost_budget is not None:
+        class_costs = [labels.cost_per_class.get(str(c), labels.cost_per_request) for c in classes]
+        if min(class_costs) <= 0:
+            raise ValueError("a cost budget needs every class to cost more than 0 "
+                             "(ACTIVESTREAM_LABELS__COST_PER_REQUEST / __COST_PER_CLASS)")
+    return BudgetController(target=settings.query_rate_target, max_requests=labels.budget,
+                            max_cost=labels.cost_budget, window_s=labels.budget_window_s, class_costs=class_costs)
 
 
 class LabelBudget:

@@ -69,7 +69,12 @@ def _replay(args: argparse.Namespace) -> int:
     costs = _metric_weights(learner, args)
     options = dict(permutations=args.permutations, seed=args.seed, delay=args.delay, shuffle=not args.in_order,
                    costs=costs, warmup=args.warmup)
-    if args.query_rate is not None:
+    if args.budget_rate is not None:
+        from learners.budget import BudgetController
+
+        learner.budget = BudgetController(target=args.budget_rate)
+        result = run(learner, data, **options)
+    elif args.query_rate is not None:
         budget = learner.query.budget_param
         if budget in params:
             raise SystemExit(f"--query-rate sets {budget}; do not pass --param {budget}= as well")
@@ -93,12 +98,19 @@ def _replay(args: argparse.Namespace) -> int:
         read_seconds=read_seconds, total_seconds=total_seconds, peak_memory_mb=_peak_rss_mb(),
         params={k: v for k, v in learner.get_params().items() if k != "classes"},
         classes=list(learner.classes), metric_weights=costs,
+        max_window_query_ratio=_largest(result.window_ratios), budget_rate=args.budget_rate,
     )
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n")
     else:
         _print_report(report)
     return 0
+
+
+def _largest(values: list[float]) -> float | None:
+    """The largest of the values that are not NaN; None if there is none (a stream too short)."""
+    kept = [v for v in values if v == v]
+    return max(kept) if kept else None
 
 
 def _metric_weights(learner: Any, args: argparse.Namespace) -> dict[str, float]:
@@ -120,6 +132,9 @@ def _print_report(r: dict[str, Any]) -> None:
                 "cost", "auc_roc"):
         if r[key] == r[key]:  # NaN for a multiclass learner
             print(f"  {key:<20} {r[key]:.4f} ± {r[key + '_std']:.4f}")
+    if r["max_window_query_ratio"] is not None:
+        print(f"  {'max window ratio':<20} {r['max_window_query_ratio']:.4f} "
+              "(windows of 1,000 records after the first)")
     print(f"  {'speed':<20} {r['examples_per_second']:,.0f} examples/s (replay), read {r['read_seconds']:.3f} s, "
           f"total {r['total_seconds']:.3f} s, peak RSS {r['peak_memory_mb']:.0f} MB")
     shown = {k: v for k, v in r["params"].items() if k not in ("n_features", "seed")}
@@ -211,6 +226,7 @@ def _demo(args: argparse.Namespace) -> int:
         label_cost=args.label_cost, rate=args.rate, params=_params(args.param), port=args.port,
         metrics_port=args.metrics_port, positive=_value(args.positive) if args.positive else None,
         report=args.report, bootstrap=args.bootstrap, service_url=args.service, timeout_s=args.timeout,
+        query_rate_target=args.query_rate_target,
     )
     report = run_demo(opts)
     if args.json:
@@ -249,6 +265,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="records per second fed (default 1000; 0: all at once). Labels come back after "
                            "--label-delay, so rate × delay records are scored before their labels can help")
     demo.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a learner hyper-parameter")
+    demo.add_argument("--query-rate-target", type=float, metavar="R",
+                      help="the service's ACTIVESTREAM_QUERY_RATE_TARGET: ask for labels on this fraction of records, "
+                           "from the first record on (default: none, the learner's own δ decides)")
     demo.add_argument("--positive", help="the positive label of a binary dataset (default: 1)")
     demo.add_argument("--port", type=int, help="embedded broker port (default: a free one)")
     demo.add_argument("--bootstrap", metavar="HOST:PORT", help="use this Kafka instead of the embedded broker")
@@ -280,7 +299,11 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--data", action="append", required=True,
                     help="LIBSVM file (plain/.xz/.gz/.bz2) or synthetic:KIND?k=v; repeat to concatenate in order")
     budget = rp.add_mutually_exclusive_group()
-    budget.add_argument("--query-rate", type=float, help="search the query budget (δ) to land this mean query ratio")
+    budget.add_argument("--query-rate", type=float,
+                        help="search the query budget (δ) offline, over the whole stream, to land this mean "
+                             "query ratio")
+    budget.add_argument("--budget-rate", type=float,
+                        help="hold this query ratio with the online budget controller (no look-ahead)")
     rp.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                     help="a learner hyper-parameter, e.g. delta=0.5, C=0.25, bias=0, normalize=true")
     rp.add_argument("--paper-protocol", action="store_true",

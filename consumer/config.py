@@ -74,8 +74,14 @@ class LabelSettings(_Section):
     retract_expired: bool = Field(False, description="produce a tombstone (key = id) to label-requests on expiry")
     cost_per_request: float = Field(1.0, ge=0, description="cost of one label, unless per class or the label says")
     cost_per_class: dict[str, float] = Field(default_factory=dict, description="cost of a label of this class")
-    budget: int | None = Field(None, ge=0, description="at most this many label requests per budget window")
-    budget_window_s: float = Field(3600.0, gt=0, description="length of a budget window (record time)")
+    budget: int | None = Field(None, ge=1, description="at most this many label requests in any budget window, "
+                               "paced over the window on the most uncertain records")
+    cost_budget: float | None = Field(None, gt=0, description="at most this much expected labelling cost in any "
+                                      "budget window (per-class costs planned with their expected value)")
+    budget_window_s: float = Field(3600.0, gt=0, description="length of a budget window (record time, clamped)")
+    clock_tolerance_s: float = Field(
+        300.0, gt=0, description="record times further than this from processing time are clamped to it for the "
+                                 "budget's clock, which never goes back")
     max_pending: int = Field(1_000_000, gt=0, description="pending requests kept; the oldest expire beyond it")
 
     @model_validator(mode="after")
@@ -125,7 +131,7 @@ class Settings(BaseSettings):
                             description="model dimension; named features are hashed into it")
     query_seed: int = Field(0, ge=0, lt=2**64, description="seed of the query coin, drawn from (seed, record id)")
     query_rate_target: float | None = Field(
-        None, gt=0, le=1, description="the query rate expected (label requests / records); exported for alerts"
+        None, gt=0, le=1, description="label requests / records the budget controller holds, from the first record"
     )
 
     dead_letter_ratio_limit: float = Field(

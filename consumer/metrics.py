@@ -109,6 +109,18 @@ class Metrics:
         self.query_rate_target = Gauge(p + "query_rate_target",
                                        "The query rate this deployment is expected to run at (NaN when not set)",
                                        registry=r)
+        self.query_knob = Gauge(p + "query_knob",
+                                "Value of the query strategy's knob the budget controller moves (δ, b, rate, κ)",
+                                registry=r)
+        self.query_rate_aimed = Gauge(p + "query_rate_aimed",
+                                      "Query rate the budget controller aims at now: the target, or a cap paced "
+                                      "over its window (NaN without a controller)", registry=r)
+        self.query_rate_recent = Gauge(p + "query_rate_recent",
+                                       "Label requests per record over the last 500 records the controller decided",
+                                       registry=r)
+        self.requests_refused = Counter(p + "label_requests_refused",
+                                        "Queries the hard cap (requests or cost per budget window) refused",
+                                        registry=r)
         self.model_version = Gauge(p + "model_version", "Labels applied to the model since it was created",
                                    registry=r)
         # health of the pipeline

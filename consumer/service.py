@@ -37,7 +37,7 @@ from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, 
 
 from consumer import batch_reader, rdkafka, steps
 from consumer.batch_reader import BatchReader, Fetched
-from consumer.budget import CostModel, LabelBudget
+from consumer.budget import CostModel, LabelBudget, controller_for
 from consumer.checkpoint import CheckpointPolicy, CheckpointStore
 from consumer.clock import Clock, SystemClock
 from consumer.config import Settings
@@ -54,6 +54,7 @@ from consumer.records import REASONS, Label, encode_predictions, pack_keys
 from consumer.recovery import Recovery, read_tail
 from consumer.totals import Totals
 from learners import make
+from learners.budget import advance_clock
 from learners.inputs import Rows
 from learners.registry import ALGORITHMS, LEARNER_DEFAULTS, canonical_name
 
@@ -90,10 +91,15 @@ def build_learner(settings: Settings):
     if settings.classes is not None:
         params["classes"] = settings.classes
     try:
-        return make(name, **params, n_features=settings.n_features, seed=settings.query_seed)
+        learner = make(name, **params, n_features=settings.n_features, seed=settings.query_seed)
     except (ValueError, TypeError) as exc:
         where = "ACTIVESTREAM_CLASSES" if str(exc).startswith("classes") else "ACTIVESTREAM_LEARNER_PARAMS"
         raise ConfigError(f"{where}: {exc}") from None
+    try:
+        learner.budget = controller_for(settings, learner.classes)
+    except ValueError as exc:
+        raise ConfigError(f"ACTIVESTREAM_LABELS__COST_BUDGET: {exc}") from None
+    return learner
 
 
 class KafkaClients:
@@ -229,7 +235,10 @@ class Service:
         self.totals = Totals(self.metrics)
         self.learner = build_learner(s)
         self.pending = PendingStore(s.labels.max_pending, memory_s=s.labels.ttl_s)
-        self.budget = LabelBudget(s.labels.budget, s.labels.budget_window_s)
+        # the learner's budget controller holds every budget (paced, in each decision); this
+        # first-come-first-served cap stays off, its state kept in checkpoints for older readers
+        self.budget = LabelBudget(None, s.labels.budget_window_s)
+        self._refused_seen = 0  # the controller's refusals already counted
         self.costs = CostModel(s.labels.cost_per_request, s.labels.cost_per_class)
         self.store = CheckpointStore(s.checkpoint_dir, s.checkpoint.keep)
         self.policy = CheckpointPolicy(s.checkpoint.every_s, s.checkpoint.every_labels)
@@ -579,9 +588,11 @@ class Service:
             return batch
         if len(positions) < len(good):
             partitions, offsets = partitions[positions], offsets[positions]
-        d = learner.decide(decoded.rows, ids=decoded.keys())
-        labels, scores, probs, codes = d.label, d.scores.p, d.probability, d.predicted
         ids, ts = decoded.ids, np.asarray(decoded.ts, dtype=np.float64)
+        controller = learner.budget
+        times = None if controller is None else advance_clock(ts, now, s.labels.clock_tolerance_s, controller.clock)
+        d = learner.decide(decoded.rows, ids=decoded.keys(), times=times)
+        labels, scores, probs, codes = d.label, d.scores.p, d.probability, d.predicted
         produced = None  # the prediction is already in the topic (recovery)
         requested = np.zeros(n, dtype=np.bool_)
         if self.recovery.recorded:
@@ -663,10 +674,13 @@ class Service:
         scores[i], probs[i] = made["score"], made["probability"]
         codes[i] = int(self.learner.encode([labels[i]])[0])
         produced[i] = recorded.prediction is not None
+        decided_now = wants[i]
         wants[i] = recorded.prediction["label_requested"] if recorded.prediction else True
         if wants[i] and recorded.request is not None:
             r = recorded.request
             self.budget.allow(decoded.ts[i])  # it used the budget before the restart too
+            if self.learner.budget is not None and not decided_now:
+                self.learner.budget.count_request()  # made before the restart: the caps count it too
             batch.pending.append((decoded.ids[i], Entry(decoded.rows.take([i]), 0, codes[i], probs[i], scores[i],
                                                         r["requested_at"], r["expires_at"], r["cost"])))
             batch.requested_ids.add(decoded.ids[i])
@@ -702,6 +716,10 @@ class Service:
             t.add(f"predictions.{label}", n)
         t.add("label_requests", batch.requests)
         t.add("label_requests_suppressed", batch.suppressed)
+        controller = self.learner.budget
+        if controller is not None:  # refusals by the hard cap, counted once (the controller's total is in the model)
+            t.add("label_requests_refused", max(0, controller.refused - self._refused_seen))
+            self._refused_seen = controller.refused
         for (topic, reason), n in batch.dead.items():
             t.add(f"dead_letters.{topic}.{reason}", n)
         if batch.records:
@@ -764,6 +782,8 @@ class Service:
         t = self.totals
         t.add(f"labels.{outcome}", len(joined))
         t.add("labelling_cost", float(costs.sum()))
+        if self.learner.budget is not None and outcome == "applied":
+            self.learner.budget.observe_costs(costs)  # what the next requests are planned to cost
         t.add("labelled_mistakes", int(mistakes.sum()))
         t.add("importance_weighted_labels", float(weights.sum()))
         t.add("importance_weighted_mistakes", float(weights[mistakes].sum()))
@@ -825,7 +845,14 @@ class Service:
         m = self.metrics
         m.pending.set(len(self.pending))
         m.model_version.set(self.learner.labels_)
-        m.budget_remaining.set(self.budget.remaining())
+        controller = self.learner.budget
+        if controller is None:
+            m.budget_remaining.set(self.budget.remaining())
+        else:
+            m.budget_remaining.set(controller.remaining())
+            m.query_knob.set(controller.knob_value)
+            m.query_rate_aimed.set(controller.rate if controller.records else math.nan)
+            m.query_rate_recent.set(controller.recent_rate())
         m.estimated_error.set(self.totals.estimated_error_rate())
 
     def _observe_lag(self) -> None:
@@ -1001,6 +1028,9 @@ class Service:
             raise IncompatibleCheckpoint(
                 f"{path}: {exc}. Set ACTIVESTREAM_CHECKPOINT__ALLOW_PARAM_CHANGE=true to load it with the new "
                 "hyper-parameters, or point ACTIVESTREAM_CHECKPOINT_DIR elsewhere to start a new model") from None
+        if self.learner.budget is not None and "learner.budget.format_version" not in state:
+            log.warning("%s holds no budget controller state: the controller starts afresh", path.name)
+        self._refused_seen = 0 if self.learner.budget is None else self.learner.budget.refused
         self.pending.load_state_dict({k[8:]: v for k, v in state.items() if k.startswith("pending.")})
         self.budget.load_state_dict({k[7:]: v for k, v in state.items() if k.startswith("budget.")})
         self.offsets.load(self._offsets_from(state, "offsets"))

@@ -41,6 +41,7 @@ class Totals:
             "records_scored": m.records_scored,
             "label_requests": m.label_requests,
             "label_requests_suppressed": m.requests_suppressed,
+            "label_requests_refused": m.requests_refused,
             "label_requests_expired": m.requests_expired,
             "labelling_cost": m.labelling_cost,
             "labelled_mistakes": m.labelled_mistakes,

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 
 from learners import drivers
+from learners.budget import decide_rows as budget_decide_rows
 from learners.coin import draw, record_key, record_keys
 from learners.features import RandomFourierFeatures
 from learners.hashing import DEFAULT_DIMENSION
@@ -172,11 +174,15 @@ class QueryStrategy(Parameterized):
     ``probability_kernel`` is pure; ``round_kernel`` and ``label_kernel`` advance the query's own
     scalar state (``qs_``) once per scored record and once per applied label.
     ``budget_param`` names the parameter that raises the query rate when it grows, if any: the
-    one :func:`learners.replay.find_budget` searches to land a requested query ratio.
+    one :func:`learners.replay.find_budget` searches to land a requested query ratio; ``knob``
+    declares it (position, range, direction) for the online :mod:`learners.budget` controller.
     """
 
     requires: ClassVar[frozenset[str]] = frozenset({"p"})
     budget_param: ClassVar[str | None] = "delta"
+    # the parameter the probability is monotone in, which a budget controller moves
+    # (:class:`learners.budget.Knob`); None: the strategy has none
+    knob: ClassVar[Any] = None
     state_fields: ClassVar[tuple[str, ...]] = ()
     probability_kernel: ClassVar[Any]
     round_kernel: ClassVar[Any] = no_round
@@ -329,6 +335,7 @@ class Learner(Parameterized):
         self.classes = None if classes is None else tuple(_jsonable(list(classes)))
         self._validate()
         self.rounds_ = self.labels_ = self.updates_ = 0
+        self._budget = None
         if n_features is not None and classes is not None:
             self._allocate(n_features)
 
@@ -360,8 +367,20 @@ class Learner(Parameterized):
             raise ValueError(f"unknown parameters {sorted(unknown)}; known: {sorted(self.get_params())}")
         pick = lambda part: {k: v for k, v in overrides.items() if k in part.param_names()}  # noqa: E731
         own = {k: overrides.get(k, getattr(self, k)) for k in _OWN}
-        return Learner(self.rule.clone(**pick(self.rule)), self.query.clone(**pick(self.query)),
-                       name=self.name, **own)
+        out = Learner(self.rule.clone(**pick(self.rule)), self.query.clone(**pick(self.query)),
+                      name=self.name, **own)
+        out.budget = None if self._budget is None else self._budget.clone()
+        return out
+
+    @property
+    def budget(self):
+        """The :class:`learners.budget.BudgetController` between the query's probability and the
+        coin, or None. Setting one binds it to the query with fresh state; clones get a fresh copy."""
+        return self._budget
+
+    @budget.setter
+    def budget(self, controller) -> None:
+        self._budget = None if controller is None else controller.bind(self.query)
 
     def __repr__(self) -> str:
         return f"Learner({self.name or ''!s}: {self.rule!r}, {self.query!r}, seed={self.seed}, " \
@@ -444,10 +463,13 @@ class Learner(Parameterized):
         codes = np.where(s.p > 0, 1, np.where(s.p < 0, -1, self._tie))
         return self.decode(codes)
 
-    def decide(self, X, ids: Sequence[str | int] | np.ndarray | None = None) -> Decisions:
+    def decide(self, X, ids: Sequence[str | int] | np.ndarray | None = None,
+               times: np.ndarray | None = None) -> Decisions:
         """Predict and decide which labels to ask for, for a batch scored against one model state.
 
-        ``ids`` are the records' ids (their coins); default: the round numbers.
+        ``ids`` are the records' ids (their coins); default: the round numbers. ``times``: the
+        budget controller's clock for each record (:func:`learners.budget.advance_clock`),
+        default the round numbers; unused without a budget.
         """
         rows = self._rows(X)
         n = rows.n
@@ -458,12 +480,21 @@ class Learner(Parameterized):
         yhat, prob = np.empty(n, dtype=np.int64), np.empty(n)
         p, gap, v = np.empty(n), np.empty(n), np.empty(n)
         query = np.empty(n, dtype=np.bool_)
-        drivers.decide_rows(
-            rows.indptr, rows.indices, rows.data, keys, np.uint64(self.seed), self._tie, self.multiclass,
-            *self.rule.kernel_state(), self.rule.score_fn,
-            *self.query.kernel_state(), *self.query.kernels[:2],
-            yhat, p, gap, v, prob, query,
-        )
+        if self._budget is not None:
+            clock = (np.arange(self.rounds_, self.rounds_ + n, dtype=np.float64) if times is None
+                     else np.ascontiguousarray(times, dtype=np.float64))
+            budget_decide_rows(
+                rows.indptr, rows.indices, rows.data, keys, np.uint64(self.seed), self._tie, self.multiclass, clock,
+                *self.rule.kernel_state(), self.rule.score_fn, self.query.qs_, *self.query.kernels[:2],
+                *self._budget.arrays(), yhat, p, gap, v, prob, query,
+            )
+        else:
+            drivers.decide_rows(
+                rows.indptr, rows.indices, rows.data, keys, np.uint64(self.seed), self._tie, self.multiclass,
+                *self.rule.kernel_state(), self.rule.score_fn,
+                *self.query.kernel_state(), *self.query.kernels[:2],
+                yhat, p, gap, v, prob, query,
+            )
         self.rounds_ += n
         scores = Scores(p, gap if "gap" in self.rule.provides else None,
                         v if "v" in self.rule.provides else None, yhat if self.multiclass else None)
@@ -492,6 +523,12 @@ class Learner(Parameterized):
     # -- one record at a time (River-style) ------------------------------------------------
     def ask(self, x, record_id: str | int | None = None) -> tuple[Any, float, bool]:
         """(prediction, query probability, ask for the label?) for one record."""
+        if self._budget is not None:  # the controller's state lives with the batch driver
+            self._ensure_allocated(self.n_features)
+            idx, val = as_row(x, self.n_features)
+            row = sp.csr_matrix((val, idx, [0, idx.size]), shape=(1, self.n_features))
+            d = self.decide(row, ids=None if record_id is None else [record_id])
+            return d.label[0].item(), float(d.probability[0]), bool(d.query[0])
         idx, val = self._row(x)
         S, a, P = self.rule.kernel_state()
         qp, qs = self.query.kernel_state()
@@ -544,6 +581,8 @@ class Learner(Parameterized):
         }
         out.update({f"rule.{k}": v for k, v in self.rule.state_dict().items()})
         out.update({f"query.{k}": v for k, v in self.query.state_dict().items()})
+        if self._budget is not None:
+            out.update({f"budget.{k}": v for k, v in self._budget.state_dict().items()})
         return out
 
     def load_state_dict(self, state: Mapping[str, np.ndarray], *, allow_param_change: bool = False) -> None:
@@ -567,4 +606,6 @@ class Learner(Parameterized):
         self._ensure_allocated(theirs["params"]["n_features"])
         self.rule.load_state_dict({k[5:]: v for k, v in state.items() if k.startswith("rule.")})
         self.query.load_state_dict({k[6:]: v for k, v in state.items() if k.startswith("query.")})
+        if self._budget is not None and "budget.format_version" in state:
+            self._budget.load_state_dict({k[7:]: v for k, v in state.items() if k.startswith("budget.")})
         self.rounds_, self.labels_, self.updates_ = (int(c) for c in state["counters"])

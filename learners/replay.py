@@ -20,11 +20,11 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from learners import drivers
+from learners import budget, drivers
 from learners.base import Learner
 from learners.datasets import Dataset
 from learners.evaluation import Metrics, binary_metrics, multiclass_metrics
@@ -77,13 +77,15 @@ def _replay_prepared(learner: Learner, prep: _Prepared, order: np.ndarray, delay
     queried = np.empty(n, dtype=np.bool_)
     rows = prep.rows
     start = time.perf_counter()
-    changed = drivers.replay_rows(
-        rows.indptr, rows.indices, rows.data, order, prep.codes, prep.keys, np.uint64(learner.seed),
-        learner._tie, learner.multiclass, int(delay),
-        *learner.rule.kernel_state(), learner.rule.score_fn, learner.rule.update_fn,
-        *learner.query.kernel_state(), *learner.query.kernels,
-        yhat, p, prob, queried,
-    )
+    common = (rows.indptr, rows.indices, rows.data, order, prep.codes, prep.keys, np.uint64(learner.seed),
+              learner._tie, learner.multiclass, int(delay),
+              *learner.rule.kernel_state(), learner.rule.score_fn, learner.rule.update_fn)
+    if learner.budget is not None:  # the online controller, between probability and coin
+        changed = budget.replay_rows(*common, learner.query.qs_, *learner.query.kernels,
+                                     *learner.budget.arrays(), yhat, p, prob, queried)
+    else:
+        changed = drivers.replay_rows(*common, *learner.query.kernel_state(), *learner.query.kernels,
+                                      yhat, p, prob, queried)
     seconds = time.perf_counter() - start
     learner.rounds_ += n
     learner.labels_ += int(np.count_nonzero(queried))
@@ -111,6 +113,8 @@ class Run:
     metrics: list[Metrics]
     params: dict
     seconds: list[float]
+    # per pass: the largest query ratio over windows of 1,000 records after the first
+    window_ratios: list[float] = field(default_factory=list)
 
     def mean(self, key: str) -> float:
         return float(np.mean([getattr(m, key) for m in self.metrics]))
@@ -139,14 +143,15 @@ def run(learner: Learner, data: Dataset, *, permutations: int = 1, seed: int = 0
         raise ValueError(f"permutations must be ≥ 1, got {permutations}")
     template = learner.clone()
     prep = _prepare(template, data)
-    metrics, seconds = [], []
+    metrics, seconds, windows = [], [], []
     for k, order in enumerate(_orders(data.n, permutations, seed, shuffle and not data.ordered)):
         fresh = learner.clone(seed=learner.seed + k)
         fresh._ensure_allocated(template.n_features)
         trace = _replay_prepared(fresh, prep, order, delay)
         metrics.append(trace.after(warmup).metrics(fresh, **(costs or {})))
         seconds.append(trace.seconds)
-    return Run(metrics, learner.get_params(), seconds)
+        windows.append(budget.max_window_query_ratio(trace.queried))
+    return Run(metrics, learner.get_params(), seconds, windows)
 
 
 def find_budget(learner: Learner, data: Dataset, target: float, *, permutations: int = 1, seed: int = 0,

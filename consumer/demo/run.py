@@ -62,6 +62,7 @@ class DemoOptions:
     bootstrap: str | None = None  # an existing Kafka instead of the embedded broker
     service_url: str | None = None  # a running service to feed (its metrics endpoint), instead of our own
     clients: dict[str, str] | None = None  # the demo's own consumers' properties (default: by broker)
+    query_rate_target: float | None = None  # ACTIVESTREAM_QUERY_RATE_TARGET of the demo's service
 
 
 def _stream(opts: DemoOptions) -> DemoStream:
@@ -146,7 +147,7 @@ def service_settings(opts: DemoOptions, stream: DemoStream, bootstrap: str, chec
         bootstrap_servers=bootstrap, topics=TOPICS, checkpoint_dir=checkpoint_dir, learner=opts.learner,
         learner_params=opts.params, n_features=stream.n_features, classes=stream.classes,
         kafka_consumer=CLIENT_SETTINGS if not opts.bootstrap else {}, kafka_labels_consumer=LABEL_LOOP_FETCH,
-        metrics_port=opts.metrics_port, checkpoint={"every_s": 5.0},
+        metrics_port=opts.metrics_port, checkpoint={"every_s": 5.0}, query_rate_target=opts.query_rate_target,
         labels={"ttl_s": max(60.0, 20 * opts.label_delay_s), "cost_per_request": opts.label_cost},
     )
 

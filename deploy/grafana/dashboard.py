@@ -125,6 +125,18 @@ def throughput() -> list:
               "percentunit",
               query(QUERY_RATE, "{{instance}}"),
               query(f"max by (instance) ({m('activestream_query_rate_target')})", "{{instance}} target")),
+        graph("Budget controller",
+              "What the budget controller aims at (the target, or a label budget paced over its window), what it "
+              "realised over its last 500 records, and the target; empty without a controller", "percentunit",
+              query(f"max by (instance) ({m('activestream_query_rate_aimed')})", "{{instance}} aimed"),
+              query(f"max by (instance) ({m('activestream_query_rate_recent')})", "{{instance}} last 500 records"),
+              query(f"max by (instance) ({m('activestream_query_rate_target')})", "{{instance}} target")),
+        graph("Query knob and refusals",
+              "The query strategy's knob as the controller moves it (δ, b, rate or κ), and label "
+              "requests per second the hard cap refused", "short",
+              query(f"max by (instance) ({m('activestream_query_knob')})", "{{instance}} knob"),
+              query(f"sum by (instance) ({rate('activestream_label_requests_refused_total')})",
+                    "{{instance}} refused / s"), minimum=None),
     ]
 
 

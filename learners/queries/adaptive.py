@@ -24,6 +24,7 @@ from typing import ClassVar
 import numpy as np
 
 from learners.base import QueryStrategy
+from learners.budget import Knob
 from learners.kernels import LABEL_SIG, PROB_SIG, ROUND_SIG, kernel
 from learners.params import Interval
 
@@ -76,6 +77,7 @@ class SelAdaQuery(QueryStrategy):
     requires: ClassVar = frozenset({"p", "v"})
     state_fields: ClassVar = ("errors",)
     probability_kernel = sel_ada_probability
+    knob: ClassVar = Knob("delta", 0, 2.0**-24, 2.0**24)
     label_kernel = sel_ada_count
 
     def __init__(self, *, delta: float = 1.0) -> None:
@@ -135,6 +137,7 @@ class DecayingMarginQuery(QueryStrategy):
     _constraints: ClassVar = {"delta": Interval(0, None, closed="neither")}
     state_fields: ClassVar = ("rounds",)
     probability_kernel = decaying_probability
+    knob: ClassVar = Knob("delta", 0, 2.0**-24, 2.0**24)
     round_kernel = decaying_step
 
     def __init__(self, *, delta: float = 2.0**14) -> None:

@@ -13,6 +13,7 @@ from typing import ClassVar
 import numpy as np
 
 from learners.base import QueryStrategy
+from learners.budget import Knob
 from learners.kernels import PROB_SIG, ROUND_SIG, kernel
 from learners.params import Interval
 
@@ -65,6 +66,7 @@ class BBQQuery(QueryStrategy):
     state_fields: ClassVar = ("t",)
     _constraints: ClassVar = {"kappa": Interval(0, None, closed="neither")}
     probability_kernel = bbq_probability
+    knob: ClassVar = Knob("kappa", 0, 2.0**-10, 2.0**6)
     round_kernel = bbq_tick
 
     def __init__(self, *, kappa: float = 0.5) -> None:

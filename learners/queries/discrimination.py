@@ -19,6 +19,7 @@ from typing import ClassVar
 import numpy as np
 
 from learners.base import QueryStrategy
+from learners.budget import Knob
 from learners.kernels import PROB_SIG, kernel
 from learners.params import Interval
 
@@ -73,6 +74,7 @@ class DiscriminationQuery(QueryStrategy):
     requires: ClassVar = frozenset({"p", "v"})
     budget_param: ClassVar = "b"
     probability_kernel = discrimination_probability
+    knob: ClassVar = Knob("b", 0, 2.0**-24, 2.0**24)
 
     def __init__(self, *, b: float = 1.0, eta: float = 1.0) -> None:
         self.b = b

@@ -7,6 +7,7 @@ from typing import ClassVar
 import numpy as np
 
 from learners.base import QueryStrategy
+from learners.budget import Knob
 from learners.kernels import PROB_SIG, kernel
 from learners.params import Interval
 
@@ -39,6 +40,7 @@ class FixedRateQuery(QueryStrategy):
     requires: ClassVar = frozenset()
     budget_param: ClassVar = "rate"
     probability_kernel = fixed_probability
+    knob: ClassVar = Knob("rate", 0, 2.0**-20, 1.0)
 
     def __init__(self, *, rate: float = 0.1) -> None:
         self.rate = rate
@@ -53,6 +55,7 @@ class AlwaysQuery(QueryStrategy):
 
     requires: ClassVar = frozenset()
     budget_param: ClassVar = None
+    knob: ClassVar = None
     probability_kernel = fixed_probability
 
     def __init__(self) -> None:

@@ -12,6 +12,7 @@ from typing import ClassVar
 import numpy as np
 
 from learners.base import QueryStrategy
+from learners.budget import Knob
 from learners.kernels import PROB_SIG, kernel
 from learners.params import Interval
 
@@ -50,6 +51,7 @@ class GapQuery(QueryStrategy):
     _constraints: ClassVar = {"delta": Interval(0, None, closed="neither")}
     requires: ClassVar = frozenset({"gap"})
     probability_kernel = gap_probability
+    knob: ClassVar = Knob("delta", 0, 2.0**-24, 2.0**24)
 
     def __init__(self, *, delta: float = 1.0) -> None:
         self.delta = delta

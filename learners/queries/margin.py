@@ -11,6 +11,7 @@ from typing import ClassVar
 import numpy as np
 
 from learners.base import QueryStrategy
+from learners.budget import Knob
 from learners.kernels import PROB_SIG, kernel
 from learners.params import Interval
 
@@ -47,6 +48,7 @@ class MarginQuery(QueryStrategy):
         "offset": Interval(0, None),
     }
     probability_kernel = margin_probability
+    knob: ClassVar = Knob("delta", 0, 2.0**-24, 2.0**24)
 
     def __init__(self, *, delta: float = 1.0, offset: float = 0.0) -> None:
         self.delta = delta

@@ -17,6 +17,7 @@ from typing import ClassVar
 import numpy as np
 
 from learners.base import QueryStrategy
+from learners.budget import Knob
 from learners.kernels import PROB_SIG, kernel
 from learners.params import Interval
 
@@ -62,6 +63,7 @@ class SOALQuery(QueryStrategy):
     }
     requires: ClassVar = frozenset({"p", "v"})
     probability_kernel = soal_probability
+    knob: ClassVar = Knob("delta", 0, 2.0**-24, 2.0**24)
 
     def __init__(self, *, delta: float = 1.0, eta: float = 1.0, gamma: float = 1.0) -> None:
         self.delta = delta

@@ -154,3 +154,18 @@ def test_replay_warmup_measures_the_records_after_it():
     assert warm["queries"] < whole["queries"]
     out = replay(*args, "--warmup", "4000")
     assert out.returncode == 2 and "warmup must be in [0, 4000)" in out.stderr
+
+
+def test_replay_budget_rate_holds_the_rate_online_and_reports_windows():
+    out = replay("--learner", "paa-1", "--data", "synthetic:sparse?n=6000&d=1024", "--budget-rate", "0.1",
+                 "--delay", "500", "--permutations", "2", "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert abs(report["query_ratio"] - 0.1) <= 0.01 and report["budget_rate"] == 0.1
+    assert 0.05 < report["max_window_query_ratio"] <= 0.15
+
+
+def test_replay_budget_rate_and_query_rate_are_exclusive():
+    out = replay("--learner", "paa-1", "--data", "synthetic:sparse?n=100", "--budget-rate", "0.1",
+                 "--query-rate", "0.1")
+    assert out.returncode != 0 and "not allowed with" in out.stderr

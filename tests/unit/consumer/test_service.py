@@ -226,18 +226,72 @@ def test_every_kind_of_bad_label_reaches_the_dead_letter_topic(harness):
     assert harness.service.totals.get("dead_letters.labels.unknown_class") == 1
 
 
-def test_budget_caps_requests_per_window_of_record_time(tmp_path):
+def test_budget_caps_requests_in_every_window_and_refreshes_in_the_next(tmp_path):
     h = Harness(tmp_path, labels={"budget": 3, "budget_window_s": 100})
     h.service.start()
-    for i in range(20):
-        h.feature(f"a{i}", X[i % 4], ts=1000.0 + i)  # window 10
+    for i in range(40):
+        h.feature(f"a{i}", X[i % 4], ts=h.clock.now() + i)
     h.service.run_once()
-    assert len(h.requested_ids()) == 3
-    assert h.service.totals.get("label_requests_suppressed") == 17
-    for i in range(5):
-        h.feature(f"b{i}", X[i % 4], ts=1100.0 + i)  # window 11: a fresh budget
+    first = len(h.requested_ids())
+    assert 1 <= first <= 3  # the model is fresh: every record is uncertain, the cap holds
+    assert h.service.metrics.registry.get_sample_value("activestream_label_budget_remaining") == 3 - first
+    h.clock.advance(150)  # the next window
+    for i in range(40):
+        h.feature(f"b{i}", X[i % 4], ts=h.clock.now() + i)
     h.service.run_once()
-    assert len(h.requested_ids()) == 6
+    assert first < len(h.requested_ids()) <= first + 3
+
+
+def test_budget_cap_holds_across_a_restart(tmp_path):
+    h = Harness(tmp_path, labels={"budget": 4, "budget_window_s": 3600})
+    h.service.start()
+    for i in range(60):
+        h.feature(f"a{i}", X[i % 4], ts=h.clock.now())
+    h.service.run_once()
+    before = len(h.requested_ids())
+    h.service.checkpoint()
+    h.service._close(final_checkpoint=False)
+    h.service = h.new_service()
+    h.service.start()
+    assert h.service.learner.budget.requests == before  # restored, not cold-started
+    h.clock.advance(60)  # the same window
+    for i in range(200):
+        h.feature(f"b{i}", X[i % 4], ts=h.clock.now())
+    h.service.run_once()
+    assert len(h.requested_ids()) <= 4
+
+
+def test_query_rate_target_drives_decisions_from_the_first_record(tmp_path):
+    h = Harness(tmp_path, query_rate_target=0.05)
+    h.service.start()
+    feed(h, 1000)  # no label comes back: the fresh model stays unsure of everything
+    h.service.run_once()
+    requests = h.out("label-requests")
+    assert len(requests) <= 1.2 * 0.05 * 1000
+    assert all(r["probability"] <= 0.5 for r in requests)  # what the request carries: after the controller
+    sample = h.service.metrics.registry.get_sample_value
+    assert sample("activestream_query_rate_aimed") == 0.05
+    assert sample("activestream_query_knob") > 0 and 0 < sample("activestream_query_rate_recent") < 0.1
+
+
+def test_records_stamped_decades_off_do_not_move_the_budget_window(tmp_path):
+    h = Harness(tmp_path, labels={"budget": 3, "budget_window_s": 100})
+    h.service.start()
+    for i in range(40):  # one producer's clock is a century ahead, another's decades behind
+        h.feature(f"a{i}", X[i % 4], ts=h.clock.now() + (3.2e9 if i % 3 == 0 else -1.6e9 if i % 3 == 1 else 0))
+    h.service.run_once()
+    assert h.service.learner.budget.clock <= h.clock.now() + h.settings.labels.clock_tolerance_s
+    assert len(h.requested_ids()) <= 3
+    assert h.service.metrics.registry.get_sample_value("activestream_label_budget_remaining") >= 0
+
+
+def test_cost_budget_plans_with_the_expected_cost(tmp_path):
+    h = Harness(tmp_path, labels={"cost_budget": 10.0, "budget_window_s": 3600,
+                                  "cost_per_class": {"1": 4.0, "-1": 1.0}})
+    h.service.start()
+    feed(h, 300)
+    h.service.run_once()
+    assert 1 <= len(h.requested_ids()) <= 10.0 / 2.5  # 2.5: the mean class cost, no label back yet
 
 
 def test_a_duplicate_feature_id_is_not_requested_twice(harness):

@@ -4,6 +4,7 @@ from consumer.demo.broker import CLIENT_SETTINGS, LABEL_LOOP_FETCH
 from consumer.demo.feed import drifting_stream
 from consumer.demo.run import DemoOptions, service_settings
 from consumer.kafka import consumer_config
+from consumer.service import build_learner
 
 
 def test_the_label_loop_waits_longer_per_fetch_than_the_features_consumer(tmp_path):
@@ -16,3 +17,10 @@ def test_the_label_loop_waits_longer_per_fetch_than_the_features_consumer(tmp_pa
     own = service_settings(DemoOptions(bootstrap="kafka:9092"), stream, "kafka:9092", tmp_path)
     assert own.kafka_consumer == {}
     assert consumer_config(own, "labels")["fetch.wait.max.ms"] == LABEL_LOOP_FETCH["fetch.wait.max.ms"]
+
+
+def test_the_demo_service_holds_the_query_rate_target(tmp_path):
+    stream = drifting_stream(100)
+    settings = service_settings(DemoOptions(query_rate_target=0.1), stream, "127.0.0.1:9092", tmp_path)
+    assert settings.query_rate_target == 0.1
+    assert build_learner(settings).budget.target == 0.1

@@ -1,0 +1,651 @@
+"""The label budget as a setting: a controller that moves a query strategy's knob online.
+
+Every query strategy whose probability is monotone in one of its parameters declares that
+parameter as its :class:`Knob` (δ of the margin rules, b of the discrimination rule, the rate of the
+R- learners, κ of BBQ). A :class:`BudgetController` attached to a learner moves the knob record by
+record so that the realised query rate follows what the operator set, using only the past:
+
+1. **Feed-forward** (every ``resolve_every`` records): over the scores of the last ``window``
+   records, solve the mean query probability equal to the rate wanted,
+
+       (1/m) Σ_j q(κ; s_j) = r_eff                        by bisection over log κ (monotone),
+
+   and when even the knob's lowest value asks for more (a fresh model: every |p| ≈ 0, so
+   δ/(δ + |p|) ≈ 1 for every δ), keep κ at that floor and solve for a ceiling ū instead,
+
+       (1/m) Σ_j min(q(κ_lo; s_j), ū) = r_eff.
+
+2. **Feedback** on the requests actually made, pending labels included (a request counts when it
+   is made, not when its label returns): the ledger b_t = λ b_{t−1} + r_t − Z_t (requests owed,
+   forgetting λ = 1 − 1/``memory``) shifts the rate the bisection aims at,
+
+       r_eff = clip(r_t + b_t / horizon, r_t/4, 2 r_t),
+
+   and bounds each record's probability from above,
+
+       u_t = clip(ū + b_t / brake, floor · r_t, 1),     q_t = min(q(κ_t; s_t), u_t).
+
+   While the model is fresh or its labels are late, ū ≈ r_t and the brake keeps the requests made
+   within a few of r_t · t from the first record on. A burst brake lowers u_t to floor · r_t while
+   the last L records already hold ⌈burst · r_t · L⌉ requests, so a run of uncertain records cannot
+   spend a window's worth at once.
+
+3. **Hard caps** (optional): at most ``max_requests`` requests, or at most ``max_cost`` of planned
+   cost, in any window of ``window_s`` seconds of the controller's clock. A request is refused
+   (q_t = 0) when it would break the cap; the rate the controller aims at is then the cap spread
+   over the window, r_t = pace · (cap / ĉ) / (records per window), so the cap is rarely reached
+   and the most uncertain records of the window get the requests. ĉ is the expected cost of a
+   request (the class is known only once the label is back): the mean cost of the labels
+   returned so far (:meth:`BudgetController.observe_costs`), the mean class cost before that.
+
+q_t is known before record t's coin is drawn and depends only on the past and on x_t, so the
+importance weight Z_t / q_t keeps its expectation 1 however the knob moves (Horvitz & Thompson
+1952; the martingale argument of Beygelzimer, Dasgupta & Langford, ICML 2009, IWAL); ``floor``
+keeps every q_t > 0 while no hard cap is binding.
+
+References
+----------
+The feed-forward step is the quantile idea of budgeted stream active learning (Žliobaitė, Bifet,
+Pfahringer & Holmes, "Active learning with drifting streaming data", IEEE TNNLS 25(1), 2014: a
+threshold moved so that a fixed fraction of recent uncertainty values falls beyond it); the ledger
+is an integral controller on the spent budget (Åström & Murray, Feedback Systems, 2008, Ch. 10).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from numba import njit, types
+
+from learners.coin import draw
+from learners.kernels import IDX, LABEL_FN, PROB_FN, ROUND_FN, SCORE_FN, STATE, UPDATE_FN, VAL, VEC, Lazy
+from learners.params import Interval, Parameterized
+
+__all__ = ["BudgetController", "Knob", "advance_clock", "max_window_query_ratio"]
+
+FORMAT_VERSION = 1
+
+I64 = types.int64[::1]
+U64 = types.uint64[::1]
+B1 = types.boolean[::1]
+
+# positions in the packed parameters ``cp``
+_TARGET, _WINDOW, _EVERY, _HORIZON, _BRAKE, _FORGET, _FLOOR, _KNOB, _LOG_LO, _LOG_HI, _UP, _CAP, \
+    _SPAN, _PACE, _NCAP, _BURST, _BSPAN = range(17)
+# positions in the scalar state ``cs``
+(_S, _UBAR, _LEDGER, _SEEN, _ASKED, _SINCE, _HEAD, _FILLED, _CLOCK, _RHEAD, _RLEN, _RSUM, _CHAT,
+ _REFUSED, _RATE, _BHEAD, _BLEN) = range(17)
+_STATE_FIELDS = ("knob_position", "ceiling", "ledger", "records", "requests", "since_solve", "head", "filled",
+                 "clock", "ring_head", "ring_length", "ring_cost", "expected_cost", "refused", "rate",
+                 "recent_head", "recent_length")
+_BISECTIONS = 18  # halvings of the ceiling's interval: 2^-18 is far below the scores' noise
+_FIRST_STEP = 1.0 / 64  # first step of the warm search for the knob's position, from the last one
+_REFINE = 7  # halvings of the bracket found: at least 2^-13 of the knob's log range
+
+
+@dataclass(frozen=True, slots=True)
+class Knob:
+    """A query strategy's parameter that its probability is monotone in.
+
+    Attributes
+    ----------
+    name : str
+        The parameter's name (``"delta"``, ``"b"``, ``"rate"``, ``"kappa"``).
+    index : int
+        Its position in the strategy's packed parameters ``qp``.
+    low, high : float > 0
+        The range the controller searches (on a log scale).
+    increasing : bool
+        True if a larger value asks for more labels.
+    """
+
+    name: str
+    index: int
+    low: float
+    high: float
+    increasing: bool = True
+
+    def value(self, position: float) -> float:
+        """The knob at ``position`` ∈ [0, 1] of its range, 0 asking least and 1 most."""
+        s = position if self.increasing else 1.0 - position
+        return math.exp(math.log(self.low) + s * (math.log(self.high) - math.log(self.low)))
+
+
+def advance_clock(ts: np.ndarray, now: float, tolerance: float, last: float) -> np.ndarray:
+    """The controller's clock for a batch: record times clamped to ``now ± tolerance``, never backwards.
+
+    c_i = max(c_{i−1}, clip(ts_i, now − tolerance, now + tolerance)), c_0 = ``last``.
+    A producer whose clock is off, a partition that lags, or a record stamped decades away moves
+    the budget windows by at most ``tolerance`` beyond processing time, and never back.
+    NaN (no time) reads as ``now``.
+    """
+    t = np.where(np.isnan(ts), now, np.asarray(ts, dtype=np.float64))
+    clamped = np.clip(t, now - tolerance, now + tolerance)
+    return np.maximum.accumulate(np.maximum(clamped, last)) if clamped.size else clamped
+
+
+def max_window_query_ratio(queried: np.ndarray, window: int = 1000) -> float:
+    """Largest query ratio over consecutive windows of ``window`` records after the first (NaN if
+    the stream has no full window after the first)."""
+    k = (queried.size // window) - 1
+    if k < 1:
+        return math.nan
+    counts = np.asarray(queried[window : window * (k + 1)], dtype=np.float64).reshape(k, window).sum(axis=1)
+    return float(counts.max() / window)
+
+
+# -- the compiled steps ------------------------------------------------------------------------
+@njit(cache=True, nogil=True, inline="always")
+def _set_knob(cp, qw, s):
+    """qw[knob] ← the knob's value at position s ∈ [0, 1] (0 asks least)."""
+    if cp[_KNOB] < 0:
+        return
+    x = s if cp[_UP] > 0 else 1.0 - s
+    qw[int(cp[_KNOB])] = math.exp(cp[_LOG_LO] + x * (cp[_LOG_HI] - cp[_LOG_LO]))
+
+
+@njit(cache=True, nogil=True)
+def _mean_q(win, m, qw, qs, probability, u):
+    """(1/m) Σ_j min(q(κ; s_j), u) over the window's m scores."""
+    total = 0.0
+    for j in range(m):
+        total += min(probability(win[0, j], win[1, j], win[2, j], qw, qs), u)
+    return total / m
+
+
+@njit(cache=True, nogil=True)
+def _knob_mean(cs, cp, win, qw, qs, probability, s):
+    """(1/m) Σ_j q(κ(s); s_j) with the knob at position s."""
+    _set_knob(cp, qw, s)
+    return _mean_q(win, int(cs[_FILLED]), qw, qs, probability, 1.0)
+
+
+@njit(cache=True, nogil=True)
+def _solve_ceiling(cs, cp, win, qw, qs, probability, r):
+    """ū with (1/m) Σ_j min(q(κ_lo; s_j), ū) = r, the knob at its lowest (step 1)."""
+    _set_knob(cp, qw, 0.0)
+    lo, hi = 0.0, 1.0
+    for _ in range(_BISECTIONS):
+        mid = 0.5 * (lo + hi)
+        if _mean_q(win, int(cs[_FILLED]), qw, qs, probability, mid) < r:
+            lo = mid
+        else:
+            hi = mid
+    cs[_S], cs[_UBAR] = 0.0, 0.5 * (lo + hi)
+
+
+@njit(cache=True, nogil=True)
+def _solve(cs, cp, win, qw, qs, probability, r):
+    """Knob position with mean q = r over the window, or the ceiling ū if the knob cannot get there.
+
+    The search starts from the last solution: steps of doubling length bracket the root, then
+    bisection refines it, so a knob that moved little costs a few passes over the window.
+    """
+    if cp[_KNOB] < 0:
+        _solve_ceiling(cs, cp, win, qw, qs, probability, r)
+        return
+    step = _FIRST_STEP
+    lo = hi = cs[_S]
+    f = _knob_mean(cs, cp, win, qw, qs, probability, lo)
+    if f < r:
+        while f < r:  # raise the knob until it asks for at least r
+            if hi >= 1.0:  # even the knob's top asks for less: keep it there
+                cs[_S], cs[_UBAR] = 1.0, 1.0
+                _set_knob(cp, qw, 1.0)
+                return
+            lo, hi = hi, min(1.0, hi + step)
+            step *= 2.0
+            f = _knob_mean(cs, cp, win, qw, qs, probability, hi)
+    else:
+        while f >= r:  # lower the knob until it asks for less than r
+            if lo <= 0.0:  # even the knob's bottom asks for more: bound the probabilities instead
+                _solve_ceiling(cs, cp, win, qw, qs, probability, r)
+                return
+            lo, hi = max(0.0, lo - step), lo
+            step *= 2.0
+            f = _knob_mean(cs, cp, win, qw, qs, probability, lo)
+    for _ in range(_REFINE):  # mean q(lo) < r ≤ mean q(hi)
+        mid = 0.5 * (lo + hi)
+        if _knob_mean(cs, cp, win, qw, qs, probability, mid) < r:
+            lo = mid
+        else:
+            hi = mid
+    cs[_S], cs[_UBAR] = 0.5 * (lo + hi), 1.0
+    _set_knob(cp, qw, cs[_S])
+
+
+@njit(cache=True, nogil=True)
+def _expire(cs, cp, ring, t):
+    """Drop the requests that left the cap's window (t − T, t] from the ring."""
+    cap = ring.shape[1]
+    while cs[_RLEN] > 0 and ring[0, int(cs[_RHEAD])] <= t - cp[_SPAN]:
+        cs[_RSUM] -= ring[1, int(cs[_RHEAD])]
+        cs[_RHEAD] = (cs[_RHEAD] + 1) % cap
+        cs[_RLEN] -= 1
+    if cs[_RLEN] == 0:
+        cs[_RSUM] = 0.0  # no rounding residue once the window is empty
+
+
+@njit(cache=True, nogil=True)
+def _rate(cs, cp, win, t):
+    """r_t: the target, or the cap spread over its window at the recent record rate (step 3)."""
+    r = cp[_TARGET]
+    if cp[_CAP] < np.inf or cp[_NCAP] < np.inf:
+        m = int(cs[_FILLED])
+        oldest = win[3, (int(cs[_HEAD]) - m) % win.shape[1]] if m > 0 else t
+        span = t - oldest
+        # records per window of T at the recent pace; before any time has passed, the records so far
+        per_window = max((m + 1) * cp[_SPAN] / span if span > 0 else m + 1.0, 1.0)
+        allowed = min(cp[_NCAP], cp[_CAP] / cs[_CHAT])  # requests the tighter cap allows per window
+        r = min(r, cp[_PACE] * allowed / per_window)
+    return min(r, 1.0)
+
+
+@njit(cache=True, nogil=True)
+def _burst(cs, cp, recent, r):
+    """True if the last L records already hold ⌈burst · r · L⌉ requests (step 2's burst brake)."""
+    span = recent.size
+    while cs[_BLEN] > 0 and recent[int(cs[_BHEAD])] <= cs[_SEEN] - span:
+        cs[_BHEAD] = (cs[_BHEAD] + 1) % span
+        cs[_BLEN] -= 1
+    return cs[_BLEN] >= max(1.0, math.ceil(cp[_BURST] * r * span))
+
+
+@njit(cache=True, nogil=True)
+def _step(cs, cp, win, ring, recent, qw, qs, probability, p, gap, v, t):
+    """This record's probability after the controller: (q_t, q without the hard cap)."""
+    t = max(t, cs[_CLOCK])  # the clock never goes back
+    cs[_CLOCK] = t
+    r = _rate(cs, cp, win, t)
+    cs[_RATE] = r
+    w = win.shape[1]
+    h = int(cs[_HEAD])
+    win[0, h], win[1, h], win[2, h], win[3, h] = p, gap, v, t
+    cs[_HEAD] = (h + 1) % w
+    cs[_FILLED] = min(cs[_FILLED] + 1, w)
+    cs[_SINCE] += 1
+    if cs[_SINCE] >= cp[_EVERY] or cs[_FILLED] <= cp[_EVERY]:
+        r_eff = min(max(r + cs[_LEDGER] / cp[_HORIZON], 0.25 * r), 2.0 * r)
+        _solve(cs, cp, win, qw, qs, probability, r_eff)
+        cs[_SINCE] = 0
+    u = min(max(cs[_UBAR] + cs[_LEDGER] / cp[_BRAKE], cp[_FLOOR] * r), 1.0)
+    if cp[_BURST] > 0 and _burst(cs, cp, recent, r):
+        u = cp[_FLOOR] * r
+    q = min(probability(p, gap, v, qw, qs), u)
+    if cp[_CAP] < np.inf or cp[_NCAP] < np.inf:
+        _expire(cs, cp, ring, t)
+        full = cs[_RLEN] >= min(cp[_NCAP], ring.shape[1])
+        if full or cs[_RSUM] + cs[_CHAT] > cp[_CAP] * (1.0 + 1e-12):
+            return 0.0, q
+    return q, q
+
+
+@njit(cache=True, nogil=True)
+def _account(cs, cp, ring, recent, queried, refused):
+    """Ledger, burst and cap bookkeeping once the coin has been drawn (steps 2-3)."""
+    if queried and cp[_BURST] > 0:
+        recent[int(cs[_BHEAD] + cs[_BLEN]) % recent.size] = cs[_SEEN]
+        cs[_BLEN] += 1
+    cs[_SEEN] += 1
+    cs[_LEDGER] = cp[_FORGET] * cs[_LEDGER] + cs[_RATE] - (1.0 if queried else 0.0)
+    if refused:
+        cs[_REFUSED] += 1
+    if queried:
+        cs[_ASKED] += 1
+        if cp[_CAP] < np.inf or cp[_NCAP] < np.inf:
+            cap = ring.shape[1]
+            tail = int(cs[_RHEAD] + cs[_RLEN]) % cap
+            ring[0, tail], ring[1, tail] = cs[_CLOCK], cs[_CHAT]
+            cs[_RLEN] += 1
+            cs[_RSUM] += cs[_CHAT]
+
+
+def _driver(signature):
+    return lambda fn: Lazy(fn, signature)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _predict(p, top, tie, multiclass):
+    if multiclass:
+        return top
+    if p > 0.0:
+        return 1
+    if p < 0.0:
+        return -1
+    return tie
+
+
+@_driver(
+    types.none(
+        types.int64[::1], IDX, VAL, U64, types.uint64, types.int64, types.boolean, VEC,
+        STATE, VEC, VEC, SCORE_FN, VEC, PROB_FN, ROUND_FN,
+        VEC, VEC, STATE, STATE, VEC, VEC,
+        I64, VEC, VEC, VEC, VEC, B1,
+    )
+)
+def decide_rows(
+    indptr, indices, data, keys, seed, tie, multiclass, times,
+    S, a, P, score, qs, probability, after_round,
+    cs, cp, win, ring, recent, qw,
+    out_yhat, out_p, out_gap, out_v, out_prob, out_query,
+):
+    """:func:`learners.drivers.decide_rows` with the controller between probability and draw."""
+    for i in range(indptr.size - 1):
+        lo, hi = indptr[i], indptr[i + 1]
+        p, gap, v, top = score(S, a, P, indices[lo:hi], data[lo:hi])
+        q, free = _step(cs, cp, win, ring, recent, qw, qs, probability, p, gap, v, times[i])
+        after_round(qw, qs)
+        u = draw(seed, keys[i])
+        _account(cs, cp, ring, recent, u < q, u < free and q == 0.0)
+        out_yhat[i] = _predict(p, top, tie, multiclass)
+        out_p[i] = p
+        out_gap[i] = gap
+        out_v[i] = v
+        out_prob[i] = q
+        out_query[i] = u < q
+
+
+@_driver(
+    types.int64(
+        types.int64[::1], IDX, VAL, I64, I64, U64, types.uint64, types.int64, types.boolean, types.int64,
+        STATE, VEC, VEC, SCORE_FN, UPDATE_FN, VEC, PROB_FN, ROUND_FN, LABEL_FN,
+        VEC, VEC, STATE, STATE, VEC, VEC,
+        I64, VEC, VEC, B1,
+    )
+)
+def replay_rows(
+    indptr, indices, data, order, y, keys, seed, tie, multiclass, delay,
+    S, a, P, score, update, qs, probability, after_round, after_label,
+    cs, cp, win, ring, recent, qw,
+    out_yhat, out_p, out_prob, out_query,
+):
+    """:func:`learners.drivers.replay_rows` with the controller; round t's clock is t."""
+    n = order.size
+    fifo = np.empty(n, dtype=np.int64)  # rounds whose label is on its way, oldest first
+    head = 0
+    tail = 0
+    changed = 0
+    start = cs[_SEEN]
+    for t in range(n + delay):
+        if t < n:
+            i = order[t]
+            lo, hi = indptr[i], indptr[i + 1]
+            p, gap, v, top = score(S, a, P, indices[lo:hi], data[lo:hi])
+            q, free = _step(cs, cp, win, ring, recent, qw, qs, probability, p, gap, v, start + t)
+            after_round(qw, qs)
+            u = draw(seed, keys[i])
+            queried = u < q
+            _account(cs, cp, ring, recent, queried, u < free and q == 0.0)
+            out_yhat[t] = _predict(p, top, tie, multiclass)
+            out_p[t] = p
+            out_prob[t] = q
+            out_query[t] = queried
+            if queried:
+                fifo[tail] = t
+                tail += 1
+        while head < tail and fifo[head] <= t - delay:
+            s = fifo[head]
+            head += 1
+            i = order[s]
+            lo, hi = indptr[i], indptr[i + 1]
+            if update(S, a, P, indices[lo:hi], data[lo:hi], y[i]):
+                changed += 1
+            after_label(qw, qs, out_yhat[s] != y[i])
+    return changed
+
+
+# -- the controller ----------------------------------------------------------------------------
+class BudgetController(Parameterized):
+    """Moves a query strategy's :class:`Knob` online so the label budget holds (see the module doc).
+
+    Parameters
+    ----------
+    target : float in (0, 1] or None, default None
+        Fraction of records to ask labels for. None: only the caps set the rate (1 without caps).
+    max_requests : int ≥ 1 or None, default None
+        At most this many requests in any window of ``window_s`` seconds (a guarantee).
+    max_cost : float > 0 or None, default None
+        At most this much planned cost in any window of ``window_s`` seconds (a guarantee on the
+        cost planned at request time; the realised cost is known only once the labels are back).
+    window_s : float > 0, default 3600
+        Length of the cap windows, on the controller's clock (:func:`advance_clock`).
+    class_costs : sequence of float or None
+        Cost of a label of each class, in the learner's class order; planning uses their mean until
+        labels come back. None: every label costs 1.
+    window : int, default 512
+        Recent records whose scores the knob is solved over.
+    resolve_every : int, default 64
+        Records between two solves of the knob.
+    horizon : float, default 250
+        Records over which the ledger's debt is repaid by the feed-forward target.
+    brake : float, default 50
+        Records over which the ledger bounds each probability (small: tight from the first record).
+    memory : float, default 20000
+        Forgetting horizon of the ledger, in records.
+    floor : float in (0, 1], default 0.05
+        Lowest ceiling, as a fraction of the rate: keeps every probability > 0.
+    pace : float in (0, 1], default 0.9
+        Fraction of a cap the paced rate aims at, leaving room for the coins' noise.
+    burst : float ≥ 1 or None, default 1.4
+        Burst brake: once the last ``burst_span`` records hold ⌈burst · r · burst_span⌉ requests,
+        the ceiling drops to ``floor · r``. Any window of 2 · burst_span records then holds about
+        2 · burst · r · burst_span requests at most. None: no brake.
+    burst_span : int, default 500
+        Records the burst brake looks back over.
+
+    State
+    -----
+    ``cs`` (the scalars of ``_STATE_FIELDS``), the recent scores and clock ``win`` (4 × window) and
+    the requests in the cap window ``ring`` (2 × capacity: clock, planned cost).
+
+    Examples
+    --------
+    >>> from learners import make
+    >>> from learners.datasets import synthetic_sparse
+    >>> from learners.replay import replay
+    >>> learner = make("paa-1", n_features=2**12)
+    >>> learner.budget = BudgetController(target=0.05)
+    >>> trace = replay(learner, synthetic_sparse(n=20000, d=2**12, seed=1), delay=2000)
+    >>> round(float(trace.queried[:2000].mean()), 3) <= 0.06, round(float(trace.queried.mean()), 2)
+    (True, 0.05)
+    """
+
+    _constraints: ClassVar = {
+        "window_s": Interval(0, None, closed="neither"),
+        "window": Interval(2, 2**24, integer=True),
+        "resolve_every": Interval(1, 2**24, integer=True),
+        "horizon": Interval(1, None),
+        "brake": Interval(1, None),
+        "memory": Interval(1, None),
+        "floor": Interval(0, 1, closed="right"),
+        "pace": Interval(0, 1, closed="right"),
+        "burst_span": Interval(1, 2**24, integer=True),
+    }
+
+    def __init__(
+        self,
+        *,
+        target: float | None = None,
+        max_requests: int | None = None,
+        max_cost: float | None = None,
+        window_s: float = 3600.0,
+        class_costs: Sequence[float] | None = None,
+        window: int = 512,
+        resolve_every: int = 64,
+        horizon: float = 250.0,
+        brake: float = 50.0,
+        memory: float = 20000.0,
+        floor: float = 0.05,
+        pace: float = 0.9,
+        burst: float | None = 1.4,
+        burst_span: int = 500,
+    ) -> None:
+        self.target, self.max_requests, self.max_cost, self.window_s = target, max_requests, max_cost, window_s
+        self.class_costs = None if class_costs is None else tuple(float(c) for c in class_costs)
+        self.window, self.resolve_every, self.horizon, self.brake = window, resolve_every, horizon, brake
+        self.memory, self.floor, self.pace, self.burst, self.burst_span = memory, floor, pace, burst, burst_span
+        self._validate()
+        self.knob: Knob | None = None
+        self.cs_: np.ndarray | None = None
+
+    def _check_params(self) -> None:
+        if self.target is not None:
+            Interval(0, 1, closed="right").check("target", self.target)
+        if self.max_requests is not None:
+            Interval(1, 2**31, integer=True).check("max_requests", self.max_requests)
+        if self.max_cost is not None:
+            Interval(0, None, closed="neither").check("max_cost", self.max_cost)
+        if self.burst is not None:
+            Interval(1, None).check("burst", self.burst)
+        if self.class_costs is not None:
+            for c in self.class_costs:
+                Interval(0, None, closed="neither").check("class_costs", c)
+
+    # -- set-up ------------------------------------------------------------------------------
+    def _capacity(self) -> int:
+        """Requests the cap window can hold: the request cap, or the cost cap over the cheapest class."""
+        unit = min(self.class_costs) if self.class_costs else 1.0
+        caps = [2**31]
+        if self.max_requests is not None:
+            caps.append(int(self.max_requests))
+        if self.max_cost is not None:
+            caps.append(math.ceil(self.max_cost / unit) + 1)
+        return min(caps) if len(caps) > 1 else 1
+
+    def _mean_cost(self) -> float:
+        return float(np.mean(self.class_costs)) if self.class_costs else 1.0
+
+    def bind(self, query: Any) -> BudgetController:
+        """Attach to ``query`` (a :class:`learners.base.QueryStrategy`): fresh state, its knob at the
+        configured value."""
+        self.knob = type(query).knob
+        self._query = query
+        self._qw = np.array(query.kernel_state()[0], dtype=np.float64)
+        knob = self.knob
+        cp = np.zeros(17)
+        cp[_TARGET] = 1.0 if self.target is None else self.target
+        cp[_WINDOW], cp[_EVERY], cp[_HORIZON], cp[_BRAKE] = self.window, self.resolve_every, self.horizon, self.brake
+        cp[_FORGET], cp[_FLOOR] = 1.0 - 1.0 / self.memory, self.floor
+        cp[_KNOB] = -1 if knob is None else knob.index
+        cp[_LOG_LO], cp[_LOG_HI] = (0.0, 0.0) if knob is None else (math.log(knob.low), math.log(knob.high))
+        cp[_UP] = 1.0 if knob is None or knob.increasing else -1.0
+        cp[_CAP] = math.inf if self.max_cost is None else self.max_cost
+        cp[_NCAP] = math.inf if self.max_requests is None else self.max_requests
+        cp[_SPAN], cp[_PACE] = self.window_s, self.pace
+        cp[_BURST], cp[_BSPAN] = (0.0 if self.burst is None else self.burst), self.burst_span
+        self.cp_ = cp
+        self.cs_ = np.zeros(len(_STATE_FIELDS))
+        self.cs_[_UBAR] = cp[_TARGET]  # before any score is seen: ask at the target rate, not more
+        self.cs_[_CHAT] = self._mean_cost()
+        self.cs_[_CLOCK] = -math.inf
+        if knob is not None:
+            value = float(self._qw[knob.index])
+            s = (math.log(min(max(value, knob.low), knob.high)) - cp[_LOG_LO]) / (cp[_LOG_HI] - cp[_LOG_LO])
+            self.cs_[_S] = s if knob.increasing else 1.0 - s
+        self.win_ = np.zeros((4, self.window))
+        self.ring_ = np.zeros((2, self._capacity()))
+        self.recent_ = np.zeros(self.burst_span)  # record numbers of the requests among the last burst_span
+        return self
+
+    def clone(self, **overrides: Any) -> BudgetController:
+        return type(self)(**{**self.get_params(), **overrides})
+
+    # -- what the service and the metrics read ------------------------------------------------
+    @property
+    def knob_value(self) -> float:
+        """The knob's current value (NaN for a strategy without one)."""
+        return math.nan if self.knob is None else float(self._qw[self.knob.index])
+
+    @property
+    def rate(self) -> float:
+        """The rate the controller aimed at on the last record."""
+        return float(self.cs_[_RATE])
+
+    @property
+    def refused(self) -> int:
+        """Records whose request a hard cap refused."""
+        return int(self.cs_[_REFUSED])
+
+    @property
+    def requests(self) -> int:
+        return int(self.cs_[_ASKED])
+
+    @property
+    def records(self) -> int:
+        return int(self.cs_[_SEEN])
+
+    @property
+    def clock(self) -> float:
+        return float(self.cs_[_CLOCK])
+
+    def remaining(self) -> float:
+        """Requests the caps still allow in the window ending now (+inf without a cap)."""
+        cs, cp, ring = self.cs_, self.cp_, self.ring_
+        at = (int(cs[_RHEAD]) + np.arange(int(cs[_RLEN]))) % ring.shape[1]
+        inside = ring[0, at] > cs[_CLOCK] - cp[_SPAN]
+        left = [math.inf]
+        if self.max_requests is not None:
+            left.append(float(self.max_requests - np.count_nonzero(inside)))
+        if self.max_cost is not None:
+            left.append(math.floor((self.max_cost - ring[1, at][inside].sum()) / cs[_CHAT] + 1e-9))
+        return max(0.0, min(left))
+
+    def recent_rate(self) -> float:
+        """Requests per record over the last ``burst_span`` records (NaN before any record, or
+        without the burst brake, which keeps that count)."""
+        seen = self.cs_[_SEEN]
+        if self.burst is None or seen == 0:
+            return math.nan
+        return float(self.cs_[_BLEN] / min(seen, self.burst_span))
+
+    def count_request(self) -> None:
+        """Count a request made outside :meth:`decide` (one kept from before a restart whose record
+        the controller now declined) at the current clock, so the caps and the ledger include it."""
+        cs, cp = self.cs_, self.cp_
+        cs[_ASKED] += 1
+        cs[_LEDGER] -= 1.0
+        if cp[_BURST] > 0 and cs[_BLEN] < self.recent_.size:
+            self.recent_[int(cs[_BHEAD] + cs[_BLEN]) % self.recent_.size] = max(cs[_SEEN] - 1, 0)
+            cs[_BLEN] += 1
+        if cp[_CAP] < np.inf or cp[_NCAP] < np.inf:
+            ring = self.ring_
+            if cs[_RLEN] >= ring.shape[1]:  # full: the oldest entry gives way (it is the first to expire)
+                cs[_RSUM] -= ring[1, int(cs[_RHEAD])]
+                cs[_RHEAD] = (cs[_RHEAD] + 1) % ring.shape[1]
+                cs[_RLEN] -= 1
+            tail = int(cs[_RHEAD] + cs[_RLEN]) % ring.shape[1]
+            ring[0, tail], ring[1, tail] = cs[_CLOCK], cs[_CHAT]
+            cs[_RLEN] += 1
+            cs[_RSUM] += cs[_CHAT]
+
+    def observe_costs(self, costs: np.ndarray, alpha: float = 0.01) -> None:
+        """Fold the costs of returned labels into the expected cost of a request (an exponential
+        mean with weight ``alpha`` per label)."""
+        for c in np.asarray(costs, dtype=np.float64).ravel():
+            self.cs_[_CHAT] += alpha * (c - self.cs_[_CHAT])
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """(cs, cp, win, ring, recent, qw) as the compiled drivers take them."""
+        return self.cs_, self.cp_, self.win_, self.ring_, self.recent_, self._qw
+
+    # -- state -------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, np.ndarray]:
+        return {"format_version": np.array(FORMAT_VERSION), "scalars": self.cs_.copy(), "window": self.win_.copy(),
+                "ring": self.ring_.copy(), "recent": self.recent_.copy(), "query": self._qw.copy()}
+
+    def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
+        version = int(state["format_version"])
+        if version != FORMAT_VERSION:
+            raise ValueError(f"budget state format version {version}, this library reads {FORMAT_VERSION}")
+        arrays = (("scalars", self.cs_), ("window", self.win_), ("ring", self.ring_), ("recent", self.recent_),
+                  ("query", self._qw))
+        for name, target in arrays:
+            source = np.asarray(state[name], dtype=np.float64)
+            if source.shape != target.shape:
+                raise ValueError(f"budget state {name!r} has shape {source.shape}, this controller needs "
+                                 f"{target.shape} (window, caps or query changed)")
+            target[...] = source
