@@ -77,7 +77,8 @@ def _replay_prepared(learner: Learner, prep: _Prepared, order: np.ndarray, delay
     queried = np.empty(n, dtype=np.bool_)
     rows = prep.rows
     start = time.perf_counter()
-    changed = drivers.replay_rows(
+    loop = drivers.replay_rows if learner._scaler is None else learner._scaler.replay_rows
+    changed = loop(
         rows.indptr, rows.indices, rows.data, order, prep.codes, prep.keys, np.uint64(learner.seed),
         learner._tie, learner.multiclass, int(delay),
         *learner.rule.kernel_state(), learner.rule.score_fn, learner.rule.update_fn,
