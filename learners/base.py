@@ -559,6 +559,8 @@ class Learner(Parameterized):
         else:
             guess = self._codes.get(_jsonable(predicted))
         changed = self.rule.update(idx, val, code)
+        if changed and self._scaler is not None:
+            self._scaler.mark_learnt(idx)
         self.query.kernels[2](*self.query.kernel_state(), guess != code)
         self.labels_ += 1
         self.updates_ += changed

@@ -21,9 +21,11 @@ Scales (``scale``):
   Dividing by the standard deviation without centring is not a unit scale either (a column at
   1000 ± 1 becomes 1000 ± 1 σ-units), so the uncentred second moment is the scale.
 
-A coordinate's first non-zero value sets its scale without rescaling anything: until then no
-labelled row has touched its state (scoring a row with an unseen coordinate divides by |x_i|, which
-is the scale its first observation gives under either rule). Zeros cost nothing: statistics,
+Until a labelled row has changed the rule's state at a coordinate, that state is the rule's prior
+(w_i = 0, Σ_ii = 1, A_ii = a, ...), which means the same in any units: a change of scale then moves
+nothing, so the prior stays the prior in the current units instead of being inflated by the ratio
+between an early, poor estimate of s_i and a later one. A coordinate never seen is divided by |x_i|,
+the scale its first observation gives under either rule. Zeros cost nothing: statistics,
 rescaling and the division touch only a row's non-zeros, plus O(D) per changed coordinate for
 full-matrix rules (row and column i of the D×D block). The intercept coordinate is never scaled.
 
@@ -50,10 +52,12 @@ __all__ = [
     "MOVE_FACTOR",
     "RESCALE_SIG",
     "SOURCES",
+    "WARMUP",
     "Scaler",
     "rescale_dual_averaging",
     "rescale_full",
     "rescale_lasec_diag",
+    "rescale_lasec_full",
     "rescale_rows",
 ]
 
@@ -62,6 +66,10 @@ SOURCES = {"scored": 0.0, "labelled": 1.0}
 # A feature "moved" in a window when its scale left [s_ref/10, 10·s_ref], s_ref its scale when the
 # window first saw it change: an order of magnitude is a unit change (cents → euros), not noise.
 MOVE_FACTOR = 10.0
+# Values of a feature after which a change of its scale moves the rule's state (before: the state
+# stays in x̃'s units, as if the scale had been known). One value is a poor estimate of a scale, and
+# consistency would carry its error into the state for good (a prior variance ×(s_final/s_first)²).
+WARMUP = 10
 
 # How much of a row the statistics read: nothing (pure scoring), the coordinates never seen, all.
 _OBSERVE_NONE, _OBSERVE_UNSEEN, _OBSERVE_ALL = 0, 1, 2
@@ -72,12 +80,27 @@ RESCALE_SIG = types.none(STATE, VEC, VEC, VEC, IDX, VAL)
 RESCALE_FN = types.FunctionType(RESCALE_SIG)
 
 # rows of the scaler's state Z: count of non-zeros (rms), max |x| or Σx² (the statistic), the scale
-# a window started from, and that window's number (+1; negative once the move was counted)
-_COUNT, _STAT, _REF, _MARK = 0, 1, 2, 3
-_ROWS = 4
+# a window started from, that window's number (+1; negative once the move was counted), and 1 once a
+# labelled row changed the rule's state at the coordinate (before that the state is the rule's prior)
+_COUNT, _STAT, _REF, _MARK, _LEARNT = 0, 1, 2, 3, 4
+_ROWS = 5
 
 
 # -- the rules' rescaling, one kernel per state family -------------------------------------------
+@njit(cache=True, nogil=True, inline="always")
+def _power(r, k):
+    """r^k for the small integer powers of the state families, without a pow() call."""
+    if k == 1.0:
+        return r
+    if k == 2.0:
+        return r * r
+    if k == -1.0:
+        return 1.0 / r
+    if k == -2.0:
+        return 1.0 / (r * r)
+    return r**k
+
+
 @kernel(RESCALE_SIG)
 def rescale_rows(S, a, P, R, idx, ratio):
     """Per-coordinate state: S[k, i] ← S[k, i] · r_i^R[k] for every row k. O(rows · |idx|).
@@ -91,7 +114,7 @@ def rescale_rows(S, a, P, R, idx, ratio):
             continue
         row = S[k]
         for j in range(idx.size):
-            row[idx[j]] *= ratio[j] ** power
+            row[idx[j]] *= _power(ratio[j], power)
 
 
 @kernel(RESCALE_SIG)
@@ -102,11 +125,11 @@ def rescale_full(S, a, P, R, idx, ratio):
     for k in range(n_lead):
         row = S[k]
         for j in range(idx.size):
-            row[idx[j]] *= ratio[j] ** R[k]
+            row[idx[j]] *= _power(ratio[j], R[k])
     q = R[n_lead]
     for j in range(idx.size):
         i = idx[j]
-        f = ratio[j] ** q
+        f = _power(ratio[j], q)
         S[n_lead + i, :] *= f  # row i of M
         for m in range(n_lead, S.shape[0]):
             S[m, i] *= f  # column i of M
@@ -131,17 +154,28 @@ def rescale_dual_averaging(S, a, P, R, idx, ratio):
 
 
 @kernel(RESCALE_SIG)
+def rescale_lasec_full(S, a, P, R, idx, ratio):
+    """Full LASEC (μ, then Σ; P[1] = 1/c): μ → Dμ and Σ → DΣD + c⁻¹(D² − I), so that the drifted
+    covariance every score reads, Σ̃ = Σ + c⁻¹I, moves exactly to DΣ̃D. O(|idx| · D)."""
+    rescale_full(S, a, P, R, idx, ratio)
+    n_lead = S.shape[0] - S.shape[1]
+    for j in range(idx.size):
+        i = idx[j]
+        S[n_lead + i, i] += P[1] * (ratio[j] * ratio[j] - 1.0)
+
+
+@kernel(RESCALE_SIG)
 def rescale_lasec_diag(S, a, P, R, idx, ratio):
     """Diagonal LASEC (rows μ, σ, ℓ; a[0] = K updates, P[1] = 1/c). O(|idx|).
 
-    The lazy drift is first brought up to date, Σ_i = σ_i + (K − ℓ_i)/c, then Σ_i ← r_i² Σ_i,
-    ℓ_i ← K and μ_i ← r_i μ_i; later drift (1/c per update) accrues in the new units.
+    The drifted Σ̃_i = σ_i + (K + 1 − ℓ_i)/c that the next score reads moves to r_i² Σ̃_i: stored as
+    σ_i ← r_i² Σ̃_i − 1/c with ℓ_i ← K (the lazy drift settled); μ_i ← r_i μ_i.
     """
     mu, sigma, last = S[0], S[1], S[2]
     K, c_inv = a[0], P[1]
     for j in range(idx.size):
         i, r = idx[j], ratio[j]
-        sigma[i] = (sigma[i] + (K - last[i]) * c_inv) * r * r
+        sigma[i] = (sigma[i] + (K + 1.0 - last[i]) * c_inv) * r * r - c_inv
         last[i] = K
         mu[i] *= r
 
@@ -185,18 +219,29 @@ def observe(Z, zs, zp, level, idx, val, changed, ratio):
         old = _scale_of(Z, i, mode)
         if old > 0.0 and level == _OBSERVE_UNSEEN:
             continue
+        Z[_COUNT, i] += 1.0
         if mode == 1.0:
             Z[_STAT, i] = max(Z[_STAT, i], x)  # NAG: s_i = max |x_i|
         else:
-            Z[_COUNT, i] += 1.0
             Z[_STAT, i] += x * x  # s_i = √(Σx_i² / n_i)
         new = _scale_of(Z, i, mode)
         if old > 0.0 and new != old:
-            changed[m] = i
-            ratio[m] = new / old
-            m += 1
             _track_move(Z, zs, i, old, new)
+            # a prior is the prior in any units, and a scale from fewer than zp[3] values is a guess:
+            # until both, the state stays in x̃'s units rather than carry an early guess forward
+            if Z[_LEARNT, i] != 0.0 and Z[_COUNT, i] > zp[3]:
+                changed[m] = i
+                ratio[m] = new / old
+                m += 1
     return m
+
+
+@njit(cache=True, nogil=True)
+def mark_learnt(Z, zp, idx):
+    """Record that an update changed the rule's state at a row's coordinates. O(nnz)."""
+    for j in range(idx.size):
+        if idx[j] < zp[1]:
+            Z[_LEARNT, idx[j]] = 1.0
 
 
 @njit(cache=True, nogil=True)
@@ -330,6 +375,7 @@ def learn_scaled_rows(indptr, indices, data, y, mistakes, level, Z, zs, zp, S, a
         _prepare(Z, zs, zp, level, indices[lo:hi], data[lo:hi], S, a, P, R, rescale, changed, ratio, x)
         if update(S, a, P, indices[lo:hi], x, y[i]):
             n_changed += 1
+            mark_learnt(Z, zp, indices[lo:hi])
         after_label(qp, qs, mistakes[i])
     return n_changed
 
@@ -385,6 +431,7 @@ def replay_scaled_rows(
                      changed, ratio, x)
             if update(S, a, P, indices[lo:hi], x, y[i]):
                 n_changed += 1
+                mark_learnt(Z, zp, indices[lo:hi])
             after_label(qp, qs, out_yhat[s] != y[i])
     return n_changed
 
@@ -395,7 +442,7 @@ def rescale_powers(rule: Any, n_features: int, n_classes: int) -> np.ndarray:
     leading row followed by the side power of the trailing D×D block (full-matrix rules)."""
     powers = rule.scaling
     layout = rule.layout(n_features, n_classes)
-    if rule.rescale_kernel is rescale_full:
+    if getattr(rule, "is_full_matrix", False):
         *lead, matrix = layout
         return np.array([float(powers[k]) for k in lead for _ in range(layout[k])] + [float(powers[matrix])])
     return np.array([float(powers[k]) for k, rows in layout.items() for _ in range(rows)])
@@ -417,9 +464,10 @@ class Scaler:
 
     State
     -----
-    Z : float64[4, n_features]
-        Count of non-zeros (``rms``), the statistic (max |x| or Σx²), and the reference scale and
-        window mark of the drift metric.
+    Z : float64[5, n_features]
+        Count of non-zeros (``rms``), the statistic (max |x| or Σx²), the reference scale and
+        window mark of the drift metric, and whether a labelled row has changed the rule's state
+        at the coordinate (until then a change of scale moves nothing: the state is the prior).
     zs : float64[2]
         Current window number, features moved more than 10× in it.
 
@@ -433,7 +481,7 @@ class Scaler:
         self.scale, self.scale_from, self.n_features = scale, scale_from, int(n_features)
         self.Z = np.zeros((_ROWS, self.n_features), dtype=np.float64)
         self.zs = np.zeros(2, dtype=np.float64)
-        self.zp = np.array([MODES[scale], float(n_features), float(bool(normalize))])
+        self.zp = np.array([MODES[scale], float(n_features), float(bool(normalize)), float(WARMUP)])
         self.R = np.empty(0)
 
     def bind(self, rule: Any, n_classes: int) -> None:
@@ -472,6 +520,10 @@ class Scaler:
         scale_one_row(idx, np.ascontiguousarray(val, dtype=np.float64), level, self.Z, self.zs, self.zp,
                       *rule.kernel_state(), self.R, self._rescale, out)
         return out
+
+    def mark_learnt(self, idx: np.ndarray) -> None:
+        """Record that an update changed the rule's state at ``idx`` (one record's ``learn``)."""
+        mark_learnt(self.Z, self.zp, np.ascontiguousarray(idx, dtype=np.int32))
 
     def replay_rows(self, indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, S, a, P,
                     score, update, qp, qs, probability, after_round, after_label, *outputs) -> int:

@@ -44,7 +44,7 @@ from learners.base import UpdateRule
 from learners.kernels import SCORE_SIG, UPDATE_SIG, kernel, sparse_dot, sq_norm
 from learners.params import Interval
 from learners.rules.matrix import FullMatrixRule, full_matvec, full_quad, full_rank_one
-from learners.scaling import rescale_lasec_diag
+from learners.scaling import rescale_lasec_diag, rescale_lasec_full
 
 __all__ = [
     "LASECDiagRule",
@@ -233,7 +233,8 @@ class LASECRule(_LASECParams, FullMatrixRule):
     diagonal: ClassVar = "lasec-diag"
     score_kernel = _full_score
     update_kernel = _full_update
-    scaling: ClassVar = {"mu": 1, "sigma": 1}  # μ → Dμ, Σ → DΣD; the drift c⁻¹I accrues in the new units
+    scaling: ClassVar = {"mu": 1, "sigma": 1}  # μ → Dμ, Σ + c⁻¹I → D(Σ + c⁻¹I)D
+    rescale_kernel = rescale_lasec_full
 
     def __init__(self, *, b: float = 1.0, c: float = 1000.0, max_matrix_mb: float = 1024.0) -> None:
         self.b = b
