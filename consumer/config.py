@@ -122,6 +122,9 @@ class Settings(BaseSettings):
     query_rate_target: float | None = Field(
         None, gt=0, le=1, description="the query rate expected (label requests / records); exported for alerts"
     )
+    scale_window_s: float = Field(
+        300.0, gt=0, description="window of activestream_scale_moved_features (learner param scale != none)"
+    )
 
     labels: LabelSettings = LabelSettings()
     checkpoint_dir: Path = Path("/var/lib/activestream")

@@ -400,6 +400,11 @@ class Learner(Parameterized):
     def multiclass(self) -> bool:
         return self.rule.multiclass
 
+    @property
+    def scaler(self) -> Scaler | None:
+        """The online per-feature scale (None with ``scale="none"`` or before the first record)."""
+        return self._scaler
+
     def _allocate(self, n_features: int) -> None:
         if self.classes is None:
             raise ValueError("a multiclass learner needs its class list: pass classes=[...]")

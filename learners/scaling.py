@@ -225,11 +225,11 @@ def observe(Z, zs, zp, level, idx, val, changed, ratio):
         else:
             Z[_STAT, i] += x * x  # s_i = √(Σx_i² / n_i)
         new = _scale_of(Z, i, mode)
-        if old > 0.0 and new != old:
+        if old > 0.0 and new != old and Z[_COUNT, i] > zp[3]:  # a warm-up's settling is not a move
             _track_move(Z, zs, i, old, new)
             # a prior is the prior in any units, and a scale from fewer than zp[3] values is a guess:
             # until both, the state stays in x̃'s units rather than carry an early guess forward
-            if Z[_LEARNT, i] != 0.0 and Z[_COUNT, i] > zp[3]:
+            if Z[_LEARNT, i] != 0.0:
                 changed[m] = i
                 ratio[m] = new / old
                 m += 1
