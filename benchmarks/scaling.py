@@ -269,7 +269,8 @@ def write(results: dict[str, Any]) -> None:
         lines += _synthetic_md(part["rows"])
     if "table" in results:
         part = results["table"]
-        lines += ["## Every staged dataset (train part; mnist: its test part, the one staged), 10 % labels", "", provenance(part),
+        lines += ["## Every staged dataset (train part; mnist: its staged test part), 10 % labels", "",
+                  provenance(part),
                   f"Prepared = columns standardised over the file (≤ {DENSE_LIMIT} features) or rows scaled "
                   "to unit norm (wider, sparse text); registry defaults, δ landed on 10 % labels; "
                   "F1 (binary) or accuracy (multiclass), mean ± std over the permutations.", ""]
