@@ -508,10 +508,13 @@ class Learner(Parameterized):
                         v if "v" in self.rule.provides else None, yhat if self.multiclass else None)
         return Decisions(scores, yhat, self.decode(yhat), prob, query)
 
-    def learn_many(self, X, y, predicted: np.ndarray | None = None, encoded: bool = False) -> int:
+    def learn_many(self, X, y, predicted: np.ndarray | None = None, encoded: bool = False,
+                   scored: bool = True) -> int:
         """Apply a batch of labels in order; ``predicted`` (internal codes) marks mistakes for
         adaptive queries, default: the current model's predictions. ``encoded``: ``y`` holds
-        internal codes already (see :meth:`encode`). Returns updates made."""
+        internal codes already (see :meth:`encode`). ``scored``: the rows went through
+        :meth:`decide` first (with ``scale_from="scored"`` they already updated the scale; False:
+        labelled rows the learner has not seen, as in ``partial_fit``). Returns updates made."""
         rows = self._rows(X)
         codes = np.ascontiguousarray(y if encoded else self.encode(y), dtype=np.int64).reshape(-1)
         if codes.size != rows.n:
@@ -520,7 +523,7 @@ class Learner(Parameterized):
             predicted = self.encode(self.predict(X)) if rows.n else codes
         mistakes = np.ascontiguousarray(np.asarray(predicted) != codes)
         if self._scaler is not None:
-            changed = self._scaler.learn_rows(rows, codes, mistakes, self.rule, self.query)
+            changed = self._scaler.learn_rows(rows, codes, mistakes, self.rule, self.query, scored)
         else:
             changed = drivers.learn_rows(
                 rows.indptr, rows.indices, rows.data, np.arange(rows.n, dtype=np.int64), codes, mistakes,

@@ -508,9 +508,13 @@ class Scaler:
                            self.Z, self.zs, self.zp, S, a, P, self.R, score, self._rescale,
                            qp, qs, probability, after_round, *outputs)
 
-    def learn_rows(self, rows: Any, codes: np.ndarray, mistakes: np.ndarray, rule: Any, query: Any) -> int:
-        """Apply the labels ``codes`` of every row of ``rows`` in order, on x̃; updates made."""
-        return int(learn_scaled_rows(rows.indptr, rows.indices, rows.data, codes, mistakes, self.learn_level,
+    def learn_rows(self, rows: Any, codes: np.ndarray, mistakes: np.ndarray, rule: Any, query: Any,
+                   scored: bool = True) -> int:
+        """Apply the labels ``codes`` of every row of ``rows`` in order, on x̃; updates made.
+        ``scored``: the rows were decided on first (else they are observed like labelled rows
+        under ``scale_from="labelled"``)."""
+        level = self.learn_level if scored else _OBSERVE_ALL
+        return int(learn_scaled_rows(rows.indptr, rows.indices, rows.data, codes, mistakes, level,
                                      self.Z, self.zs, self.zp, *rule.kernel_state(), self.R, rule.update_fn,
                                      self._rescale, *query.kernel_state(), query.kernels[2]))
 

@@ -11,6 +11,7 @@ import scipy.sparse as sp
 from learners import make
 from learners.checks import stream
 from learners.datasets import Dataset
+from learners.estimator import ActiveClassifier
 from learners.hashing import hash_features
 from learners.inputs import Rows, as_rows
 from learners.kernels import ready
@@ -263,3 +264,14 @@ def test_rescale_matches_dense_transcription_and_keeps_scores(name):
     np.testing.assert_allclose(after.p, before.p, rtol=1e-9, atol=1e-12)
     if before.v is not None and name not in ("d-amd", "md-amd", "d-ada", "md-ada", "pe", "shifting-perceptron"):
         np.testing.assert_allclose(after.v, before.v, rtol=1e-9, atol=1e-12)  # xᵀΣx, xᵀA⁻¹x move with Σ
+
+
+def test_estimator_partial_fit_learns_the_scale_from_its_rows():
+    X, y = _wide_stream(False)
+    est = ActiveClassifier("paa-1", params={"scale": "rms"}).partial_fit(X, y)
+    A = abs(X).toarray()
+    want = np.sqrt((A**2).sum(axis=0) / np.maximum((A != 0).sum(axis=0), 1))
+    np.testing.assert_allclose(est.learner_.scaler.scales(), want, rtol=1e-12)
+    twin = make("paa-1", scale="rms", n_features=D)
+    twin.learn_many(X, y, scored=False)
+    np.testing.assert_array_equal(est.predict(X), twin.predict(X))
