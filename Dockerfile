@@ -5,7 +5,7 @@
 #   docker run -e ACTIVESTREAM_BOOTSTRAP_SERVERS=kafka:9092 -p 9108:9108 \
 #              -v activestream-data:/var/lib/activestream activestream
 #
-# Configured by ACTIVESTREAM_* environment variables (README, "Configuration"). Every dependency
+# Configured by ACTIVESTREAM_* environment variables (docs/reference/configuration.md). Every dependency
 # installs from a wheel, so neither stage has a compiler; the final stage holds the virtualenv only.
 # tests/deploy/test_dockerfile.py runs this file's install steps in a fresh virtualenv and the
 # service as an unprivileged user, as the image does.

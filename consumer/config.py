@@ -37,11 +37,11 @@ class _Section(BaseModel):
 class Topics(_Section):
     """The five topics the service reads and writes."""
 
-    features: str = "features"
-    predictions: str = "predictions"
-    label_requests: str = "label-requests"
-    labels: str = "labels"
-    dead_letters: str = "dead-letters"
+    features: str = Field("features", description="feature records to score (read)")
+    predictions: str = Field("predictions", description="one prediction per feature record (written)")
+    label_requests: str = Field("label-requests", description="requests for a label, one per query (written)")
+    labels: str = Field("labels", description="labels answering the requests (read)")
+    dead_letters: str = Field("dead-letters", description="records that could not be used, with the reason (written)")
 
     @model_validator(mode="after")
     def _distinct(self) -> Topics:
@@ -86,6 +86,8 @@ class LabelSettings(_Section):
 
 
 class CheckpointSettings(_Section):
+    """When checkpoints are made and how many are kept."""
+
     every_s: float = Field(30.0, gt=0, description="checkpoint at least this often")
     # Labels applied after a checkpoint are read again from Kafka after a crash, so this only bounds
     # that replay; at 10,000 labels/s a lower default would write the model every second.
@@ -97,14 +99,15 @@ class CheckpointSettings(_Section):
 
 
 class Settings(BaseSettings):
-    """Everything the service reads at start-up. See the README for the full list of variables."""
+    """Everything the service reads at start-up (docs: configuration reference)."""
 
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", frozen=True, validate_default=True
     )
 
-    bootstrap_servers: str = Field("127.0.0.1:9092", min_length=1)
-    group_id: str = Field("activestream", min_length=1)
+    bootstrap_servers: str = Field("127.0.0.1:9092", min_length=1, description="Kafka bootstrap servers")
+    group_id: str = Field("activestream", min_length=1,
+                          description="consumer group of the features (the labels use <group_id>-labels)")
     group_instance_id: str | None = Field(None, description="static membership (KIP-345), e.g. the pod name")
     topics: Topics = Topics()
     kafka: dict[str, str] = Field(default_factory=dict, description="extra client properties, both clients")
@@ -114,11 +117,13 @@ class Settings(BaseSettings):
         default_factory=dict, description="extra properties of the labels consumer alone, over KAFKA_CONSUMER"
     )
 
-    learner: str = "paa-1"
-    learner_params: dict[str, Any] = Field(default_factory=dict)
+    learner: str = Field("paa-1", description="registry name of the learner (docs: learner registry)")
+    learner_params: dict[str, Any] = Field(default_factory=dict,
+                                           description="hyper-parameter overrides, e.g. __DELTA=0.5")
     classes: list[Any] | None = Field(None, description="binary: [negative, positive]; multiclass: all classes")
-    n_features: int = Field(2**20, gt=0, lt=2**31 - 1)
-    query_seed: int = Field(0, ge=0, lt=2**64)
+    n_features: int = Field(2**20, gt=0, lt=2**31 - 1,
+                            description="model dimension; named features are hashed into it")
+    query_seed: int = Field(0, ge=0, lt=2**64, description="seed of the query coin, drawn from (seed, record id)")
     query_rate_target: float | None = Field(
         None, gt=0, le=1, description="the query rate expected (label requests / records); exported for alerts"
     )
@@ -126,16 +131,20 @@ class Settings(BaseSettings):
         300.0, gt=0, description="window of activestream_scale_moved_features (learner param scale != none)"
     )
 
+    dead_letter_ratio_limit: float = Field(
+        0.01, gt=0, le=1, description="dead letters / consumed records above which the dead-letter alert fires"
+    )
     labels: LabelSettings = LabelSettings()
-    checkpoint_dir: Path = Path("/var/lib/activestream")
+    checkpoint_dir: Path = Field(Path("/var/lib/activestream"), description="checkpoint directory (must be writable)")
     checkpoint: CheckpointSettings = CheckpointSettings()
 
-    metrics_port: int = Field(9108, ge=0, le=65535)
-    batch_size: int = Field(2000, gt=0, le=100_000)
-    poll_timeout_s: float = Field(0.1, gt=0, le=10)
+    metrics_port: int = Field(9108, ge=0, le=65535, description="port of /metrics, /healthz and /readyz")
+    batch_size: int = Field(2000, gt=0, le=100_000,
+                            description="most records per batch (a batch is what has arrived, up to this)")
+    poll_timeout_s: float = Field(0.1, gt=0, le=10, description="how long a read waits for the first record")
     max_in_flight: int = Field(100_000, gt=0, description="produced but unacknowledged messages before backpressure")
     healthy_loop_age_s: float = Field(60.0, gt=0, description="/healthz fails when the loop is idle this long")
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="log level")
 
     @field_validator("kafka", "kafka_consumer", "kafka_producer", "kafka_labels_consumer", mode="after")
     @classmethod

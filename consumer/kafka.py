@@ -35,28 +35,22 @@ CONSUMER_DEFAULTS = {
     "session.timeout.ms": "10000",
     "heartbeat.interval.ms": "1000",
     "fetch.wait.max.ms": "50",  # a tailing consumer sees new records within ~50 ms
-    # With a backlog, librdkafka fetches ahead until this many records wait in its queue. At the
-    # 100,000 default a service slower than the fetch keeps 100,000 fetched records queued (23 MB of
-    # the benchmark's values alone), each read long after it was fetched; 10,000 and 20,000 cut the
-    # machine's CPU per record by a tenth or more in restored drains of a backlog (README).
+    # With a backlog, librdkafka fetches ahead until this many records wait in its queue; below its
+    # default of 100,000, records are read closer to when they were fetched (docs: performance).
     "queued.min.messages": "20000",
-    # ... then stops fetching for this long; at the 1 s default the loop drains that queue and then
-    # idles for most of a second (~1 s of a 1.4 s drain of 200,000 records).
+    # ... then stops fetching for this long; at the 1 s default the loop would drain the queue, then idle.
     "fetch.queue.backoff.ms": "10",
     "topic.metadata.refresh.interval.ms": "30000",
 }
 PRODUCER_DEFAULTS: dict[str, Any] = {
     # One request in flight per broker connection keeps each partition's order through most of
-    # librdkafka's retries; not all, as idempotence would (README, "Order and duplicates of
-    # outputs"). Idempotence is left off: librdkafka's idempotent producer sends
-    # one request per partition at a time and busy-polls until its answer comes back whenever more
-    # messages wait (about one wake-up per record while the service drains a backlog, its thread
-    # at 1.25-1.38 us per record against 0.38-0.42 without; README). Without it, a retry after an
-    # acknowledgement was lost can write an output twice: outputs are at-least-once anyway (DESIGN).
+    # librdkafka's retries (docs: running the service, "Outputs"). Idempotence is off: its producer
+    # busy-polls while a request is in flight and more messages wait (docs: performance), and outputs
+    # are at-least-once anyway.
     "enable.idempotence": "false",
     "max.in.flight.requests.per.connection": "1",
     # A keyed output goes to the partition the Java client (and Kafka Streams) would pick for its key;
-    # librdkafka's own default hashes keys with CRC32, ~38 ns more per message (README).
+    # librdkafka's own default (consistent_random) hashes keys with CRC32, which costs more per message.
     "partitioner": "murmur2_random",
     "delivery.report.only.error": True,  # a successful delivery costs no Python callback (a client-side bool)
     "linger.ms": "5",

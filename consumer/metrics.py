@@ -118,6 +118,9 @@ class Metrics:
         # health of the pipeline
         self.dead_letters = Counter(p + "dead_letters", "Records sent to the dead-letter topic", ["reason", "topic"],
                                     registry=r)
+        self.dead_letter_ratio_limit = Gauge(
+            p + "dead_letter_ratio_limit",
+            "Share of consumed records sent to the dead-letter topic above which the alert fires", registry=r)
         self.produce_errors = Counter(p + "produce_errors", "Failed deliveries (retried unless fatal)", ["topic"],
                                       registry=r)
         self.backpressure = Counter(p + "backpressure_events",
@@ -131,6 +134,8 @@ class Metrics:
         self.checkpoint_failures = Counter(p + "checkpoint_failures", "Checkpoints that failed", registry=r)
         self.consumer_lag = Gauge(p + "consumer_lag_records", "Records behind the end of each consumed partition",
                                   ["topic", "partition"], registry=r)
+        self.consumer_offset = Gauge(p + "consumer_offset", "Next offset to read in each consumed partition",
+                                     ["topic", "partition"], registry=r)
         self.rebalances = Counter(p + "rebalances", "Partitions assigned to this service", ["topic"], registry=r)
         self.loop_last_iteration = Gauge(p + "loop_last_iteration_timestamp_seconds",
                                          "When the poll loop last completed an iteration", registry=r)

@@ -1,11 +1,11 @@
 """A producer that sends a whole batch of messages with one librdkafka call.
 
-confluent-kafka's ``Producer.produce`` costs one Python call per message (~0.7 µs), and its
+confluent-kafka's ``Producer.produce`` costs one Python call per message, and its
 ``delivery.report.only.error`` is applied in Python, so librdkafka still queues a delivery report
-for every message and ``poll`` serves each (~0.25 µs). The predictions (one per record) and the
+for every message and ``poll`` serves each. The predictions (one per record) and the
 label requests already lie end to end in one buffer each (:class:`consumer.fastwrite.Packed`), so
 this sends them with ``rd_kafka_produce_batch`` on the librdkafka that the confluent-kafka wheel
-ships, through ctypes: one call for the batch (~0.3 µs a message, all in C with the GIL released) and librdkafka's
+ships, through ctypes: one call for the batch (all in C, with the GIL released) and librdkafka's
 own ``delivery.report.only.error``, so a successful message costs nothing more.
 
 Only failed deliveries reach Python, through the ``on_failed`` callback, while :meth:`poll` or

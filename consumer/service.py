@@ -48,6 +48,7 @@ from consumer.health import Health, HealthServer
 from consumer.kafka import Emitter, OffsetTracker, consumer_config, producer_config
 from consumer.metrics import Metrics
 from consumer.pending import Entry, PendingStore, pack_strings, unpack_strings
+from consumer.preflight import check_security
 from consumer.rdkafka import BatchProducer
 from consumer.records import REASONS, Label, encode_predictions, pack_keys
 from consumer.recovery import Recovery, read_tail
@@ -63,8 +64,8 @@ log = logging.getLogger(__name__)
 FORMAT_VERSION = 1  # of the service's part of a checkpoint
 _FLUSH_TIMEOUT_S = 20.0  # within Kubernetes' 30 s grace period, with room to write and commit
 # How long a checkpoint asks the broker where the output topics end; then it takes the last known
-# ends (a lower bound: recovery reads a little more). Unbounded, a broker that does not answer cost
-# 10 s per topic and 5 s per partition: 40 s for two topics of two partitions, past the grace period.
+# ends (a lower bound: recovery reads a little more). Unbounded, a broker that does not answer would
+# hold a shutdown past the grace period.
 _OUTPUT_ENDS_TIMEOUT_S = 4.0
 _MIN_WAIT_S = 0.1  # the shortest question worth sending once the time is up: a topic's partitions
 _LAG_EVERY_S = 1.0
@@ -135,6 +136,10 @@ class KafkaClients:
             return BatchProducer(lib, conf, on_failed, on_error, on_stats)
         except ValueError as exc:
             raise ConfigError(f"ACTIVESTREAM_KAFKA_PRODUCER: {exc}") from None
+
+    def preflight(self) -> None:
+        """Fail now, naming the setting, if the brokers refuse the clients' TLS or SASL settings."""
+        check_security(self.settings)
 
     def reader(self) -> Consumer:
         """A group-less consumer that reads a topic's tail to its end (recovery)."""
@@ -238,8 +243,8 @@ class Service:
         self._reader: BatchReader | None = None  # the features, read as columns (batch_reader)
         self._label_reader: BatchReader | None = None  # the labels, likewise
         self._scanner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="activestream-scan")
-        # a due checkpoint's file is written here while the loop goes on (serializing, writing and
-        # fsyncing the benchmark's 8 MB model took 29 - 113 ms in drains; hashing and writes release the GIL)
+        # a due checkpoint's file is written here while the loop goes on: serializing and fsyncing a
+        # large model would stall the loop, and hashing and writes release the GIL
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="activestream-checkpoint")
         self._writing: _Writing | None = None
         self._paused = False
@@ -264,9 +269,8 @@ class Service:
         checkpoint on disk does not allow starting, 1 after any other failure."""
         try:
             self.start()
-            # What exists now (modules, compiled kernels, the restored state: ~165,000 objects) lives
-            # as long as the process. Out of the cyclic collector's sight, a full collection takes
-            # under 1 ms instead of ~80 ms that would stall a batch (refcounting still frees them).
+            # What exists now (modules, compiled kernels, the restored state) lives as long as the
+            # process: out of the cyclic collector's sight, a full collection no longer stalls a batch.
             gc.freeze()
             while not self._stop_requested:
                 self.run_once()
@@ -293,6 +297,7 @@ class Service:
             self.store.prepare()
         except CheckpointError as exc:
             raise ConfigError(f"ACTIVESTREAM_CHECKPOINT_DIR: {exc}") from None
+        self._clients.preflight()
         self._restore()
         if self._serve_http:
             self.http = HealthServer(self.health, self.metrics.registry, s.metrics_port).start()
@@ -735,6 +740,7 @@ class Service:
         m.budget_requests.set(math.inf if s.labels.budget is None else s.labels.budget)
         m.checkpoint_interval.set(s.checkpoint.every_s)
         m.query_rate_target.set(math.nan if s.query_rate_target is None else s.query_rate_target)
+        m.dead_letter_ratio_limit.set(s.dead_letter_ratio_limit)
 
     def _initialise_series(self) -> None:
         """Create the labelled series that can be known in advance at zero: a counter series born at
@@ -785,8 +791,9 @@ class Service:
                     continue
                 position = self.offsets.next.get((tp.topic, tp.partition))
                 if high >= 0 and position is not None:
-                    self.metrics.consumer_lag.labels(topic=tp.topic, partition=str(tp.partition)).set(
-                        max(0, high - position))
+                    where = {"topic": tp.topic, "partition": str(tp.partition)}
+                    self.metrics.consumer_lag.labels(**where).set(max(0, high - position))
+                    self.metrics.consumer_offset.labels(**where).set(position)
 
     # -- checkpoints ---------------------------------------------------------------------------------
     def checkpoint(self) -> Path:

@@ -67,26 +67,18 @@ from learners.rules.matrix import MatrixTooLargeError
 __all__ = ["ALGORITHMS", "LEARNER_DEFAULTS", "PAPER_PROTOCOL", "Spec", "canonical_name", "make", "paper_protocol"]
 
 # The data model a learner gets by default: an intercept of 1 on raw (unnormalised) rows, ties
-# broken towards the negative class. Chosen for PAA-I and PAA-II on three tuning permutations of
-# the six datasets of the PAA paper's Tables 2-3 (seeds 1000-1002, disjoint from the evaluation
-# seeds 0-19), mean F1 at 10 % / 20 % labels with C tuned per dataset, over bias ∈ {0, 0.25, 0.5,
-# 1, 4} × normalize × query offset ∈ {0, 1}: bias 1, raw rows, offset 0 came first for both
-# (PAA-I 0.773 / 0.793; no intercept 0.715 / 0.751; unit-norm rows with bias 0.25 0.773 / 0.790;
-# offset 1 costs 0.01-0.03). README, "Defaults". On w8a (8.4 % empty rows) the intercept alone
-# moves PAA-I from 0.29-0.38 to 0.59 at 10 % labels: without it an empty row has p = 0 and is
-# always queried.
+# broken towards the negative class: the best mean F1 of PAA-I and PAA-II on tuning permutations of
+# the PAA paper's datasets (docs: learners, "Defaults"). Without an intercept an empty row has p = 0
+# and is always queried.
 LEARNER_DEFAULTS: dict[str, Any] = {"bias": 1.0, "normalize": False, "tie": "negative", "seed": 0}
 
 # Default C and δ of the PA family, same measurement with the data model above: the C with the best
-# mean F1 over the six datasets and both query ratios (PAA-I: C = 0.25, 0.777; PAA-II: C = 0.125,
-# 0.781), and the δ whose geometric mean lands ~10 % of queries (δ at 10 %: 0.03-0.21 across the
-# datasets, geometric mean 0.13 / 0.11). SEL-ada's β and PEA's δ likewise (0.0003-0.012, 0.4-1.9).
+# mean F1, and a δ that lands about 10 % of queries across the datasets. SEL-ada's β and PEA's δ likewise.
 _C_PA1, _C_PA2, _DELTA_PA = 0.25, 0.125, 0.125
 
 # The protocol of the papers' experiments: a linear model without intercept, every row scaled to
 # unit norm (the PAA paper's Sect. 3.3 remark, and the default of its authors' group's reference
-# code). Measured against all 108 cells of its Tables 2-3: unit-norm rows reproduce svmguide1 and
-# spambase to a mean |ΔF1| of 0.002 (raw rows: 0.011, 0.012) and a8a to 0.019 (0.022); README.
+# code); its tables are reproduced closer with unit-norm rows than with raw ones (docs: reproductions).
 PAPER_PROTOCOL: dict[str, Any] = {"bias": 0.0, "normalize": True, "tie": "negative"}
 # ... and the query rule of Sect. 3.2 of the PAA paper, δ/(δ+|p|), for the learners that take it.
 PAPER_QUERY: dict[str, Any] = {"offset": 0.0}

@@ -273,5 +273,8 @@ class FakeClients:
         self.producers.append(FakeBatchProducer(self.broker, on_failed, on_error))
         return self.producers[-1]
 
+    def preflight(self) -> None:
+        """Nothing to check: the fake broker has no security."""
+
     def reader(self) -> FakeConsumer:
         return FakeConsumer(self.broker, f"{self.group}-recovery", partition_eof=True)

@@ -28,9 +28,8 @@ CLIENT_SETTINGS = {
 }
 # Over CLIENT_SETTINGS, for the consumers of the label loop (the service's labels consumer, an
 # annotator's requests consumer). A consumer waiting on a quiet topic fetches once per
-# fetch.wait.max.ms, and each fetch costs this broker ~0.7 ms of CPU: at 10 ms the two of them took
-# ~14 % of a core from a service draining a backlog, at 50 ms ~3 %. A label need not arrive within
-# milliseconds, but until the first labels are back a new model asks for every one.
+# fetch.wait.max.ms, and every fetch costs this broker CPU the service needs; a label need not arrive
+# within milliseconds, but until the first labels are back a new model asks for every one.
 LABEL_LOOP_FETCH = {"fetch.wait.max.ms": "50"}
 
 
@@ -57,32 +56,51 @@ def free_port() -> int:
 
 
 class Broker:
-    """A Tansu broker process, started on ``port`` (a free one by default) and stopped on exit."""
+    """A Tansu broker process, started on ``port`` (a free one by default) and stopped on exit.
 
-    def __init__(self, port: int | None = None, start_timeout_s: float = 15.0) -> None:
+    With ``cert`` and ``key`` clients reach it over TLS only, through a
+    :class:`consumer.demo.secure.SecureListener` on ``port``: with ``client_ca`` a client must show a
+    certificate that CA signed, with ``users`` it must authenticate (SASL/PLAIN) as one of them. Tansu
+    then listens on another port of 127.0.0.1 and advertises the secure one."""
+
+    def __init__(self, port: int | None = None, start_timeout_s: float = 15.0, cert: Path | None = None,
+                 key: Path | None = None, client_ca: Path | None = None,
+                 users: dict[str, str] | None = None) -> None:
+        if (cert is None) != (key is None) or (cert is None and (client_ca or users)):
+            raise ValueError("TLS needs both cert and key; client_ca and users need TLS")
         self.port = port or free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
-        url = f"tcp://{self.bootstrap}"
+        self._secure = None
+        plain_port = self.port if cert is None else free_port()
+        url = f"tcp://127.0.0.1:{plain_port}"
         self._proc = subprocess.Popen(
-            [str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url],
+            [str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url",
+             f"tcp://{self.bootstrap}"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + start_timeout_s
         while True:
             try:
-                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
+                socket.create_connection(("127.0.0.1", plain_port), 0.2).close()
                 break
             except OSError:
                 if self._proc.poll() is not None or time.monotonic() > deadline:
                     self.stop()
-                    raise RuntimeError(f"the broker did not start on port {self.port}") from None
+                    raise RuntimeError(f"the broker did not start on port {plain_port}") from None
                 time.sleep(0.01)  # polling a port that is not listening yet: nothing to wait on
+        if cert is not None:
+            from consumer.demo.secure import SecureListener
+
+            self._secure = SecureListener(plain_port, cert, key, client_ca, users, port=self.port).start()
 
     @property
     def pid(self) -> int:
         return self._proc.pid
 
     def stop(self) -> None:
+        if self._secure is not None:
+            self._secure.stop()
+            self._secure = None
         if self._proc.poll() is None:
             self._proc.terminate()
             try:

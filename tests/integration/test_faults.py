@@ -68,7 +68,7 @@ def test_produce_request_errors_are_retried_without_loss(cluster, tmp_path):
 def test_with_idempotence_retried_outputs_keep_their_order(cluster, tmp_path):
     # Without idempotence one request in flight keeps the order in most runs, not all: with three
     # busy loops beside it, 1 of 30 runs and 1 of 26 of the test above found a partition's retried
-    # outputs written after newer ones (README, "Order and duplicates of outputs").
+    # outputs written after newer ones (docs/running.md, "Outputs").
     records, outputs = outputs_through_failing_produce_requests(cluster, tmp_path, {"enable.idempotence": "true"})
     assert sorted(orjson.loads(m.value())["id"] for m in outputs) == sorted(rid for rid, _ in records)
     # in each output partition, the records of each source partition follow their offsets (each once)

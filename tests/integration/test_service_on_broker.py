@@ -252,6 +252,7 @@ def test_metrics_and_probes_are_served_over_http(kafka_bootstrap, tmp_path):
             text = r.read().decode()
         assert "activestream_records_scored_total 100.0" in text
         assert f'activestream_consumer_lag_records{{partition="0",topic="{topics["features"]}"}} 0.0' in text
+        assert f'activestream_consumer_offset{{partition="0",topic="{topics["features"]}"}} 100.0' in text
     finally:
         service.request_stop()
         service._shutdown()

@@ -4,6 +4,7 @@ own consumer sees; and a consumer it cannot vouch for gets no reader."""
 
 from __future__ import annotations
 
+import ctypes
 import time
 import uuid
 
@@ -114,6 +115,30 @@ def test_no_reader_for_a_fake_or_for_a_handle_it_cannot_name(kafka_bootstrap):
     c = _consumer(kafka_bootstrap, client_id="someone-else")
     assert batch_reader.attach(c, "activestream-features", "t") is None
     c.close()
+
+
+def test_named_handle_a_pointer_into_unmapped_or_foreign_memory_is_refused_without_a_crash():
+    lib = batch_reader._library()
+    foreign = ctypes.create_string_buffer(b"activestream-features#consumer-1", 64 * 1024)  # mapped, not a handle
+    for rk in (0, 0x10, 2**47 - 4096, ctypes.addressof(foreign)):
+        assert not batch_reader._named_handle(lib, rk, "activestream-features")
+
+
+def test_handle_of_an_object_with_another_layout_is_a_pointer_the_check_refuses(kafka_bootstrap):
+    lib = batch_reader._library()
+    assert batch_reader._handle_of(object()) == 0  # no room for a pointer after the object's head
+    for other in (bytearray(b"x" * 64), [1, 2, 3], 10**30):  # the field after the head is a size, not a handle
+        assert not batch_reader._named_handle(lib, batch_reader._handle_of(other), "activestream-features")
+    c = _consumer(kafka_bootstrap)
+    assert batch_reader._named_handle(lib, batch_reader._handle_of(c), "activestream-features")
+    c.close()
+
+
+def test_read_memory_reads_mapped_bytes_and_refuses_unmapped_ones():
+    buf = ctypes.create_string_buffer(b"abcdef")
+    assert batch_reader._read_memory(ctypes.addressof(buf), 6) == b"abcdef"
+    assert batch_reader._read_memory(0x10, 8) is None
+    assert batch_reader._read_memory(2**64 - 8, 8) is None
 
 
 def test_a_read_returns_what_is_there_without_waiting_for_a_full_batch(kafka_bootstrap):

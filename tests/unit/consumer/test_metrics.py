@@ -1,4 +1,4 @@
-"""The README's metrics reference table against the metrics the service really registers."""
+"""The metrics reference page (docs/reference/metrics.md) against the metrics the service really registers."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from consumer.metrics import BulkHistogram, Metrics
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+REFERENCE = Path(__file__).resolve().parents[3] / "docs" / "reference" / "metrics.md"
 ROW = re.compile(r"^\| `(activestream_[a-z_]+)` \| (counter|gauge|histogram) \|([^|]*)\|", re.M)
 
 
@@ -23,7 +23,7 @@ def registered() -> dict[str, tuple[str, tuple[str, ...]]]:
     return out
 
 
-def test_the_readme_lists_every_metric_with_its_type_and_labels_and_nothing_else():
+def test_the_reference_lists_every_metric_with_its_type_and_labels_and_nothing_else():
     documented = {name: (kind, tuple(re.findall(r"`([a-z_]+)`", labels)))
-                  for name, kind, labels in ROW.findall(README.read_text())}
+                  for name, kind, labels in ROW.findall(REFERENCE.read_text())}
     assert documented == registered()

@@ -318,10 +318,13 @@ def test_what_alerts_compare_against_is_exported(tmp_path):
     assert sample(unset, "activestream_label_budget_requests") == float("inf")
     assert np.isnan(sample(unset, "activestream_query_rate_target"))
     assert sample(unset, "activestream_checkpoint_interval_seconds") == 30.0
-    set_ = Harness(tmp_path / "set", labels={"budget": 25}, query_rate_target=0.2, checkpoint={"every_s": 12})
+    assert sample(unset, "activestream_dead_letter_ratio_limit") == 0.01
+    set_ = Harness(tmp_path / "set", labels={"budget": 25}, query_rate_target=0.2, checkpoint={"every_s": 12},
+                   dead_letter_ratio_limit=0.05)
     assert sample(set_, "activestream_label_budget_requests") == 25
     assert sample(set_, "activestream_query_rate_target") == 0.2
     assert sample(set_, "activestream_checkpoint_interval_seconds") == 12
+    assert sample(set_, "activestream_dead_letter_ratio_limit") == 0.05
     assert sample(set_, "process_start_time_seconds") > 0
 
 
