@@ -244,8 +244,8 @@ def _table_md(rows: list[dict[str, Any]]) -> list[str]:
 def write(results: dict[str, Any]) -> None:
     """The page from every part in ``results`` (each with the date, commit and command it ran with)."""
     lines = ["# Online per-feature scaling: raw features against offline preparation", "",
-             "Docs: [feeding raw features](../../docs/raw-features.md). Each part below names the command, "
-             "commit and date that produced it.", ""]
+             "Each part below names the command, commit and date that produced it (docs: feeding raw features).",
+             ""]
 
     def provenance(part: dict[str, Any]) -> str:
         return (f"Generated {part['date']} on commit `{part['commit']}` by `{part['command']}`; "
