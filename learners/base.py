@@ -35,7 +35,7 @@ _OWN = ("seed", "bias", "normalize", "tie", "n_features", "classes", "rff_compon
 _STRUCTURAL = ("rule", "query", "n_features", "classes", "bias", "rff_components", "rff_gamma", "rff_seed",
                "scale")
 # What a checkpoint written before a data-model parameter existed was made with.
-_ABSENT = {"scale": "none", "scale_from": "scored"}
+_ABSENT = {"scale": "none", "scale_from": "labelled"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,8 +295,9 @@ class Learner(Parameterized):
         its non-zero values (``rms``); when s_i changes, the rule's state is moved to the new
         units so scores stay consistent. Applied before ``normalize``; the intercept is not scaled.
         Refused with random Fourier features and support-vector rules.
-    scale_from : {"scored", "labelled"}, default "scored"
-        Records whose values update the scale: every record decided on, or only labelled ones.
+    scale_from : {"labelled", "scored"}, default "labelled"
+        Records whose values update the scale: only labelled ones (measured equal or better on the
+        paper sets, ``benchmarks/results/scaling.md``), or every record decided on.
 
     Attributes
     ----------
@@ -332,7 +333,7 @@ class Learner(Parameterized):
         rff_gamma: float = 1.0,
         rff_seed: int = 0,
         scale: str = "none",
-        scale_from: str = "scored",
+        scale_from: str = "labelled",
     ) -> None:
         missing = query.requires - rule.provides
         if missing:

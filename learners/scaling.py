@@ -29,10 +29,10 @@ the scale its first observation gives under either rule. Zeros cost nothing: sta
 rescaling and the division touch only a row's non-zeros, plus O(D) per changed coordinate for
 full-matrix rules (row and column i of the D×D block). The intercept coordinate is never scaled.
 
-Where the scale is learnt from (``scale_from``): ``"scored"`` updates it with every record the
-learner decides on (:meth:`learners.base.Learner.decide`, :meth:`~learners.base.Learner.ask`,
-replay's rounds), and on labelled rows only for coordinates never seen; ``"labelled"`` updates it
-only with rows whose label is applied. ``score``/``predict`` never change it.
+Where the scale is learnt from (``scale_from``): ``"labelled"`` (the default) updates it only with
+rows whose label is applied; ``"scored"`` with every record the learner decides on
+(:meth:`learners.base.Learner.decide`, :meth:`~learners.base.Learner.ask`, replay's rounds), and on
+labelled rows only for coordinates never seen. ``score``/``predict`` never change it.
 """
 
 from __future__ import annotations

@@ -70,8 +70,8 @@ def test_service_checkpoint_of_another_scale_is_refused_naming_both(scaled):
         other.start()
 
 
-def test_service_scale_moved_gauge_counts_features_that_moved_tenfold_in_the_window(scaled):
-    h = scaled
+def test_service_scale_moved_gauge_counts_features_that_moved_tenfold_in_the_window(tmp_path):
+    h = Harness(tmp_path, learner_params={"delta": 1.0, "scale": "rms", "scale_from": "scored"})
     sample = lambda: h.service.metrics.registry.get_sample_value("activestream_scale_moved_features")  # noqa: E731
     h.service.start()
     feed(h, 50)

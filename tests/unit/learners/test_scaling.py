@@ -72,7 +72,7 @@ def test_scaled_replay_equals_decide_then_learn_in_batches():
 
 # -- state ---------------------------------------------------------------------------------------
 def test_scaled_state_dict_round_trip_gives_same_scale_and_decisions():
-    learner, _ = _learner("paa-1", scale="rms")
+    learner, _ = _learner("paa-1", scale="rms", scale_from="scored")
     X, y = _wide_stream(False)
     d = learner.decide(X[:200])
     learner.learn_many(X[:200][d.query], y[:200][d.query])
@@ -125,7 +125,7 @@ def test_scale_from_labelled_decide_leaves_scale_alone_and_learn_updates_it():
 
 
 def test_scale_from_scored_learn_reads_only_unseen_coordinates():
-    learner, _ = _learner("paa-1", scale="rms")
+    learner, _ = _learner("paa-1", scale="rms", scale_from="scored")
     X, y = _wide_stream(False)
     learner.decide(X[:50])
     before = learner.scaler.Z[:2].copy()
@@ -135,7 +135,7 @@ def test_scale_from_scored_learn_reads_only_unseen_coordinates():
 
 @pytest.mark.parametrize("scale", ["maxabs", "rms"])
 def test_scale_statistics_match_the_column_statistics(scale):
-    learner, _ = _learner("paa-1", scale=scale)
+    learner, _ = _learner("paa-1", scale=scale, scale_from="scored")
     X, _ = _wide_stream(False)
     learner.decide(X)
     A = abs(X).toarray()
@@ -145,7 +145,7 @@ def test_scale_statistics_match_the_column_statistics(scale):
 
 
 def test_scaled_row_leaves_the_intercept_and_normalises_the_rest():
-    learner, _ = _learner("paa-1", scale="maxabs", bias=2.0, normalize=True)
+    learner, _ = _learner("paa-1", scale="maxabs", scale_from="scored", bias=2.0, normalize=True)
     x = np.array([3.0, -4e6] + [0.0] * (D - 2))
     learner.decide(x[None, :])
     idx, val = learner._row(x)
@@ -154,7 +154,7 @@ def test_scaled_row_leaves_the_intercept_and_normalises_the_rest():
 
 
 def test_named_features_are_scaled_at_their_hashed_coordinate():
-    learner = make("paa-1", scale="maxabs", n_features=2**10)
+    learner = make("paa-1", scale="maxabs", scale_from="scored", n_features=2**10)
     records = [{"amount": 250.0, "country=FR": 1.0}, {"amount": -1000.0}]
     rows = [hash_features(r, 2**10) for r in records]
     learner.decide(Rows.stack(rows, 2**10))
@@ -165,7 +165,7 @@ def test_named_features_are_scaled_at_their_hashed_coordinate():
 
 
 def test_moved_counts_each_tenfold_move_once_per_window():
-    learner, _ = _learner("paa-1", scale="maxabs")
+    learner, _ = _learner("paa-1", scale="maxabs", scale_from="scored")
     rows = np.ones((WARMUP + 1, D))
     learner.decide(rows)
     assert learner.scaler.next_window() == 0
