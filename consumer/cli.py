@@ -72,7 +72,10 @@ def _replay(args: argparse.Namespace) -> int:
     if args.budget_rate is not None:
         from learners.budget import BudgetController
 
-        learner.budget = BudgetController(target=args.budget_rate)
+        try:
+            learner.budget = BudgetController(target=args.budget_rate)
+        except ValueError as exc:
+            raise SystemExit(f"--budget-rate: {exc}") from None
         result = run(learner, data, **options)
     elif args.query_rate is not None:
         budget = learner.query.budget_param

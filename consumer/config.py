@@ -133,6 +133,9 @@ class Settings(BaseSettings):
     query_rate_target: float | None = Field(
         None, gt=0, le=1, description="label requests / records the budget controller holds, from the first record"
     )
+    scale_window_s: float = Field(
+        300.0, gt=0, description="window of activestream_scale_moved_features (learner param scale != none)"
+    )
 
     dead_letter_ratio_limit: float = Field(
         0.01, gt=0, le=1, description="dead letters / consumed records above which the dead-letter alert fires"

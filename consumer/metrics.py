@@ -123,6 +123,10 @@ class Metrics:
                                         registry=r)
         self.model_version = Gauge(p + "model_version", "Labels applied to the model since it was created",
                                    registry=r)
+        # a drift signal: a unit change upstream (cents → euros) moves a feature's scale by orders of magnitude
+        self.scale_moved = Gauge(p + "scale_moved_features",
+                                 "Features whose online scale moved by more than 10x in the last closed window "
+                                 "(learner parameter scale; 0 without it)", registry=r)
         # health of the pipeline
         self.dead_letters = Counter(p + "dead_letters", "Records sent to the dead-letter topic", ["reason", "topic"],
                                     registry=r)

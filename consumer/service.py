@@ -98,7 +98,8 @@ def build_learner(settings: Settings):
     try:
         learner.budget = controller_for(settings, learner.classes)
     except ValueError as exc:
-        raise ConfigError(f"ACTIVESTREAM_LABELS__COST_BUDGET: {exc}") from None
+        where = "ACTIVESTREAM_LEARNER_PARAMS" if "scale=" in str(exc) else "ACTIVESTREAM_LABELS__COST_BUDGET"
+        raise ConfigError(f"{where}: {exc}") from None
     return learner
 
 
@@ -272,6 +273,7 @@ class Service:
         self._last_checkpoint_at = self.clock.monotonic()
         self._labels_since_checkpoint = 0
         self._last_lag_at = -1e9
+        self._scale_window_at = self.clock.monotonic()
         self.restored_from: Path | None = None
         self.http: HealthServer | None = None
         self._publish_settings()
@@ -462,6 +464,7 @@ class Service:
             self._try_emit()
         self._expire(self.clock.now())
         self._observe_lag()
+        self._close_scale_window()
         self._finish_checkpoint(wait=False)
         if self._writing is None and self.policy.due(self.clock.monotonic() - self._last_checkpoint_at,
                                                      self._labels_since_checkpoint):
@@ -854,6 +857,15 @@ class Service:
             m.query_rate_aimed.set(controller.rate if controller.records else math.nan)
             m.query_rate_recent.set(controller.recent_rate())
         m.estimated_error.set(self.totals.estimated_error_rate())
+
+    def _close_scale_window(self) -> None:
+        """Every ``scale_window_s``: export how many features' scales moved >10× in the window."""
+        now = self.clock.monotonic()
+        scaler = self.learner.scaler
+        if scaler is None or now - self._scale_window_at < self.settings.scale_window_s:
+            return
+        self._scale_window_at = now
+        self.metrics.scale_moved.set(scaler.next_window())
 
     def _observe_lag(self) -> None:
         now = self.clock.monotonic()

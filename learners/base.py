@@ -24,15 +24,20 @@ from learners.hashing import DEFAULT_DIMENSION
 from learners.inputs import Rows, as_row, as_rows, transform, transform_row
 from learners.kernels import no_label, no_round, ready
 from learners.params import Interval, Options, Parameterized
+from learners.scaling import MODES, SOURCES, Scaler, rescale_rows
 
 __all__ = ["Decisions", "Learner", "QueryStrategy", "Scores", "UpdateRule"]
 
 FORMAT_VERSION = 1
 
 # The learner's own hyper-parameters (the data model), beside those of its rule and query.
-_OWN = ("seed", "bias", "normalize", "tie", "n_features", "classes", "rff_components", "rff_gamma", "rff_seed")
+_OWN = ("seed", "bias", "normalize", "tie", "n_features", "classes", "rff_components", "rff_gamma", "rff_seed",
+        "scale", "scale_from")
 # Those a checkpoint must match exactly: they fix the meaning of every coordinate of the state.
-_STRUCTURAL = ("rule", "query", "n_features", "classes", "bias", "rff_components", "rff_gamma", "rff_seed")
+_STRUCTURAL = ("rule", "query", "n_features", "classes", "bias", "rff_components", "rff_gamma", "rff_seed",
+               "scale")
+# What a checkpoint written before a data-model parameter existed was made with.
+_ABSENT = {"scale": "none", "scale_from": "labelled"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +73,10 @@ class UpdateRule(Parameterized):
     # False for rules whose update writes coordinates outside x's non-zeros: full d×d matrices,
     # support-vector sets. The generic checks hold every other rule to O(nnz) writes.
     has_sparse_update: ClassVar[bool] = True
+    # How the state moves when a feature's scale changes (learners.scaling): the power of r = s'/s
+    # per named state array, read by ``rescale_kernel``; None: no move keeps the scores (refused).
+    scaling: ClassVar[Mapping[str, int] | None] = {"w": 1}
+    rescale_kernel: ClassVar[Any] = rescale_rows
 
     S_: np.ndarray | None = None
     a_: np.ndarray | None = None
@@ -286,6 +295,15 @@ class Learner(Parameterized):
         γ of that kernel.
     rff_seed : int, default 0
         Seed of the random map; the map is rebuilt from it, never stored in a checkpoint.
+    scale : {"none", "maxabs", "rms"}, default "none"
+        Online per-feature scaling (:mod:`learners.scaling`): the rule learns on x_i / s_i, s_i the
+        largest |x_i| seen (``maxabs``, Ross, Mineiro & Langford 2013) or the root mean square of
+        its non-zero values (``rms``); when s_i changes, the rule's state is moved to the new
+        units so scores stay consistent. Applied before ``normalize``; the intercept is not scaled.
+        Refused with random Fourier features and support-vector rules.
+    scale_from : {"labelled", "scored"}, default "labelled"
+        Records whose values update the scale: only labelled ones (measured equal or better on the
+        paper sets, ``benchmarks/results/scaling.md``), or every record decided on.
 
     Attributes
     ----------
@@ -301,6 +319,8 @@ class Learner(Parameterized):
         "rff_components": Interval(0, 2**31 - 2, integer=True),
         "rff_gamma": Interval(0, None, closed="neither"),
         "rff_seed": Interval(0, 2**64 - 1, integer=True),
+        "scale": Options(*MODES),
+        "scale_from": Options(*SOURCES),
     }
 
     def __init__(
@@ -318,6 +338,8 @@ class Learner(Parameterized):
         rff_components: int = 0,
         rff_gamma: float = 1.0,
         rff_seed: int = 0,
+        scale: str = "none",
+        scale_from: str = "labelled",
     ) -> None:
         missing = query.requires - rule.provides
         if missing:
@@ -329,7 +351,9 @@ class Learner(Parameterized):
         self.seed, self.bias, self.normalize, self.tie = seed, bias, normalize, tie
         self.n_features, self.name = n_features, name
         self.rff_components, self.rff_gamma, self.rff_seed = rff_components, rff_gamma, rff_seed
+        self.scale, self.scale_from = scale, scale_from
         self._features: RandomFourierFeatures | None = None
+        self._scaler: Scaler | None = None
         if classes is None and not rule.multiclass:
             classes = (-1, 1)
         self.classes = None if classes is None else tuple(_jsonable(list(classes)))
@@ -349,6 +373,11 @@ class Learner(Parameterized):
             want = "at least 2" if self.rule.multiclass else "exactly 2"
             if len(self.classes) < 2 or (not self.rule.multiclass and len(self.classes) != 2):
                 raise ValueError(f"classes must hold {want} labels, got {list(self.classes)}")
+        if self.scale != "none" and (self.rff_components or self.rule.scaling is None):
+            what = (f"random Fourier features (rff_components={self.rff_components})" if self.rff_components
+                    else f"{type(self.rule).__name__}, which keeps examples rather than weights")
+            raise ValueError(f"scale={self.scale!r} cannot keep the scores of {what}: a change of a feature's "
+                             "scale changes them non-linearly; scale the features offline or use scale='none'")
         shared = set(self.rule.param_names()) & set(self.query.param_names())
         for name in shared:
             if getattr(self.rule, name) != getattr(self.query, name):
@@ -380,6 +409,9 @@ class Learner(Parameterized):
 
     @budget.setter
     def budget(self, controller) -> None:
+        if controller is not None and self.scale != "none":
+            raise ValueError(f"a budget controller with scale={self.scale!r} is not supported yet: "
+                             "use scale='none' with a budget, or a fixed knob with scaling")
         self._budget = None if controller is None else controller.bind(self.query)
 
     def __repr__(self) -> str:
@@ -390,6 +422,11 @@ class Learner(Parameterized):
     @property
     def multiclass(self) -> bool:
         return self.rule.multiclass
+
+    @property
+    def scaler(self) -> Scaler | None:
+        """The online per-feature scale (None with ``scale="none"`` or before the first record)."""
+        return self._scaler
 
     def _allocate(self, n_features: int) -> None:
         if self.classes is None:
@@ -402,6 +439,9 @@ class Learner(Parameterized):
                                                    seed=self.rff_seed, n_features=self.n_features)
             width = self.rff_components
         self.rule.allocate(width + (self.bias != 0.0), len(self.classes))
+        if self.scale != "none":
+            self._scaler = Scaler(self.scale, self.scale_from, self.n_features, self.normalize)
+            self._scaler.bind(self.rule, len(self.classes))
         self._class_array = np.asarray(self.classes)
         self._codes = {c: (2 * i - 1 if not self.multiclass else i) for i, c in enumerate(self.classes)}
         self._tie = 1 if self.tie == "positive" else -1
@@ -436,8 +476,8 @@ class Learner(Parameterized):
     def _rows(self, X) -> Rows:
         rows = as_rows(X, self.n_features)
         self._ensure_allocated(rows.n_features)
-        if self._features is None:
-            return transform(rows, normalize=self.normalize, bias=self.bias)
+        if self._features is None:  # with a scaler, rows are normalised after scaling, in its drivers
+            return transform(rows, normalize=self.normalize and self._scaler is None, bias=self.bias)
         mapped = self._features.transform(transform(rows, normalize=self.normalize, bias=0.0))
         return transform(mapped, normalize=False, bias=self.bias)
 
@@ -445,7 +485,8 @@ class Learner(Parameterized):
         self._ensure_allocated(self.n_features)
         idx, val = as_row(x, self.n_features)
         if self._features is None:
-            return transform_row(idx, val, self.n_features, normalize=self.normalize, bias=self.bias)
+            return transform_row(idx, val, self.n_features, normalize=self.normalize and self._scaler is None,
+                                 bias=self.bias)
         idx, val = self._features.transform_row(*transform_row(idx, val, self.n_features,
                                                                normalize=self.normalize, bias=0.0))
         return transform_row(idx, val, self.rff_components, normalize=False, bias=self.bias)
@@ -453,7 +494,8 @@ class Learner(Parameterized):
     # -- batches ---------------------------------------------------------------------------
     def score(self, X) -> Scores:
         """The rule's scores for a batch; nothing changes."""
-        return self.rule.score(self._rows(X))
+        rows = self._rows(X)
+        return self.rule.score(rows) if self._scaler is None else self._scaler.score(rows, self.rule)
 
     def predict(self, X) -> np.ndarray:
         """Predicted labels for a batch; nothing changes."""
@@ -489,7 +531,8 @@ class Learner(Parameterized):
                 *self._budget.arrays(), yhat, p, gap, v, prob, query,
             )
         else:
-            drivers.decide_rows(
+            decide = drivers.decide_rows if self._scaler is None else self._scaler.decide_rows
+            decide(
                 rows.indptr, rows.indices, rows.data, keys, np.uint64(self.seed), self._tie, self.multiclass,
                 *self.rule.kernel_state(), self.rule.score_fn,
                 *self.query.kernel_state(), *self.query.kernels[:2],
@@ -500,10 +543,13 @@ class Learner(Parameterized):
                         v if "v" in self.rule.provides else None, yhat if self.multiclass else None)
         return Decisions(scores, yhat, self.decode(yhat), prob, query)
 
-    def learn_many(self, X, y, predicted: np.ndarray | None = None, encoded: bool = False) -> int:
+    def learn_many(self, X, y, predicted: np.ndarray | None = None, encoded: bool = False,
+                   scored: bool = True) -> int:
         """Apply a batch of labels in order; ``predicted`` (internal codes) marks mistakes for
         adaptive queries, default: the current model's predictions. ``encoded``: ``y`` holds
-        internal codes already (see :meth:`encode`). Returns updates made."""
+        internal codes already (see :meth:`encode`). ``scored``: the rows went through
+        :meth:`decide` first (with ``scale_from="scored"`` they already updated the scale; False:
+        labelled rows the learner has not seen, as in ``partial_fit``). Returns updates made."""
         rows = self._rows(X)
         codes = np.ascontiguousarray(y if encoded else self.encode(y), dtype=np.int64).reshape(-1)
         if codes.size != rows.n:
@@ -511,11 +557,14 @@ class Learner(Parameterized):
         if predicted is None:
             predicted = self.encode(self.predict(X)) if rows.n else codes
         mistakes = np.ascontiguousarray(np.asarray(predicted) != codes)
-        changed = drivers.learn_rows(
-            rows.indptr, rows.indices, rows.data, np.arange(rows.n, dtype=np.int64), codes, mistakes,
-            *self.rule.kernel_state(), self.rule.update_fn,
-            *self.query.kernel_state(), self.query.kernels[2],
-        )
+        if self._scaler is not None:
+            changed = self._scaler.learn_rows(rows, codes, mistakes, self.rule, self.query, scored)
+        else:
+            changed = drivers.learn_rows(
+                rows.indptr, rows.indices, rows.data, np.arange(rows.n, dtype=np.int64), codes, mistakes,
+                *self.rule.kernel_state(), self.rule.update_fn,
+                *self.query.kernel_state(), self.query.kernels[2],
+            )
         self.labels_ += rows.n
         self.updates_ += int(changed)
         return int(changed)
@@ -530,6 +579,8 @@ class Learner(Parameterized):
             d = self.decide(row, ids=None if record_id is None else [record_id])
             return d.label[0].item(), float(d.probability[0]), bool(d.query[0])
         idx, val = self._row(x)
+        if self._scaler is not None:
+            val = self._scaler.scale_row(idx, val, self._scaler.score_level, self.rule)
         S, a, P = self.rule.kernel_state()
         qp, qs = self.query.kernel_state()
         p, gap, v, top = self.rule.score_fn(S, a, P, idx, val)
@@ -548,6 +599,8 @@ class Learner(Parameterized):
         code = self._codes.get(_jsonable(y))
         if code is None:
             raise ValueError(f"label {y!r} is not one of the model's classes {list(self.classes)}")
+        if self._scaler is not None:
+            val = self._scaler.scale_row(idx, val, self._scaler.learn_level, self.rule)
         S, a, P = self.rule.kernel_state()
         if predicted is None:
             p, _, _, top = self.rule.score_fn(S, a, P, idx, val)
@@ -555,6 +608,8 @@ class Learner(Parameterized):
         else:
             guess = self._codes.get(_jsonable(predicted))
         changed = self.rule.update(idx, val, code)
+        if changed and self._scaler is not None:
+            self._scaler.mark_learnt(idx)
         self.query.kernels[2](*self.query.kernel_state(), guess != code)
         self.labels_ += 1
         self.updates_ += changed
@@ -583,6 +638,8 @@ class Learner(Parameterized):
         out.update({f"query.{k}": v for k, v in self.query.state_dict().items()})
         if self._budget is not None:
             out.update({f"budget.{k}": v for k, v in self._budget.state_dict().items()})
+        if self._scaler is not None:
+            out.update({f"scale.{k}": v for k, v in self._scaler.state_dict().items()})
         return out
 
     def load_state_dict(self, state: Mapping[str, np.ndarray], *, allow_param_change: bool = False) -> None:
@@ -592,6 +649,8 @@ class Learner(Parameterized):
         if version != FORMAT_VERSION:
             raise ValueError(f"state format version {version}, this library reads {FORMAT_VERSION}")
         theirs = json.loads(str(state["meta"]))
+        for k, v in _ABSENT.items():
+            theirs["params"].setdefault(k, v)
         mine = self.meta()
         if self.n_features is None:
             mine["params"]["n_features"] = theirs["params"].get("n_features")
@@ -608,4 +667,6 @@ class Learner(Parameterized):
         self.query.load_state_dict({k[6:]: v for k, v in state.items() if k.startswith("query.")})
         if self._budget is not None and "budget.format_version" in state:
             self._budget.load_state_dict({k[7:]: v for k, v in state.items() if k.startswith("budget.")})
+        if self._scaler is not None:
+            self._scaler.load_state_dict({k[6:]: v for k, v in state.items() if k.startswith("scale.")})
         self.rounds_, self.labels_, self.updates_ = (int(c) for c in state["counters"])

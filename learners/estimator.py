@@ -83,7 +83,7 @@ class ActiveClassifier:
     def partial_fit(self, X, y, classes: Sequence[Any] | None = None) -> ActiveClassifier:
         """Learn from labelled rows, in order. ``classes`` is required on the first call of a
         multiclass learner, and of a binary one whose labels are not -1/+1 (``(negative, positive)``)."""
-        self._built(X, classes).learn_many(X, np.asarray(y))
+        self._built(X, classes).learn_many(X, np.asarray(y), scored=False)  # rows never decided on
         return self
 
     def query(self, X, ids: Sequence[str | int] | None = None):

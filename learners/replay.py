@@ -84,8 +84,8 @@ def _replay_prepared(learner: Learner, prep: _Prepared, order: np.ndarray, delay
         changed = budget.replay_rows(*common, learner.query.qs_, *learner.query.kernels,
                                      *learner.budget.arrays(), yhat, p, prob, queried)
     else:
-        changed = drivers.replay_rows(*common, *learner.query.kernel_state(), *learner.query.kernels,
-                                      yhat, p, prob, queried)
+        loop = drivers.replay_rows if learner._scaler is None else learner._scaler.replay_rows
+        changed = loop(*common, *learner.query.kernel_state(), *learner.query.kernels, yhat, p, prob, queried)
     seconds = time.perf_counter() - start
     learner.rounds_ += n
     learner.labels_ += int(np.count_nonzero(queried))

@@ -27,6 +27,7 @@ from numba import njit
 from learners.base import UpdateRule
 from learners.kernels import SCORE_SIG, UPDATE_SIG, kernel, sq_norm
 from learners.params import Interval, Options
+from learners.scaling import rescale_dual_averaging
 
 __all__ = [
     "A_MODES",
@@ -188,6 +189,8 @@ class DualAveragingRule(_AdaptiveRule):
 
     score_kernel = _da_score
     update_kernel = _da_update
+    scaling: ClassVar = {"g_sum": -1, "s": -1}  # kept as w_i → r_i w_i, √G_i → √G_i/r_i: see the kernel
+    rescale_kernel = rescale_dual_averaging
 
     def layout(self, n_features: int, n_classes: int) -> dict[str, int]:
         return {"g_sum": 1, "s": 1}
@@ -233,6 +236,7 @@ class MirrorDescentRule(_AdaptiveRule):
 
     score_kernel = _md_score
     update_kernel = _md_update
+    scaling: ClassVar = {"w": 1, "s": -1}  # w_i → r_i w_i, √G_i → √G_i/r_i (g = −y x̃ is in 1/s units)
 
     def layout(self, n_features: int, n_classes: int) -> dict[str, int]:
         return {"w": 1, "s": 1}

@@ -27,6 +27,7 @@ from numba import njit
 
 from learners.kernels import SCORE_SIG, UPDATE_SIG, kernel, sq_norm
 from learners.rules.adaptive import _AdaptiveRule, a_weight, inverse_h_quad
+from learners.scaling import rescale_dual_averaging
 
 __all__ = ["MulticlassDualAveragingRule", "MulticlassMirrorDescentRule", "mda_update", "mmd_update",
            "multiclass_scores"]
@@ -186,6 +187,8 @@ class MulticlassDualAveragingRule(_MulticlassAdaptiveRule):
 
     score_kernel = _mda_score
     update_kernel = _mda_update
+    scaling: ClassVar = {"g_sum": -1, "s": -1}  # one row per class; see rescale_dual_averaging
+    rescale_kernel = rescale_dual_averaging
 
     def layout(self, n_features: int, n_classes: int) -> dict[str, int]:
         return {"g_sum": n_classes, "s": n_classes}
@@ -230,6 +233,7 @@ class MulticlassMirrorDescentRule(_MulticlassAdaptiveRule):
 
     score_kernel = _mmd_score
     update_kernel = _mmd_update
+    scaling: ClassVar = {"w": 1, "s": -1}  # one row per class
 
     def layout(self, n_features: int, n_classes: int) -> dict[str, int]:
         return {"w": n_classes, "s": n_classes}

@@ -182,6 +182,7 @@ class KernelPARule(UpdateRule):
     }
     score_kernel = _score
     update_kernel = _update
+    scaling: ClassVar = None  # k(sv, x) is not linear in a feature's scale: no state move keeps the scores
 
     def __init__(self, *, kernel: str = "rbf", gamma: float = 1.0, degree: int = 2, coef0: float = 1.0,
                  mode: int = 1, C: float = 1.0, budget: int = 1000) -> None:

@@ -44,6 +44,7 @@ from learners.base import UpdateRule
 from learners.kernels import SCORE_SIG, UPDATE_SIG, kernel, sparse_dot, sq_norm
 from learners.params import Interval
 from learners.rules.matrix import FullMatrixRule, full_matvec, full_quad, full_rank_one
+from learners.scaling import rescale_lasec_diag, rescale_lasec_full
 
 __all__ = [
     "LASECDiagRule",
@@ -232,6 +233,8 @@ class LASECRule(_LASECParams, FullMatrixRule):
     diagonal: ClassVar = "lasec-diag"
     score_kernel = _full_score
     update_kernel = _full_update
+    scaling: ClassVar = {"mu": 1, "sigma": 1}  # μ → Dμ, Σ + c⁻¹I → D(Σ + c⁻¹I)D
+    rescale_kernel = rescale_lasec_full
 
     def __init__(self, *, b: float = 1.0, c: float = 1000.0, max_matrix_mb: float = 1024.0) -> None:
         self.b = b
@@ -297,6 +300,8 @@ class LASECDiagRule(_LASECParams, UpdateRule):
 
     score_kernel = _diag_score
     update_kernel = _diag_update
+    scaling: ClassVar = {"mu": 1, "sigma": 2, "last": 0}  # the lazy drift is settled first
+    rescale_kernel = rescale_lasec_diag
 
     def __init__(self, *, b: float = 1.0, c: float = 1000.0) -> None:
         self.b = b

@@ -17,6 +17,7 @@ from numba import njit
 
 from learners.base import UpdateRule
 from learners.kernels import SCORE_SIG, kernel, sparse_dot
+from learners.scaling import rescale_full
 
 __all__ = [
     "FullMatrixRule",
@@ -107,6 +108,7 @@ class FullMatrixRule(UpdateRule):
 
     is_full_matrix: ClassVar[bool] = True
     has_sparse_update: ClassVar[bool] = False  # a rank-one change of the whole matrix
+    rescale_kernel: ClassVar = rescale_full  # the trailing D×D block is M → DMD
     matrix: ClassVar[str]
     diagonal: ClassVar[str]
 
@@ -137,6 +139,7 @@ class GaussianRule(FullMatrixRule):
     """A rule keeping w ~ N(μ, Σ) with a full Σ, Σ_1 = I (SOAL, AROW, CW): it scores p = μᵀx and
     reports v = xᵀΣx. Subclasses give the update kernel, their parameters and the diagonal twin."""
 
+    scaling: ClassVar = {"mu": 1, "sigma": 1}  # μ → Dμ, Σ → DΣD
     provides: ClassVar = frozenset({"p", "v"})
     matrix: ClassVar = "sigma"
     score_kernel = mean_full_score
@@ -151,6 +154,7 @@ class GaussianRule(FullMatrixRule):
 class GaussianDiagRule(UpdateRule):
     """The same with diag(Σ) only, Σ_1 = I: O(nnz) to score and to update."""
 
+    scaling: ClassVar = {"mu": 1, "sigma": 2}  # μ_i → r_i μ_i, Σ_ii → r_i² Σ_ii
     provides: ClassVar = frozenset({"p", "v"})
     score_kernel = mean_diag_score
 

@@ -158,6 +158,7 @@ class SOPRule(FullMatrixRule):
     diagonal: ClassVar = "sop-diag"
     score_kernel = _score
     update_kernel = _update
+    scaling: ClassVar = {"w": 1, "A_inv": 1}  # A → D⁻¹AD⁻¹ and v → D⁻¹v, so A⁻¹ → DA⁻¹D, w̄ = A⁻¹v → Dw̄
 
     def __init__(self, *, a: float = 1.0, max_matrix_mb: float = 1024.0) -> None:
         self.a = a
@@ -215,6 +216,7 @@ class SOPDiagRule(UpdateRule):
     provides: ClassVar = frozenset({"p", "v"})
     score_kernel = _diag_score
     update_kernel = _diag_update
+    scaling: ClassVar = {"v": -1, "A": -2}  # v = Σ y x → v_i/r_i, A_ii = a + Σ x_i² → A_ii/r_i²
 
     def __init__(self, *, a: float = 1.0) -> None:
         self.a = a

@@ -280,6 +280,7 @@ class RandomizedBudgetPerceptronRule(UpdateRule):
     }
     score_kernel = binary_margin
     update_kernel = _budget_update
+    scaling: ClassVar = None  # stored examples, not weights: refused like the kernel rules
 
     def __init__(self, *, budget: int = 500, seed: int = 0) -> None:
         self.budget = budget

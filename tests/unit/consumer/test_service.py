@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from consumer import service as service_module
-from consumer.errors import CheckpointError, IncompatibleCheckpoint, ProduceFailed
+from consumer.errors import CheckpointError, ConfigError, IncompatibleCheckpoint, ProduceFailed
 from tests.bad_records import BAD_LABELS, bad_features
 from tests.unit.consumer.conftest import Harness
 
@@ -819,3 +819,8 @@ def test_kafka_clients_report_librdkafka_statistics_by_client_name():
     assert set(got) == names
     assert {orjson.loads(got[name][-1])["type"] for name in names} == {"consumer", "producer"}
     assert orjson.loads(got["predictions"][-1])["client_id"] == "activestream-predictions"
+
+
+def test_a_budget_with_online_scaling_fails_at_start_up_naming_the_learner_params(tmp_path):
+    with pytest.raises(ConfigError, match="ACTIVESTREAM_LEARNER_PARAMS: a budget controller with scale='rms'"):
+        Harness(tmp_path, query_rate_target=0.1, learner_params={"scale": "rms"})

@@ -271,3 +271,10 @@ def test_count_request_uses_the_cap_of_the_current_window():
     assert learner.budget.remaining() == 0
     d = learner.decide(np.zeros((250, D)), ids=np.arange(250, 500), times=times[250:])
     assert (d.probability == 0).all()  # the window is full: every record is refused, none asked
+
+
+def test_budget_with_online_scaling_is_refused_naming_both():
+    learner = make("paa-1", scale="rms")
+    with pytest.raises(ValueError, match="budget controller with scale='rms'"):
+        learner.budget = BudgetController(target=0.1)
+    assert learner.budget is None

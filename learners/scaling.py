@@ -1,0 +1,580 @@
+"""Online per-feature scaling: the learner sees x̃_i = x_i / s_i, with s_i learnt from the stream.
+
+Ross, Mineiro & Langford, "Normalized online learning", UAI 2013 (NAG, Algorithm 1) keep, per
+feature, the largest magnitude seen so far and, when it grows, rescale that feature's weight so the
+prediction stays the same (Algorithm 1, the line w_i ← w_i s_i²/|x_i|² of their raw-space
+weights). We keep the model in the scaled coordinates x̃ = x/s instead, so the same idea reads:
+when s_i becomes s'_i (ratio r_i = s'_i/s_i), every piece of the rule's state that is expressed in
+feature i's units is moved to the new units, so that scores of raw rows do not change:
+
+    w_i      → r_i w_i                  first-order weights, one per class row (x̃_i → x̃_i/r_i)
+    Σ_ii     → r_i² Σ_ii                diagonal covariance of the weights (Σ' = DΣD, D = diag(r))
+    Σ        → D Σ D                    full covariance / inverse correlation matrix
+    Σg_i, √G_i → Σg_i/r_i, √G_i/r_i     sums of gradients g = −y x̃ (AdaGrad's accumulator)
+    A_ii     → A_ii / r_i²              diagonal correlation matrix (second-order Perceptron)
+
+Scales (``scale``):
+
+* ``"maxabs"``: s_i = max_t |x_{t,i}|, NAG's scale (Ross et al. 2013, Sect. 3): x̃_i ∈ [−1, 1].
+* ``"rms"``: s_i = √(mean of x_{t,i}² over the rows where x_{t,i} ≠ 0). Never centred: centring
+  would turn a row's zeros into non-zeros (densify a sparse row) and a one-hot flag into a constant.
+  Dividing by the standard deviation without centring is not a unit scale either (a column at
+  1000 ± 1 becomes 1000 ± 1 σ-units), so the uncentred second moment is the scale.
+
+Until a labelled row has changed the rule's state at a coordinate, that state is the rule's prior
+(w_i = 0, Σ_ii = 1, A_ii = a, ...), which means the same in any units: a change of scale then moves
+nothing, so the prior stays the prior in the current units instead of being inflated by the ratio
+between an early, poor estimate of s_i and a later one. A coordinate never seen is divided by |x_i|,
+the scale its first observation gives under either rule. Zeros cost nothing: statistics,
+rescaling and the division touch only a row's non-zeros, plus O(D) per changed coordinate for
+full-matrix rules (row and column i of the D×D block). The intercept coordinate is never scaled.
+
+Where the scale is learnt from (``scale_from``): ``"labelled"`` (the default) updates it only with
+rows whose label is applied; ``"scored"`` with every record the learner decides on
+(:meth:`learners.base.Learner.decide`, :meth:`~learners.base.Learner.ask`, replay's rounds), and on
+labelled rows only for coordinates never seen. ``score``/``predict`` never change it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from numba import njit, types
+
+from learners.coin import draw
+from learners.kernels import IDX, LABEL_FN, PROB_FN, ROUND_FN, SCORE_FN, STATE, UPDATE_FN, VAL, VEC, Lazy, kernel
+
+__all__ = [
+    "MODES",
+    "MOVE_FACTOR",
+    "RESCALE_SIG",
+    "SOURCES",
+    "WARMUP",
+    "Scaler",
+    "rescale_dual_averaging",
+    "rescale_full",
+    "rescale_lasec_diag",
+    "rescale_lasec_full",
+    "rescale_rows",
+]
+
+MODES = {"none": 0.0, "maxabs": 1.0, "rms": 2.0}
+SOURCES = {"scored": 0.0, "labelled": 1.0}
+# A feature "moved" in a window when its scale left [s_ref/10, 10·s_ref], s_ref its scale when the
+# window first saw it change: an order of magnitude is a unit change (cents → euros), not noise.
+MOVE_FACTOR = 10.0
+# Values of a feature after which a change of its scale moves the rule's state (before: the state
+# stays in x̃'s units, as if the scale had been known). One value is a poor estimate of a scale, and
+# consistency would carry its error into the state for good (a prior variance ×(s_final/s_first)²).
+WARMUP = 10
+
+# How much of a row the statistics read: nothing (pure scoring), the coordinates never seen, all.
+_OBSERVE_NONE, _OBSERVE_UNSEEN, _OBSERVE_ALL = 0, 1, 2
+
+# rescale(S, a, P, R, idx, ratio): move the rule's state of coordinates idx to new units,
+# r = s'/s per coordinate; R is the rule's packed description of its layout (powers of r).
+RESCALE_SIG = types.none(STATE, VEC, VEC, VEC, IDX, VAL)
+RESCALE_FN = types.FunctionType(RESCALE_SIG)
+
+# rows of the scaler's state Z: count of non-zeros (rms), max |x| or Σx² (the statistic), the scale
+# a window started from, that window's number (+1; negative once the move was counted), and 1 once a
+# labelled row changed the rule's state at the coordinate (before that the state is the rule's prior)
+_COUNT, _STAT, _REF, _MARK, _LEARNT = 0, 1, 2, 3, 4
+_ROWS = 5
+
+
+# -- the rules' rescaling, one kernel per state family -------------------------------------------
+@njit(cache=True, nogil=True, inline="always")
+def _power(r, k):
+    """r^k for the small integer powers of the state families, without a pow() call."""
+    if k == 1.0:
+        return r
+    if k == 2.0:
+        return r * r
+    if k == -1.0:
+        return 1.0 / r
+    if k == -2.0:
+        return 1.0 / (r * r)
+    return r**k
+
+
+@kernel(RESCALE_SIG)
+def rescale_rows(S, a, P, R, idx, ratio):
+    """Per-coordinate state: S[k, i] ← S[k, i] · r_i^R[k] for every row k. O(rows · |idx|).
+
+    R[k] = 1 for weights (w, μ, one row per class), 2 for a diagonal covariance, −1 for sums of
+    gradients and AdaGrad accumulators, −2 for a diagonal correlation matrix, 0 for bookkeeping.
+    """
+    for k in range(S.shape[0]):
+        power = R[k]
+        if power == 0.0:
+            continue
+        row = S[k]
+        for j in range(idx.size):
+            row[idx[j]] *= _power(ratio[j], power)
+
+
+@kernel(RESCALE_SIG)
+def rescale_full(S, a, P, R, idx, ratio):
+    """Leading per-coordinate rows as :func:`rescale_rows`, then the trailing D×D block
+    M ← D^q M D^q (rows and columns i scaled by r_i^q, q = R[-1]). O(|idx| · D)."""
+    n_lead = S.shape[0] - S.shape[1]
+    for k in range(n_lead):
+        row = S[k]
+        for j in range(idx.size):
+            row[idx[j]] *= _power(ratio[j], R[k])
+    q = R[n_lead]
+    for j in range(idx.size):
+        i = idx[j]
+        f = _power(ratio[j], q)
+        S[n_lead + i, :] *= f  # row i of M
+        for m in range(n_lead, S.shape[0]):
+            S[m, i] *= f  # column i of M
+
+
+@kernel(RESCALE_SIG)
+def rescale_dual_averaging(S, a, P, R, idx, ratio):
+    """Dual averaging (k class rows of Σg, then k rows of s; P = (δ, η, ...)). O(k · |idx|).
+
+    s_i = √G_i → s_i/r_i (past gradients in the new units); Σg_i is set so that the weight it
+    stands for, w_i = −η Σg_i/(δ + s_i), becomes r_i w_i: Σg_i ← r_i Σg_i (δ + s_i/r_i)/(δ + s_i).
+    """
+    delta = P[0]
+    k = S.shape[0] // 2
+    for c in range(k):
+        g_sum, s = S[c], S[k + c]
+        for j in range(idx.size):
+            i, r = idx[j], ratio[j]
+            s_new = s[i] / r
+            g_sum[i] *= r * (delta + s_new) / (delta + s[i])
+            s[i] = s_new
+
+
+@kernel(RESCALE_SIG)
+def rescale_lasec_full(S, a, P, R, idx, ratio):
+    """Full LASEC (μ, then Σ; P[1] = 1/c): μ → Dμ and Σ → DΣD + c⁻¹(D² − I), so that the drifted
+    covariance every score reads, Σ̃ = Σ + c⁻¹I, moves exactly to DΣ̃D. O(|idx| · D)."""
+    rescale_full(S, a, P, R, idx, ratio)
+    n_lead = S.shape[0] - S.shape[1]
+    for j in range(idx.size):
+        i = idx[j]
+        S[n_lead + i, i] += P[1] * (ratio[j] * ratio[j] - 1.0)
+
+
+@kernel(RESCALE_SIG)
+def rescale_lasec_diag(S, a, P, R, idx, ratio):
+    """Diagonal LASEC (rows μ, σ, ℓ; a[0] = K updates, P[1] = 1/c). O(|idx|).
+
+    The drifted Σ̃_i = σ_i + (K + 1 − ℓ_i)/c that the next score reads moves to r_i² Σ̃_i: stored as
+    σ_i ← r_i² Σ̃_i − 1/c with ℓ_i ← K (the lazy drift settled); μ_i ← r_i μ_i.
+    """
+    mu, sigma, last = S[0], S[1], S[2]
+    K, c_inv = a[0], P[1]
+    for j in range(idx.size):
+        i, r = idx[j], ratio[j]
+        sigma[i] = (sigma[i] + (K + 1.0 - last[i]) * c_inv) * r * r - c_inv
+        last[i] = K
+        mu[i] *= r
+
+
+# -- the scale itself ----------------------------------------------------------------------------
+@njit(cache=True, nogil=True, inline="always")
+def _scale_of(Z, i, mode):
+    """s_i from the statistics; 0 while coordinate i has never been non-zero."""
+    if mode == 1.0:
+        return Z[_STAT, i]
+    n = Z[_COUNT, i]
+    return math.sqrt(Z[_STAT, i] / n) if n > 0.0 else 0.0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _track_move(Z, zs, i, old, new):
+    """Count coordinate i once per window when its scale leaves [s_ref/10, 10 s_ref]."""
+    mark = zs[0] + 1.0
+    if Z[_MARK, i] != mark and Z[_MARK, i] != -mark:  # first change of i in this window
+        Z[_REF, i] = old
+        Z[_MARK, i] = mark
+    ref = Z[_REF, i]
+    if Z[_MARK, i] > 0.0 and (new > MOVE_FACTOR * ref or new * MOVE_FACTOR < ref):
+        zs[1] += 1.0
+        Z[_MARK, i] = -mark
+
+
+@njit(cache=True, nogil=True)
+def observe(Z, zs, zp, level, idx, val, changed, ratio):
+    """Update the statistics with a row's non-zeros; returns m, with the m coordinates whose
+    (already set) scale changed in ``changed[:m]`` and their r = s'/s in ``ratio[:m]``. O(nnz)."""
+    mode, n_scaled = zp[0], zp[1]
+    m = 0
+    if level == _OBSERVE_NONE:
+        return m
+    for j in range(idx.size):
+        i = idx[j]
+        x = abs(val[j])
+        if i >= n_scaled or x == 0.0:
+            continue  # the intercept, an explicit zero
+        old = _scale_of(Z, i, mode)
+        if old > 0.0 and level == _OBSERVE_UNSEEN:
+            continue
+        Z[_COUNT, i] += 1.0
+        if mode == 1.0:
+            Z[_STAT, i] = max(Z[_STAT, i], x)  # NAG: s_i = max |x_i|
+        else:
+            Z[_STAT, i] += x * x  # s_i = √(Σx_i² / n_i)
+        new = _scale_of(Z, i, mode)
+        if old > 0.0 and new != old and Z[_COUNT, i] > zp[3]:  # a warm-up's settling is not a move
+            _track_move(Z, zs, i, old, new)
+            # a prior is the prior in any units, and a scale from fewer than zp[3] values is a guess:
+            # until both, the state stays in x̃'s units rather than carry an early guess forward
+            if Z[_LEARNT, i] != 0.0:
+                changed[m] = i
+                ratio[m] = new / old
+                m += 1
+    return m
+
+
+@njit(cache=True, nogil=True)
+def mark_learnt(Z, zp, idx):
+    """Record that an update changed the rule's state at a row's coordinates. O(nnz)."""
+    for j in range(idx.size):
+        if idx[j] < zp[1]:
+            Z[_LEARNT, idx[j]] = 1.0
+
+
+@njit(cache=True, nogil=True)
+def scale_values(Z, zp, idx, val, out):
+    """out ← x̃ = x/s on the scaled coordinates (then unit L2 norm over them if zp[2]), the
+    intercept copied; an unseen coordinate is divided by |x_i|, the scale it would get. O(nnz)."""
+    mode, n_scaled, normalize = zp[0], zp[1], zp[2]
+    sq = 0.0
+    for j in range(idx.size):
+        x = val[j]
+        if idx[j] >= n_scaled:
+            out[j] = x
+            continue
+        s = _scale_of(Z, idx[j], mode)
+        if s == 0.0:
+            s = abs(x)
+        out[j] = x / s if s > 0.0 else 0.0
+        sq += out[j] * out[j]
+    if normalize != 0.0 and sq > 0.0:
+        norm = math.sqrt(sq)
+        for j in range(idx.size):
+            if idx[j] < n_scaled:
+                out[j] /= norm
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _prepare(Z, zs, zp, level, idx, val, S, a, P, R, rescale, changed, ratio, out):
+    """One row through the scaler: statistics, the rule's state moved to the new units, x̃."""
+    m = observe(Z, zs, zp, level, idx, val, changed, ratio)
+    if m > 0:
+        rescale(S, a, P, R, changed[:m], ratio[:m])
+    scale_values(Z, zp, idx, val, out)
+
+
+def _driver(signature):
+    return lambda fn: Lazy(fn, signature)
+
+
+I64 = types.int64[::1]
+U64 = types.uint64[::1]
+B1 = types.boolean[::1]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _predict(p, top, tie, multiclass):
+    if multiclass:
+        return top
+    if p > 0.0:
+        return 1
+    if p < 0.0:
+        return -1
+    return tie
+
+
+@njit(cache=True, nogil=True)
+def _widest(indptr):
+    width = 1
+    for i in range(indptr.size - 1):
+        width = max(width, indptr[i + 1] - indptr[i])
+    return width
+
+
+@_driver(types.none(I64, IDX, VAL, STATE, VEC, VEC, STATE, VEC, VEC, SCORE_FN, VEC, VEC, VEC, I64))
+def score_scaled_rows(indptr, indices, data, Z, zs, zp, S, a, P, score, out_p, out_gap, out_v, out_top):
+    """:func:`learners.drivers.score_rows` on x̃; nothing changes."""
+    out = np.empty(_widest(indptr))
+    for i in range(indptr.size - 1):
+        lo, hi = indptr[i], indptr[i + 1]
+        x = out[: hi - lo]
+        scale_values(Z, zp, indices[lo:hi], data[lo:hi], x)
+        p, gap, v, top = score(S, a, P, indices[lo:hi], x)
+        out_p[i] = p
+        out_gap[i] = gap
+        out_v[i] = v
+        out_top[i] = top
+
+
+@_driver(types.none(IDX, VAL, types.int64, STATE, VEC, VEC, STATE, VEC, VEC, VEC, RESCALE_FN, VAL))
+def scale_one_row(idx, val, level, Z, zs, zp, S, a, P, R, rescale, out):
+    """One record (River-style ``ask``/``learn``): observe at ``level``, rescale, out ← x̃."""
+    changed = np.empty(max(idx.size, 1), dtype=np.int32)
+    ratio = np.empty(max(idx.size, 1))
+    _prepare(Z, zs, zp, level, idx, val, S, a, P, R, rescale, changed, ratio, out)
+
+
+@_driver(
+    types.none(
+        I64, IDX, VAL, U64, types.uint64, types.int64, types.boolean, types.int64,
+        STATE, VEC, VEC, STATE, VEC, VEC, VEC, SCORE_FN, RESCALE_FN, VEC, VEC, PROB_FN, ROUND_FN,
+        I64, VEC, VEC, VEC, VEC, B1,
+    )
+)
+def decide_scaled_rows(
+    indptr, indices, data, keys, seed, tie, multiclass, level,
+    Z, zs, zp, S, a, P, R, score, rescale, qp, qs, probability, after_round,
+    out_yhat, out_p, out_gap, out_v, out_prob, out_query,
+):
+    """:func:`learners.drivers.decide_rows` on x̃, the scale observed at ``level`` row by row."""
+    width = _widest(indptr)
+    out, changed, ratio = np.empty(width), np.empty(width, dtype=np.int32), np.empty(width)
+    for i in range(indptr.size - 1):
+        lo, hi = indptr[i], indptr[i + 1]
+        x = out[: hi - lo]
+        _prepare(Z, zs, zp, level, indices[lo:hi], data[lo:hi], S, a, P, R, rescale, changed, ratio, x)
+        p, gap, v, top = score(S, a, P, indices[lo:hi], x)
+        q = probability(p, gap, v, qp, qs)
+        after_round(qp, qs)
+        out_yhat[i] = _predict(p, top, tie, multiclass)
+        out_p[i] = p
+        out_gap[i] = gap
+        out_v[i] = v
+        out_prob[i] = q
+        out_query[i] = draw(seed, keys[i]) < q
+
+
+@_driver(
+    types.int64(
+        I64, IDX, VAL, I64, B1, types.int64, STATE, VEC, VEC, STATE, VEC, VEC, VEC,
+        UPDATE_FN, RESCALE_FN, VEC, VEC, LABEL_FN,
+    )
+)
+def learn_scaled_rows(indptr, indices, data, y, mistakes, level, Z, zs, zp, S, a, P, R, update, rescale,
+               qp, qs, after_label):
+    """:func:`learners.drivers.learn_rows` (every row, in order) on x̃; returns updates made."""
+    width = _widest(indptr)
+    out, changed, ratio = np.empty(width), np.empty(width, dtype=np.int32), np.empty(width)
+    n_changed = 0
+    for i in range(indptr.size - 1):
+        lo, hi = indptr[i], indptr[i + 1]
+        x = out[: hi - lo]
+        _prepare(Z, zs, zp, level, indices[lo:hi], data[lo:hi], S, a, P, R, rescale, changed, ratio, x)
+        if update(S, a, P, indices[lo:hi], x, y[i]):
+            n_changed += 1
+            mark_learnt(Z, zp, indices[lo:hi])
+        after_label(qp, qs, mistakes[i])
+    return n_changed
+
+
+@_driver(
+    types.int64(
+        I64, IDX, VAL, I64, I64, U64, types.uint64, types.int64, types.boolean, types.int64,
+        types.int64, types.int64,
+        STATE, VEC, VEC, STATE, VEC, VEC, VEC, SCORE_FN, UPDATE_FN, RESCALE_FN,
+        VEC, VEC, PROB_FN, ROUND_FN, LABEL_FN,
+        I64, VEC, VEC, B1,
+    )
+)
+def replay_scaled_rows(
+    indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, score_level, learn_level,
+    Z, zs, zp, S, a, P, R, score, update, rescale, qp, qs, probability, after_round, after_label,
+    out_yhat, out_p, out_prob, out_query,
+):
+    """:func:`learners.drivers.replay_rows` on x̃: a round observes its row at ``score_level``
+    before scoring it, a label observes its row at ``learn_level`` before the update."""
+    n = order.size
+    width = _widest(indptr)
+    out, changed, ratio = np.empty(width), np.empty(width, dtype=np.int32), np.empty(width)
+    fifo = np.empty(n, dtype=np.int64)
+    head = 0
+    tail = 0
+    n_changed = 0
+    for t in range(n + delay):
+        if t < n:
+            i = order[t]
+            lo, hi = indptr[i], indptr[i + 1]
+            x = out[: hi - lo]
+            _prepare(Z, zs, zp, score_level, indices[lo:hi], data[lo:hi], S, a, P, R, rescale,
+                     changed, ratio, x)
+            p, gap, v, top = score(S, a, P, indices[lo:hi], x)
+            q = probability(p, gap, v, qp, qs)
+            after_round(qp, qs)
+            out_yhat[t] = _predict(p, top, tie, multiclass)
+            out_p[t] = p
+            out_prob[t] = q
+            queried = draw(seed, keys[i]) < q
+            out_query[t] = queried
+            if queried:
+                fifo[tail] = t
+                tail += 1
+        while head < tail and fifo[head] <= t - delay:
+            s = fifo[head]
+            head += 1
+            i = order[s]
+            lo, hi = indptr[i], indptr[i + 1]
+            x = out[: hi - lo]
+            _prepare(Z, zs, zp, learn_level, indices[lo:hi], data[lo:hi], S, a, P, R, rescale,
+                     changed, ratio, x)
+            if update(S, a, P, indices[lo:hi], x, y[i]):
+                n_changed += 1
+                mark_learnt(Z, zp, indices[lo:hi])
+            after_label(qp, qs, out_yhat[s] != y[i])
+    return n_changed
+
+
+# -- the object a learner holds --------------------------------------------------------------------
+def rescale_powers(rule: Any, n_features: int, n_classes: int) -> np.ndarray:
+    """R for the rule's rescale kernel: the power of r per row of S (per-coordinate rules), or per
+    leading row followed by the side power of the trailing D×D block (full-matrix rules)."""
+    powers = rule.scaling
+    layout = rule.layout(n_features, n_classes)
+    if getattr(rule, "is_full_matrix", False):
+        *lead, matrix = layout
+        return np.array([float(powers[k]) for k in lead for _ in range(layout[k])] + [float(powers[matrix])])
+    return np.array([float(powers[k]) for k, rows in layout.items() for _ in range(rows)])
+
+
+class Scaler:
+    """The per-feature scale of one learner, its statistics and the window of the drift metric.
+
+    Parameters
+    ----------
+    scale : {"maxabs", "rms"}
+        How s_i is estimated (module docstring).
+    scale_from : {"scored", "labelled"}
+        Which records update the statistics.
+    n_features : int
+        Coordinates that are scaled (the intercept, index ``n_features``, is not).
+    normalize : bool
+        Scale x̃ to unit L2 norm (over the scaled coordinates) after dividing by s.
+
+    State
+    -----
+    Z : float64[5, n_features]
+        Count of non-zeros (``rms``), the statistic (max |x| or Σx²), the reference scale and
+        window mark of the drift metric, and whether a labelled row has changed the rule's state
+        at the coordinate (until then a change of scale moves nothing: the state is the prior).
+    zs : float64[2]
+        Current window number, features moved more than 10× in it.
+
+    Complexity
+    ----------
+    O(nnz) per row for the statistics and the division; the rule's rescaling is O(nnz) for
+    per-coordinate state and O(nnz · D) for a full D×D matrix.
+    """
+
+    def __init__(self, scale: str, scale_from: str, n_features: int, normalize: bool) -> None:
+        self.scale, self.scale_from, self.n_features = scale, scale_from, int(n_features)
+        self.Z = np.zeros((_ROWS, self.n_features), dtype=np.float64)
+        self.zs = np.zeros(2, dtype=np.float64)
+        self.zp = np.array([MODES[scale], float(n_features), float(bool(normalize)), float(WARMUP)])
+        self.R = np.empty(0)
+
+    def bind(self, rule: Any, n_classes: int) -> None:
+        """Read the layout of the (allocated) rule whose state this scaler moves."""
+        self.R = np.ascontiguousarray(rescale_powers(rule, rule.S_.shape[1], n_classes), dtype=np.float64)
+        self._rescale = type(rule).rescale_kernel
+
+    # -- the compiled loops, with this scaler's state -------------------------------------------
+    def score(self, rows: Any, rule: Any) -> Any:
+        """The rule's :class:`~learners.base.Scores` of x̃ for a batch; nothing changes."""
+        from learners.base import Scores
+
+        n = rows.n
+        p, gap, v, top = np.empty(n), np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)
+        score_scaled_rows(rows.indptr, rows.indices, rows.data, self.Z, self.zs, self.zp,
+                          *rule.kernel_state(), rule.score_fn, p, gap, v, top)
+        return Scores(p=p, gap=gap if "gap" in rule.provides else None, v=v if "v" in rule.provides else None,
+                      top=top if rule.multiclass else None)
+
+    def decide_rows(self, indptr, indices, data, keys, seed, tie, multiclass, S, a, P, score, qp, qs,
+                    probability, after_round, *outputs) -> None:
+        """:func:`learners.drivers.decide_rows`'s arguments, run on x̃."""
+        decide_scaled_rows(indptr, indices, data, keys, seed, tie, multiclass, self.score_level,
+                           self.Z, self.zs, self.zp, S, a, P, self.R, score, self._rescale,
+                           qp, qs, probability, after_round, *outputs)
+
+    def learn_rows(self, rows: Any, codes: np.ndarray, mistakes: np.ndarray, rule: Any, query: Any,
+                   scored: bool = True) -> int:
+        """Apply the labels ``codes`` of every row of ``rows`` in order, on x̃; updates made.
+        ``scored``: the rows were decided on first (else they are observed like labelled rows
+        under ``scale_from="labelled"``)."""
+        level = self.learn_level if scored else _OBSERVE_ALL
+        return int(learn_scaled_rows(rows.indptr, rows.indices, rows.data, codes, mistakes, level,
+                                     self.Z, self.zs, self.zp, *rule.kernel_state(), self.R, rule.update_fn,
+                                     self._rescale, *query.kernel_state(), query.kernels[2]))
+
+    def scale_row(self, idx: np.ndarray, val: np.ndarray, level: int, rule: Any) -> np.ndarray:
+        """x̃ of one row, after observing it at ``level`` (and moving the rule's state)."""
+        out = np.empty(val.size)
+        scale_one_row(idx, np.ascontiguousarray(val, dtype=np.float64), level, self.Z, self.zs, self.zp,
+                      *rule.kernel_state(), self.R, self._rescale, out)
+        return out
+
+    def mark_learnt(self, idx: np.ndarray) -> None:
+        """Record that an update changed the rule's state at ``idx`` (one record's ``learn``)."""
+        mark_learnt(self.Z, self.zp, np.ascontiguousarray(idx, dtype=np.int32))
+
+    def replay_rows(self, indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, S, a, P,
+                    score, update, qp, qs, probability, after_round, after_label, *outputs) -> int:
+        """:func:`learners.drivers.replay_rows`'s arguments, run on x̃."""
+        return int(replay_scaled_rows(indptr, indices, data, order, y, keys, seed, tie, multiclass, delay,
+                                      self.score_level, self.learn_level, self.Z, self.zs, self.zp, S, a, P,
+                                      self.R, score, update, self._rescale, qp, qs, probability, after_round,
+                                      after_label, *outputs))
+
+    # -- the three places a row goes through the scaler ------------------------------------------
+    @property
+    def score_level(self) -> int:
+        """How much of a decided (scored and queried) record the statistics read."""
+        return _OBSERVE_ALL if self.scale_from == "scored" else _OBSERVE_NONE
+
+    @property
+    def learn_level(self) -> int:
+        """How much of a labelled record the statistics read."""
+        return _OBSERVE_UNSEEN if self.scale_from == "scored" else _OBSERVE_ALL
+
+    def scales(self) -> np.ndarray:
+        """s_i per feature (0 for features never seen non-zero)."""
+        if self.scale == "maxabs":
+            return self.Z[_STAT].copy()
+        n = self.Z[_COUNT]
+        return np.sqrt(np.divide(self.Z[_STAT], n, out=np.zeros_like(n), where=n > 0))
+
+    # -- the drift metric ------------------------------------------------------------------------
+    @property
+    def moved(self) -> int:
+        """Features whose scale moved by more than 10× (either way) in the current window."""
+        return int(self.zs[1])
+
+    def next_window(self) -> int:
+        """Close the current window: returns its :attr:`moved` count and starts a new one. O(1)."""
+        moved = self.moved
+        self.zs[0] += 1.0
+        self.zs[1] = 0.0
+        return moved
+
+    # -- state -----------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, np.ndarray]:
+        return {"Z": self.Z.copy(), "window": self.zs.copy()}
+
+    def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
+        Z = np.asarray(state["Z"])
+        if Z.shape != self.Z.shape:
+            raise ValueError(f"scale state has shape {Z.shape}, the model needs {self.Z.shape}")
+        self.Z[...] = Z
+        self.zs[...] = np.asarray(state["window"])
