@@ -70,6 +70,7 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+_NUMBER_TYPES = {int, float}  # what orjson makes of JSON numbers (bool is apart: a JSON true is no number)
 
 REASONS = (
     "empty_value",  # a null or empty message value
@@ -134,19 +135,35 @@ def _finite(values: np.ndarray) -> np.ndarray:
     return values
 
 
-def _floats(values: Any, what: str) -> np.ndarray:
+def _floats(values: list, what: str) -> np.ndarray:
+    """A flat list of JSON numbers as float64; a nested list or object is a bad shape, a string, a
+    boolean or null a bad value."""
+    kinds = set(map(type, values))
+    if not kinds <= _NUMBER_TYPES:
+        if kinds & {list, dict}:
+            raise InvalidRecord("bad_features", f"{what} must be a flat list of numbers")
+        raise InvalidRecord("bad_value", f"{what} must be numbers")
     try:
         return _finite(np.asarray(values, dtype=np.float64))
-    except (TypeError, ValueError):
-        raise InvalidRecord("bad_value", f"{what} must be numbers") from None
+    except OverflowError:  # an integer beyond float64's range
+        raise InvalidRecord("bad_value", f"{what} must be finite numbers") from None
+
+
+def _indices(indices: list, n_features: int) -> np.ndarray:
+    """Sparse indices as int64, checked in Python first: an integer beyond 64 bits must be named as
+    out of range, not overflow NumPy."""
+    if not set(map(type, indices)) <= {int}:
+        raise InvalidRecord("bad_index", "indices must be integers")
+    if indices and (min(indices) < 0 or max(indices) >= n_features):
+        bad = next(i for i in indices if i < 0 or i >= n_features)
+        raise InvalidRecord("bad_index", f"index {str(bad)[:60]} is outside 0..{n_features - 1}")
+    return np.asarray(indices, dtype=np.int64)
 
 
 def _features(raw: Any, n_features: int) -> tuple[np.ndarray, np.ndarray]:
     """(indices, values) of a record's features, validated against the model's dimension."""
     if isinstance(raw, list):
         dense = _floats(raw, "dense features")
-        if dense.ndim != 1:
-            raise InvalidRecord("bad_features", "a dense feature list must be flat")
         if dense.size != n_features:
             raise InvalidRecord("dimension_mismatch", f"{dense.size} dense values, the model has {n_features} features")
         idx = np.flatnonzero(dense)
@@ -157,12 +174,7 @@ def _features(raw: Any, n_features: int) -> tuple[np.ndarray, np.ndarray]:
         indices, values = raw["indices"], raw["values"]
         if not isinstance(indices, list) or not isinstance(values, list) or len(indices) != len(values):
             raise InvalidRecord("bad_features", "indices and values must be lists of the same length")
-        if not all(isinstance(i, int) and not isinstance(i, bool) for i in indices):
-            raise InvalidRecord("bad_index", "indices must be integers")
-        idx = np.asarray(indices, dtype=np.int64)
-        if idx.size and (idx.min() < 0 or idx.max() >= n_features):
-            bad = int(idx[(idx < 0) | (idx >= n_features)][0])
-            raise InvalidRecord("bad_index", f"index {bad} is outside 0..{n_features - 1}")
+        idx = _indices(indices, n_features)
         val = _floats(values, "values")
         if idx.size > 1 and np.unique(idx).size != idx.size:
             uniq, inverse = np.unique(idx, return_inverse=True)
@@ -384,9 +396,13 @@ def _python_batch(values: Sequence[bytes | None], n_features: int, default_ts: D
 
 def _batch_rows(idx_parts: list, val_parts: list, lengths: list[int], n_features: int) -> Rows | None:
     """The CSR batch, or None when some number in it is not valid."""
+    flat_idx, flat_val = list(chain.from_iterable(idx_parts)), list(chain.from_iterable(val_parts))
+    # NumPy would take a boolean for an integer and a nested list for a shape: the types first
+    if not (set(map(type, flat_idx)) <= {int} and set(map(type, flat_val)) <= _NUMBER_TYPES):
+        return None
     try:
-        indices = np.array(list(chain.from_iterable(idx_parts)))
-        data = np.array(list(chain.from_iterable(val_parts)), dtype=np.float64)
+        indices = np.array(flat_idx)
+        data = np.array(flat_val, dtype=np.float64)
     except (TypeError, ValueError, OverflowError):
         return None
     if indices.size and (indices.dtype.kind not in "iu" or indices.min() < 0 or indices.max() >= n_features):
