@@ -295,7 +295,8 @@ class Service:
         self._restore()
         if self._serve_http:
             self.http = HealthServer(self.health, self.metrics.registry, s.metrics_port).start()
-        self.emitter = Emitter(self._clients.producer, self.metrics, s.max_in_flight, self._clients.batch_producer)
+        self.emitter = Emitter(self._clients.producer, self.metrics, s.max_in_flight, self._clients.batch_producer,
+                               dead_letter_topic=s.topics.dead_letters)
         self._producer = self.emitter.producer
         self._features = self._clients.consumer("features")
         self._reader = batch_reader.attach(self._features, consumer_config(s, "features").get("client.id", ""),

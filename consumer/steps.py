@@ -15,6 +15,7 @@ import numpy as np
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
 
 from consumer.batch_reader import Fetched
+from consumer.dead_letters import dead_letter
 from consumer.errors import InvalidRecord
 from consumer.records import DefaultTimes, Feature, FeatureBatch, Label, decode_feature_batch, decode_label_batch
 
@@ -32,9 +33,6 @@ __all__ = [
     "uncertainty",
     "values_of",
 ]
-
-DLQ_HEADERS = ("reason", "detail", "topic", "partition", "offset")
-
 
 def message_times(msgs: Sequence[Any], default: float) -> np.ndarray:
     """The messages' Kafka timestamps in epoch seconds, ``default`` for those that have none."""
@@ -116,18 +114,6 @@ def decode_labels(msgs: Sequence[Any], classes: Mapping[Any, int], now: float) -
     values, joined = values_of(msgs)
     labels, _, rejected = decode_label_batch(values, classes, _times_of(msgs, now), joined)
     return Decoded(labels, _located(msgs, rejected))
-
-
-def dead_letter(msg: Any, err: InvalidRecord) -> tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]:
-    """(key, value, headers) for the dead-letter topic: the original bytes, untouched, and why.
-
-    Headers: ``activestream.dlq.reason``, ``.detail``, ``.topic``, ``.partition``, ``.offset``,
-    after the record's own headers.
-    """
-    meta = (err.reason, err.detail[:1000], msg.topic(), str(msg.partition()), str(msg.offset()))
-    headers = list(msg.headers() or [])
-    headers += [(f"activestream.dlq.{name}", value.encode()) for name, value in zip(DLQ_HEADERS, meta, strict=True)]
-    return msg.key(), msg.value(), headers
 
 
 def uncertainty(score: Any, gap: Any = None) -> Any:

@@ -537,13 +537,28 @@ def test_a_retriable_delivery_error_is_resent(harness):
     assert h.service.metrics.produce_errors.labels(topic="dead-letters")._value.get() == 1
 
 
-def test_a_fatal_delivery_error_stops_before_any_commit(harness):
+def test_a_dead_letter_refused_even_truncated_stops_before_any_commit(harness):
+    h = harness
+    h.service.start()
+    h.clients.producers[0].fail = [KafkaError(KafkaError.MSG_SIZE_TOO_LARGE)] * 2
+    h.raw_feature(b"{not json", b"bad")
+    feed(h, 5)
+    assert_checkpoint_refused(h, r"dead-letters")
+
+
+def test_a_dead_letter_refused_as_is_is_written_truncated_and_committed(harness):
     h = harness
     h.service.start()
     h.clients.producers[0].fail = [KafkaError(KafkaError.MSG_SIZE_TOO_LARGE)]
     h.raw_feature(b"{not json", b"bad")
     feed(h, 5)
-    assert_checkpoint_refused(h, r"dead-letters")
+    h.service.run_once()
+    h.service.checkpoint()
+    [letter] = h.broker.messages("dead-letters")
+    headers = dict(letter.headers())
+    assert letter.value() == b"{not json" and headers["activestream.dlq.truncated"] == b"true"
+    assert headers["activestream.dlq.reason"] == b"malformed_json"
+    assert h.broker.committed
 
 
 def assert_checkpoint_refused(h: Harness, failed: str) -> None:
