@@ -43,7 +43,7 @@ Headers = list[tuple[str, bytes]]
 def dead_letter(msg: Any, err: InvalidRecord) -> tuple[bytes | None, bytes | None, Headers]:
     """(key, value, headers) for the dead-letter topic: the original bytes, untouched, and why."""
     meta = (err.reason, err.detail[:_DETAIL_CHARS], msg.topic(), str(msg.partition()), str(msg.offset()))
-    headers = list(msg.headers() or [])
+    headers = [(name, value) for name, value in msg.headers() or () if name not in _OWN]
     headers += [(HEADER_PREFIX + name, value.encode()) for name, value in zip(_FIELDS, meta, strict=True)]
     return msg.key(), msg.value(), headers
 

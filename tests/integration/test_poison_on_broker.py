@@ -37,7 +37,7 @@ def _interleaved(good: list[tuple[bytes, bytes]], bad: list[tuple[bytes, bytes]]
 
 def _produce(p: Producer, topic: str, messages: list[tuple[bytes, bytes]]) -> None:
     for key, value in messages:
-        p.produce(topic, key=key, value=value, headers=[("trace", b"t-1")])
+        p.produce(topic, key=key, value=value, headers=[("trace", b"t-1"), ("activestream.dlq.reason", b"forged")])
     assert p.flush(30) == 0
 
 
@@ -71,7 +71,7 @@ def test_service_poison_records_dead_lettered_truncated_when_too_large_and_good_
     assert sorted(by_key) == sorted([b"big-label", *(key for key, _, _ in POISON_FEATURES)])
     for key, value, reason in POISON_FEATURES:
         headers = dict(by_key[key].headers())
-        assert headers["activestream.dlq.reason"] == reason.encode()
+        assert [v for name, v in by_key[key].headers() if name == "activestream.dlq.reason"] == [reason.encode()]
         assert headers["activestream.dlq.topic"] == topics["features"].encode()
         assert headers["activestream.dlq.offset"] == b"%d" % features.index((key, value))
         if value is BIG_FEATURE:
@@ -82,6 +82,7 @@ def test_service_poison_records_dead_lettered_truncated_when_too_large_and_good_
             assert "trace" not in headers  # the record's own headers are left out of a truncated letter
         else:
             assert by_key[key].value() == value and "activestream.dlq.truncated" not in headers
+            assert headers["trace"] == b"t-1"
     big_label = dict(by_key[b"big-label"].headers())
     assert big_label["activestream.dlq.reason"] == b"unknown_class"
     assert big_label["activestream.dlq.truncated"] == b"true"

@@ -84,3 +84,15 @@ def test_invalid_record_detail_is_bounded_in_the_dead_letter():
     msg = FakeMessage("features", 0, 3, b"k", b"v", None)
     _, _, headers = dead_letter(msg, InvalidRecord("bad_value", "x" * 5000))
     assert len(dict(headers)["activestream.dlq.detail"]) == 1000
+
+
+def test_dead_letter_incoming_header_of_own_name_replaced_by_the_service_one():
+    forged = [("activestream.dlq.reason", b"forged"), ("trace", b"t"), ("activestream.dlq.offset", b"0"),
+              ("activestream.dlq.truncated", b"true")]
+    msg = FakeMessage("features", 2, 41, b"k", b"{", forged)
+    _, value, headers = dead_letter(msg, InvalidRecord("malformed_json", "unexpected end"))
+    assert value == b"{"
+    assert headers == [("trace", b"t"), ("activestream.dlq.reason", b"malformed_json"),
+                       ("activestream.dlq.detail", b"unexpected end"), ("activestream.dlq.topic", b"features"),
+                       ("activestream.dlq.partition", b"2"), ("activestream.dlq.offset", b"41")]
+    assert not is_truncated(headers)
