@@ -29,7 +29,8 @@ from numba import njit
 
 from learners.datasets import _POW10
 
-__all__ = ["compact_rows", "gather_lines", "scan_batch", "scan_features", "scan_label_batch", "scan_labels"]
+__all__ = ["compact_rows", "gather_lines", "scan_batch", "scan_features", "scan_label_batch", "scan_labels",
+           "sum_duplicates"]
 
 _MAX_FAST_MANTISSA = 2**53
 _POW10_INT = np.array([10**k for k in range(16)], dtype=np.uint64)  # exact in float64 too
@@ -139,7 +140,9 @@ def _number(buf, i, end):
     else:
         value = 0.0
         status = 1
-    return (-value if neg else value), i, status, integer
+    if neg and not (integer and mant == 0):  # orjson reads -0 as the integer 0: no sign, as here
+        value = -value
+    return value, i, status, integer
 
 
 _KEYS = [np.frombuffer(name, dtype=np.uint8)
@@ -451,6 +454,39 @@ def compact_rows(lengths, indices, data, indptr):
         src += lengths[k]
         indptr[k + 1] = at
     return at, canonical
+
+
+@njit(cache=True, nogil=True)
+def sum_duplicates(indptr, indices, data):
+    """Sort each CSR row's indices, sum the values of a repeated index from left to right (the order
+    they come in the record, on every decoding path, so that the sums agree bit for bit) and drop
+    zero sums, in place. Returns (the new indptr, nnz, per row: whether a sum overflowed)."""
+    n = indptr.size - 1
+    out = np.empty(n + 1, dtype=np.int64)
+    out[0] = 0
+    overflow = np.zeros(n, dtype=np.bool_)
+    at = 0
+    for k in range(n):
+        lo, hi = indptr[k], indptr[k + 1]
+        row_idx = indices[lo:hi].copy()  # the compacted rows are written over the input
+        row_val = data[lo:hi].copy()
+        order = np.argsort(row_idx, kind="mergesort")  # stable: equal indices keep their order
+        j = 0
+        while j < order.size:
+            index = row_idx[order[j]]
+            total = row_val[order[j]]
+            j += 1
+            while j < order.size and row_idx[order[j]] == index:
+                total += row_val[order[j]]
+                j += 1
+            if not math.isfinite(total):
+                overflow[k] = True
+            if total != 0.0:
+                indices[at] = index
+                data[at] = total
+                at += 1
+        out[k + 1] = at
+    return out, at, overflow
 
 
 @njit(cache=True, nogil=True)

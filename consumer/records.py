@@ -175,19 +175,23 @@ def _features(raw: Any, n_features: int) -> tuple[np.ndarray, np.ndarray]:
         if not isinstance(indices, list) or not isinstance(values, list) or len(indices) != len(values):
             raise InvalidRecord("bad_features", "indices and values must be lists of the same length")
         idx = _indices(indices, n_features)
-        val = _floats(values, "values")
-        if idx.size > 1 and np.unique(idx).size != idx.size:
-            uniq, inverse = np.unique(idx, return_inverse=True)
-            return uniq.astype(np.int32), np.bincount(inverse, weights=val)
-        return idx.astype(np.int32), val
+        return _canonical_row(idx, _floats(values, "values"))
     try:
         idx, val = hash_features(raw, n_features)
     except ValueError as exc:
         raise InvalidRecord("bad_value", str(exc)) from None
-    if idx.size > 1 and np.unique(idx).size != idx.size:
-        uniq, inverse = np.unique(idx, return_inverse=True)
-        return uniq.astype(np.int32), np.bincount(inverse, weights=val)
-    return idx, val
+    return _canonical_row(idx, val)
+
+
+def _canonical_row(idx: np.ndarray, val: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A row as the batch paths make it: indices sorted, repeated ones summed, zeros dropped."""
+    from consumer.fastjson import sum_duplicates
+
+    idx, val = idx.astype(np.int32), val.astype(np.float64)  # copies: the kernel works in place
+    _, nnz, overflow = sum_duplicates(np.array([0, idx.size], dtype=np.int64), idx, val)
+    if overflow[0]:
+        raise InvalidRecord("bad_value", "the values of a repeated index sum beyond the range of a float64")
+    return idx[:nnz], val[:nnz]
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,13 +297,17 @@ def decode_feature_batch(values: Sequence[bytes | None], n_features: int,
     values = values if isinstance(values, Sequence) else list(values)  # a batch reader's values are sliced lazily
     blob, status, id_lo, id_hi, ts, has_ts, row_len, indices, data, feat_lo, feat_hi = (
         scanned or scan_batch(values, n_features))
-    careful = np.flatnonzero(status).tolist()
     fast = np.flatnonzero(status == 0)
+    fast_rows, overflow = _canonical(indices, data, row_len[fast], n_features)
+    if overflow is not None:  # the careful path names these records' rejection
+        status = status.copy()
+        status[fast[overflow]] = 1
+        fast_rows, fast = fast_rows.take(~overflow), fast[~overflow]
+    careful = np.flatnonzero(status).tolist()
     if len(careful) == len(values):
         return _python_batch(values, n_features, default_ts)
     ids = gather_lines(blob, id_lo[fast], id_hi[fast]).decode().split("\n") if fast.size else []
     stamps = _with_defaults(ts[fast], has_ts[fast], fast, default_ts)
-    fast_rows = _canonical(indices, data, row_len[fast], n_features)
     if not careful:
         return FeatureBatch(ids, fast_rows, stamps, values, fast.tolist(), [], blob, (feat_lo[fast], feat_hi[fast]),
                             (id_lo, id_hi))
@@ -325,20 +333,19 @@ def _default(default_ts: DefaultTimes, k: int) -> float:
     return float(default_ts(np.array([k]))[0])
 
 
-def _canonical(indices: np.ndarray, data: np.ndarray, lengths: np.ndarray, n_features: int) -> Rows:
+def _canonical(indices: np.ndarray, data: np.ndarray, lengths: np.ndarray, n_features: int,
+               ) -> tuple[Rows, np.ndarray | None]:
     """CSR rows without zeros (dense records bring theirs) and with duplicate indices summed
-    (``indices`` and ``data`` are overwritten)."""
-    from consumer.fastjson import compact_rows
+    (``indices`` and ``data`` are overwritten), and which rows' sums overflowed (None if none)."""
+    from consumer.fastjson import compact_rows, sum_duplicates
 
     indices = indices.astype(np.int32, copy=False)
     indptr = np.empty(len(lengths) + 1, dtype=np.int64)
     nnz, canonical = compact_rows(np.asarray(lengths, dtype=np.int64), indices, data, indptr)
-    rows = Rows(indptr, indices[:nnz], data[:nnz], n_features)
     if canonical:
-        return rows
-    csr = rows.to_csr()  # unsorted or duplicate indices: rare, SciPy sorts and sums them
-    csr.sum_duplicates()
-    return Rows.from_arrays(csr.indptr, csr.indices, csr.data, n_features)
+        return Rows(indptr, indices[:nnz], data[:nnz], n_features), None
+    indptr, nnz, overflow = sum_duplicates(indptr, indices, data)  # unsorted or repeated indices: rare
+    return Rows(indptr, indices[:nnz], data[:nnz], n_features), (overflow if overflow.any() else None)
 
 
 def _merge(values: list, fast_pos: list[int], fast_ids: list[str], fast_ts: list[float], fast_rows: Rows,
@@ -409,7 +416,8 @@ def _batch_rows(idx_parts: list, val_parts: list, lengths: list[int], n_features
         return None
     if not np.isfinite(data).all():
         return None
-    return _canonical(indices, data, lengths, n_features)
+    rows, overflow = _canonical(indices, data, lengths, n_features)
+    return rows if overflow is None else None
 
 
 def _decode_one_by_one(values: Sequence[bytes | None], n_features: int, default_ts: DefaultTimes) -> FeatureBatch:
