@@ -399,7 +399,7 @@ def scan_features(buf, bounds, n_features, status, id_lo, id_hi, ts, has_ts, ts_
                         if more <= 0:
                             good = more == 0
                             break
-                    if not good or n_idx < 0 or n_val != n_idx:
+                    if not good or n_idx <= 0 or n_val != n_idx:  # an empty row: the careful path says why
                         good = False
                         break
                     for j in range(n_idx):

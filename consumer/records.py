@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from itertools import chain, repeat
 from typing import Any, NamedTuple
 
@@ -70,6 +70,10 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+# A record's own "ts" must lie in [0, MAX_TS): 1970-01-01 to 2200-01-01 UTC, in epoch seconds. A time
+# outside it is a producer's mistake (milliseconds for seconds, a sentinel), not a moment to learn at.
+MAX_TS = 7_258_118_400.0
+MAX_COST = 1e6  # per label: far above any price of a human answer, far below what breaks a sum
 _NUMBER_TYPES = {int, float}  # what orjson makes of JSON numbers (bool is apart: a JSON true is no number)
 
 REASONS = (
@@ -80,14 +84,15 @@ REASONS = (
     "missing_id",  # no "id", or an empty one
     "bad_id",  # an id that is not a string or an integer
     "missing_features",  # no "features"
+    "empty_features",  # "features" that list no feature at all: {}, [] or empty indices and values
     "bad_features",  # "features" of the wrong shape or type
     "bad_value",  # a feature value that is not a finite number
     "bad_index",  # an index that is not an integer in 0..n_features-1
     "dimension_mismatch",  # a dense list whose length is not n_features
-    "bad_timestamp",  # a "ts" that is neither epoch seconds nor ISO 8601
+    "bad_timestamp",  # a "ts" that is neither epoch seconds nor ISO 8601, or outside 1970..2200
     "missing_label",  # a label record without "label"
-    "unknown_class",  # a label outside the model's classes
-    "bad_cost",  # a cost that is not a finite number ≥ 0
+    "unknown_class",  # a label outside the model's classes (a JSON boolean is never a class)
+    "bad_cost",  # a cost that is not a number in 0..MAX_COST
 )
 
 
@@ -101,7 +106,7 @@ def _loads(value: bytes | None) -> dict:
     if not isinstance(obj, dict):
         raise InvalidRecord("not_an_object", f"expected a JSON object, got {type(obj).__name__}")
     version = obj.get("v", SCHEMA_VERSION)
-    if version != SCHEMA_VERSION:
+    if version != SCHEMA_VERSION or type(version) is bool:  # true == 1 in Python, not in the schema
         raise InvalidRecord("unsupported_version", f"schema version {version!r}, this service reads {SCHEMA_VERSION}")
     return obj
 
@@ -119,14 +124,24 @@ def _timestamp(obj: Mapping, default: float) -> float:
     ts = obj.get("ts")
     if ts is None:
         return default
-    if isinstance(ts, (int, float)) and not isinstance(ts, bool) and math.isfinite(ts):
-        return float(ts)
-    if isinstance(ts, str):
-        try:
-            return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            pass
-    raise InvalidRecord("bad_timestamp", f"ts must be epoch seconds or ISO 8601, got {ts!r:.60}")
+    if type(ts) in _NUMBER_TYPES:
+        seconds = float(ts)
+    elif isinstance(ts, str):
+        seconds = _iso_seconds(ts)
+    else:
+        seconds = math.nan
+    if not 0.0 <= seconds < MAX_TS:  # NaN too
+        raise InvalidRecord("bad_timestamp", f"ts must be epoch seconds or ISO 8601 in 1970..2200, got {ts!r:.60}")
+    return seconds
+
+
+def _iso_seconds(text: str) -> float:
+    """Epoch seconds of an ISO 8601 time; one without an offset is UTC (never the machine's zone)."""
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+    except (ValueError, OverflowError):
+        return math.nan
 
 
 def _finite(values: np.ndarray) -> np.ndarray:
@@ -162,6 +177,8 @@ def _indices(indices: list, n_features: int) -> np.ndarray:
 
 def _features(raw: Any, n_features: int) -> tuple[np.ndarray, np.ndarray]:
     """(indices, values) of a record's features, validated against the model's dimension."""
+    if not raw and isinstance(raw, (list, dict)):
+        raise InvalidRecord("empty_features", "the record lists no feature")
     if isinstance(raw, list):
         dense = _floats(raw, "dense features")
         if dense.size != n_features:
@@ -174,6 +191,8 @@ def _features(raw: Any, n_features: int) -> tuple[np.ndarray, np.ndarray]:
         indices, values = raw["indices"], raw["values"]
         if not isinstance(indices, list) or not isinstance(values, list) or len(indices) != len(values):
             raise InvalidRecord("bad_features", "indices and values must be lists of the same length")
+        if not indices:
+            raise InvalidRecord("empty_features", "the record lists no feature")
         idx = _indices(indices, n_features)
         return _canonical_row(idx, _floats(values, "values"))
     try:
@@ -265,10 +284,12 @@ class FeatureBatch:
 def _flat(raw: Any, n_features: int) -> tuple[Any, list] | None:
     """A record's features as flat (indices, values), for the common shapes; None otherwise."""
     kind = type(raw)
+    if not raw:
+        return None  # an empty row: the careful path says why
     if kind is dict:
         if len(raw) == 2 and "indices" in raw and "values" in raw:
             indices, values = raw["indices"], raw["values"]
-            if type(indices) is list and type(values) is list and len(indices) == len(values):
+            if type(indices) is list and type(values) is list and len(indices) == len(values) and indices:
                 return indices, values
             return None
         try:
@@ -299,10 +320,12 @@ def decode_feature_batch(values: Sequence[bytes | None], n_features: int,
         scanned or scan_batch(values, n_features))
     fast = np.flatnonzero(status == 0)
     fast_rows, overflow = _canonical(indices, data, row_len[fast], n_features)
-    if overflow is not None:  # the careful path names these records' rejection
-        status = status.copy()
-        status[fast[overflow]] = 1
-        fast_rows, fast = fast_rows.take(~overflow), fast[~overflow]
+    late = _out_of_range(ts[fast], has_ts[fast]) if has_ts.any() else None
+    if overflow is not None or late is not None:  # the careful path names these records' rejection
+        drop = (overflow if overflow is not None else False) | (late if late is not None else False)
+        status = status.copy()  # the scan's own array may be reused
+        status[fast[drop]] = 1
+        fast_rows, fast = fast_rows.take(~drop), fast[~drop]
     careful = np.flatnonzero(status).tolist()
     if len(careful) == len(values):
         return _python_batch(values, n_features, default_ts)
@@ -316,6 +339,12 @@ def decode_feature_batch(values: Sequence[bytes | None], n_features: int,
     at = np.asarray(merged.positions, dtype=np.int64)  # a careful record's span is empty
     spans = (np.where(status[at] == 0, feat_lo[at], 0), np.where(status[at] == 0, feat_hi[at], 0))
     return replace(merged, blob=blob, feature_spans=spans)
+
+
+def _out_of_range(ts: np.ndarray, has_ts: np.ndarray) -> np.ndarray | None:
+    """Which records' own times lie outside [0, MAX_TS) (None if none does)."""
+    late = has_ts & ~((ts >= 0.0) & (ts < MAX_TS))
+    return late if late.any() else None
 
 
 def _with_defaults(ts: np.ndarray, has_ts: np.ndarray, positions: np.ndarray, default_ts: DefaultTimes,
@@ -378,9 +407,9 @@ def _python_batch(values: Sequence[bytes | None], n_features: int, default_ts: D
         except (orjson.JSONDecodeError, TypeError):
             obj = None
         flat = None
-        if type(obj) is dict and obj.get("v", SCHEMA_VERSION) == SCHEMA_VERSION:
+        if type(obj) is dict and type(obj.get("v", SCHEMA_VERSION)) is int and obj.get("v", SCHEMA_VERSION) == 1:
             rid, stamp = obj.get("id"), obj.get("ts")  # no "ts": filled in below, for the whole batch
-            if type(rid) is str and rid and (stamp is None or type(stamp) is float or type(stamp) is int):
+            if type(rid) is str and rid and (stamp is None or (type(stamp) in _NUMBER_TYPES and 0 <= stamp < MAX_TS)):
                 flat = _flat(obj.get("features"), n_features)
         if flat is None:  # the careful path decides, and says why if it refuses
             try:
@@ -449,13 +478,11 @@ def decode_label(value: bytes | None, classes: Mapping[Any, int], default_ts: fl
     if "label" not in obj:
         raise InvalidRecord("missing_label", "the record has no label")
     label = obj["label"]
-    if isinstance(label, (dict, list)) or label not in classes:
+    if isinstance(label, (dict, list, bool)) or label not in classes:
         raise InvalidRecord("unknown_class", f"label {label!r:.60} is not one of {list(classes)}")
     cost = obj.get("cost")
-    if cost is not None and (
-        isinstance(cost, bool) or not isinstance(cost, (int, float)) or not math.isfinite(cost) or cost < 0
-    ):
-        raise InvalidRecord("bad_cost", f"cost must be a finite number ≥ 0, got {cost!r:.60}")
+    if cost is not None and (type(cost) not in _NUMBER_TYPES or not 0 <= cost <= MAX_COST):
+        raise InvalidRecord("bad_cost", f"cost must be a number in 0..{MAX_COST:g}, got {cost!r:.60}")
     return Label(rid, label, None if cost is None else float(cost), _timestamp(obj, default_ts))
 
 
@@ -467,7 +494,7 @@ def decode_label_batch(values: Sequence[bytes | None], classes: Mapping[Any, int
     records ``ks``, which have no "ts"; ``joined``: the values already end to end, with their bounds.
 
     The common shapes are read by the compiled scanner of :mod:`consumer.fastjson`; a record it
-    leaves aside, or whose label is not one of ``classes`` or whose cost is negative, is read again
+    leaves aside, or whose label is not one of ``classes`` or whose cost or time is out of range, is read again
     by :func:`decode_label`, which names the rejection.
     """
     from consumer.fastjson import LABEL_INTEGER, LABEL_TEXT, gather_lines, scan_label_batch
@@ -475,7 +502,8 @@ def decode_label_batch(values: Sequence[bytes | None], classes: Mapping[Any, int
     values = values if isinstance(values, Sequence) else list(values)
     blob, status, id_lo, id_hi, kind, label_lo, label_hi, number, cost, has_cost, ts, has_ts = scan_label_batch(
         values, joined)
-    fast = np.flatnonzero((status == 0) & ~(has_cost & (cost < 0)))
+    out_of_range = (has_cost & ~((cost >= 0.0) & (cost <= MAX_COST))) | (has_ts & ~((ts >= 0.0) & (ts < MAX_TS)))
+    fast = np.flatnonzero((status == 0) & ~out_of_range)
     ids = gather_lines(blob, id_lo[fast], id_hi[fast]).decode().split("\n") if fast.size else []
     kinds = kind[fast]
     integer = kinds == LABEL_INTEGER  # exact: the scanner reads integers of at most 15 digits

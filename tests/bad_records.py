@@ -16,6 +16,7 @@ def bad_features(n_features: int) -> dict[str, bytes | None]:
         "missing_id": orjson.dumps({"features": dense}),
         "bad_id": orjson.dumps({"id": {"a": 1}, "features": dense}),
         "missing_features": orjson.dumps({"id": "x"}),
+        "empty_features": orjson.dumps({"id": "x", "features": {}}),
         "bad_features": orjson.dumps({"id": "x", "features": "abc"}),
         "bad_value": orjson.dumps({"id": "x", "features": [1, "a", *dense[2:]]}),
         "bad_index": orjson.dumps({"id": "x", "features": {"indices": [n_features], "values": [1.0]}}),
