@@ -29,8 +29,19 @@ from numba import njit
 
 from learners.datasets import _POW10
 
-__all__ = ["compact_rows", "gather_lines", "scan_batch", "scan_features", "scan_label_batch", "scan_labels",
-           "sum_duplicates"]
+__all__ = [
+    "DUPLICATE",
+    "UNSURE",
+    "compact_rows",
+    "duplicate_key_flags",
+    "duplicate_keys",
+    "gather_lines",
+    "scan_batch",
+    "scan_features",
+    "scan_label_batch",
+    "scan_labels",
+    "sum_duplicates",
+]
 
 _MAX_FAST_MANTISSA = 2**53
 _POW10_INT = np.array([10**k for k in range(16)], dtype=np.uint64)  # exact in float64 too
@@ -456,6 +467,88 @@ def compact_rows(lengths, indices, data, indptr):
     return at, canonical
 
 
+DUPLICATE, UNSURE = 1, 2
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _same_key(buf, p, q, key_obj, key_lo, key_hi):
+    if key_obj[p] != key_obj[q] or key_hi[p] - key_lo[p] != key_hi[q] - key_lo[q]:
+        return False
+    for j in range(key_hi[p] - key_lo[p]):  # noqa: SIM110 (compiled: a generator would not be)
+        if buf[key_lo[p] + j] != buf[key_lo[q] + j]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def duplicate_keys(buf, bounds, out):
+    """Whether each record ``buf[bounds[k]:bounds[k+1]]`` repeats a key within one of its objects, at
+    any depth: ``out[k]`` 0 no, DUPLICATE yes, UNSURE when a key holds an escape (two spellings of
+    one name: Python must compare them). Malformed JSON gets 0: the JSON parser refuses it anyway."""
+    for k in range(bounds.size - 1):
+        lo, end = bounds[k], bounds[k + 1]
+        n = end - lo
+        out[k] = 0
+        # keys as (object number, start, end, hash); objects open and close as a stack
+        key_obj = np.empty(n // 3 + 1, dtype=np.int64)
+        key_lo = np.empty(n // 3 + 1, dtype=np.int64)
+        key_hi = np.empty(n // 3 + 1, dtype=np.int64)
+        key_hash = np.empty(n // 3 + 1, dtype=np.uint64)
+        stack = np.empty(n + 1, dtype=np.int64)
+        depth = 0
+        objects = 0
+        nkeys = 0
+        escaped = False
+        i = lo
+        while i < end:
+            c = buf[i]
+            if c == 123:  # '{'
+                stack[depth] = objects
+                objects += 1
+                depth += 1
+                i += 1
+            elif c == 91:  # '[': -1 marks an array level
+                stack[depth] = -1
+                depth += 1
+                i += 1
+            elif c == 125 or c == 93:  # '}' ']'
+                if depth > 0:
+                    depth -= 1
+                i += 1
+            elif c == 34:  # a string: a key if ':' follows
+                start = i + 1
+                j = start
+                h = np.uint64(14695981039346656037)
+                has_escape = False
+                while j < end and buf[j] != 34:
+                    if buf[j] == 92:
+                        has_escape = True
+                        j += 1
+                    elif not has_escape:
+                        h = (h ^ np.uint64(buf[j])) * np.uint64(1099511628211)
+                    j += 1
+                stop = j
+                j = _ws(buf, j + 1, end)
+                if j < end and buf[j] == 58 and depth > 0 and stack[depth - 1] >= 0 and nkeys < key_obj.size:
+                    if has_escape:
+                        escaped = True
+                    key_obj[nkeys], key_lo[nkeys], key_hi[nkeys] = stack[depth - 1], start, stop
+                    key_hash[nkeys] = h ^ (np.uint64(stack[depth - 1]) * np.uint64(0x9E3779B97F4A7C15))
+                    nkeys += 1
+                i = stop + 1
+            else:
+                i += 1
+        order = np.argsort(key_hash[:nkeys])
+        for a in range(nkeys):
+            b = a + 1
+            while b < nkeys and key_hash[order[b]] == key_hash[order[a]] and out[k] == 0:
+                if _same_key(buf, order[a], order[b], key_obj, key_lo, key_hi):
+                    out[k] = DUPLICATE
+                b += 1
+        if out[k] == 0 and escaped:
+            out[k] = UNSURE
+
+
 @njit(cache=True, nogil=True)
 def sum_duplicates(indptr, indices, data):
     """Sort each CSR row's indices, sum the values of a repeated index from left to right (the order
@@ -658,6 +751,14 @@ def scan_labels(buf, bounds, status, id_lo, id_hi, kind, label_lo, label_hi, num
                 break
         if good and seen_id and kind[k] != 0 and _ws(buf, i, end) == end:
             status[k] = OK
+
+
+def duplicate_key_flags(values: list[bytes | None]) -> np.ndarray:
+    """:func:`duplicate_keys` of each value (int8: 0, DUPLICATE or UNSURE)."""
+    blob, bounds = _joined(values)
+    out = np.zeros(len(values), dtype=np.int8)
+    duplicate_keys(np.frombuffer(blob, dtype=np.uint8), bounds, out)
+    return out
 
 
 def scan_label_batch(values: list[bytes | None], joined: tuple[bytes, np.ndarray] | None = None):

@@ -33,6 +33,7 @@ A record that cannot be used raises :class:`~consumer.errors.InvalidRecord` with
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -80,6 +81,7 @@ REASONS = (
     "empty_value",  # a null or empty message value
     "malformed_json",  # not JSON
     "not_an_object",  # JSON, but not an object
+    "duplicate_key",  # an object that names one key twice (JSON parsers disagree on which wins)
     "unsupported_version",  # "v" other than 1
     "missing_id",  # no "id", or an empty one
     "bad_id",  # an id that is not a string or an integer
@@ -105,10 +107,32 @@ def _loads(value: bytes | None) -> dict:
         raise InvalidRecord("malformed_json", str(exc)) from None
     if not isinstance(obj, dict):
         raise InvalidRecord("not_an_object", f"expected a JSON object, got {type(obj).__name__}")
+    if _repeats_a_key(value):
+        raise InvalidRecord("duplicate_key", "an object in the record names a key twice")
     version = obj.get("v", SCHEMA_VERSION)
     if version != SCHEMA_VERSION or type(version) is bool:  # true == 1 in Python, not in the schema
         raise InvalidRecord("unsupported_version", f"schema version {version!r}, this service reads {SCHEMA_VERSION}")
     return obj
+
+
+def _repeats_a_key(value: bytes) -> bool:
+    from consumer.fastjson import UNSURE, duplicate_key_flags
+
+    flag = duplicate_key_flags([value])[0]
+    return bool(flag) if flag != UNSURE else _python_repeats_a_key(value)
+
+
+def _python_repeats_a_key(value: bytes) -> bool:
+    """Compare keys as decoded (an escape can spell one name two ways)."""
+    repeated = False
+
+    def pairs(items: list[tuple[str, Any]]) -> dict:
+        nonlocal repeated
+        repeated = repeated or len({name for name, _ in items}) < len(items)
+        return dict(items)
+
+    json.loads(value, object_pairs_hook=pairs)
+    return repeated
 
 
 def _id(obj: Mapping) -> str:
@@ -399,11 +423,14 @@ def _python_batch(values: Sequence[bytes | None], n_features: int, default_ts: D
     record through :func:`decode_feature`, which holds every rule and names every rejection; a
     batch whose numbers fail the numpy checks is decoded record by record the same way.
     """
+    from consumer.fastjson import duplicate_key_flags
+
     good, rejected = [], []
     loads = orjson.loads
+    repeats = duplicate_key_flags(values).tolist()
     for k, value in enumerate(values):
         try:
-            obj = loads(value)
+            obj = None if repeats[k] else loads(value)  # a repeated key: the careful path decides
         except (orjson.JSONDecodeError, TypeError):
             obj = None
         flat = None

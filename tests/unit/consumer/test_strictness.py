@@ -65,3 +65,30 @@ def test_label_rules_rejected_alike_on_every_path(value, reason):
 def test_label_rules_cost_at_its_bound_accepted():
     verdict = one_verdict(label_verdicts(b'{"id": "a", "label": 1, "cost": 1000000}'))
     assert verdict[1:3] == ("int", 1)
+
+
+@pytest.mark.parametrize("value", [
+    b'{"id": "a", "id": "b", "features": ' + DENSE + b"}",
+    b'{"id": "a", "features": ' + DENSE + b', "features": ' + DENSE + b"}",
+    b'{"id": "a", "features": {"indices": [1], "indices": [2], "values": [1]}}',
+    b'{"id": "a", "features": {"colour": "red", "colour": "blue"}}',
+    b'{"id": "a", "i\\u0064": "b", "features": ' + DENSE + b"}",
+    b'{"id": "a", "features": ' + DENSE + b', "ts": 1, "ts": 2}',
+    b'{"id": "a", "features": ' + DENSE + b', "extra": {"k": 1, "k": 2}}',
+])
+def test_feature_rules_duplicate_key_rejected_alike_on_every_path(value):
+    assert one_verdict(feature_verdicts(value)) == "duplicate_key"
+
+
+@pytest.mark.parametrize("value", [
+    b'{"id": "a", "label": 1, "label": -1}',
+    b'{"id": "a", "label": 1, "cost": 1, "cost": 2}',
+    b'{"id": "a", "\\u0069d": "b", "label": 1}',
+])
+def test_label_rules_duplicate_key_rejected_alike_on_every_path(value):
+    assert one_verdict(label_verdicts(value)) == "duplicate_key"
+
+
+def test_feature_rules_same_key_in_sibling_objects_is_no_duplicate():
+    verdict = one_verdict(feature_verdicts(b'{"id": "a", "features": {"x": 1, "y": 2}, "meta": {"x": 1}}'))
+    assert verdict[0] == "a"
