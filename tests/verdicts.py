@@ -42,15 +42,16 @@ def feature_verdicts(value: bytes | None) -> dict[str, object]:
     return out
 
 
-def label_verdicts(value: bytes | None) -> dict[str, object]:
+def label_verdicts(value: bytes | None, classes: dict = CLASSES) -> dict[str, object]:
+    """path → the reason it rejects ``value`` for, or (id, label type, label, cost bytes, ts bytes)."""
     out: dict[str, object] = {}
     try:
-        lab = decode_label(value, CLASSES, 5.0)
+        lab = decode_label(value, classes, 5.0)
         out["careful"] = _label_fields(lab)
     except InvalidRecord as err:
         out["careful"] = err.reason
     for path, neighbours in (("compiled", [LABEL_NEIGHBOUR]), ("alone", [])):
-        labels, positions, rejected = decode_label_batch([*neighbours, value], CLASSES, no_times)
+        labels, positions, rejected = decode_label_batch([*neighbours, value], classes, no_times)
         last = len(neighbours)
         out[path] = (rejected[-1][1].reason if rejected and rejected[-1][0] == last
                      else _label_fields(labels[positions.index(last)]))
