@@ -6,7 +6,7 @@ import numpy as np
 import orjson
 
 from consumer.errors import InvalidRecord
-from consumer.records import decode_feature, decode_feature_batch, decode_label, decode_label_batch
+from consumer.records import REASONS, decode_feature, decode_feature_batch, decode_label, decode_label_batch
 
 N_FEATURES = 8
 CLASSES = {-1: 0, 1: 1, "spam": 2}
@@ -68,3 +68,28 @@ def one_verdict(verdicts: dict[str, object]) -> object:
     distinct = set(map(repr, verdicts.values()))
     assert len(distinct) == 1, f"paths disagree: {verdicts}"
     return next(iter(verdicts.values()))
+
+
+def check_feature(value: bytes | None) -> None:
+    """One verdict on every path; an accepted record's numbers are orjson's, bit for bit."""
+    verdict = one_verdict(feature_verdicts(value))
+    if isinstance(verdict, str):
+        assert verdict in REASONS
+        return
+    _, idx, val, ts = verdict
+    obj = orjson.loads(value)  # accepted: the numbers must be orjson's
+    assert np.frombuffer(ts, dtype=np.float64)[0] == float(obj.get("ts") if type(obj.get("ts")) in (int, float)
+                                                            else np.frombuffer(ts, dtype=np.float64)[0])
+    values = np.frombuffer(val, dtype=np.float64)
+    assert np.isfinite(values).all() and (values != 0).all() and list(idx) == sorted(set(idx))
+    features = obj["features"]
+    if isinstance(features, list):
+        want = [float(x) for x in features]
+        assert values.tobytes() == np.array([want[i] for i in idx], dtype=np.float64).tobytes()
+    elif set(features) == {"indices", "values"}:
+        sums: dict[int, float] = {}
+        for i, x in zip(features["indices"], features["values"], strict=True):  # left to right
+            sums[i] = sums.get(i, 0.0) + float(x)
+        kept = sorted(i for i, x in sums.items() if x != 0.0)
+        assert list(idx) == kept
+        assert values.tobytes() == np.array([sums[i] for i in kept], dtype=np.float64).tobytes()

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from consumer.records import MAX_TS, REASONS
-from tests.verdicts import N_FEATURES, feature_verdicts, label_verdicts, one_verdict
+from tests.verdicts import N_FEATURES, check_feature, feature_verdicts, label_verdicts, one_verdict
 
 _SETTINGS = settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
 
@@ -65,27 +65,10 @@ label_record = st.builds(
     st.permutations(range(4)).map(list) | st.lists(st.integers(0, 5), min_size=1, max_size=6))
 
 
-def _check_feature(value: bytes) -> None:
-    verdict = one_verdict(feature_verdicts(value))
-    if isinstance(verdict, str):
-        assert verdict in REASONS
-        return
-    _, idx, val, ts = verdict
-    obj = orjson.loads(value)  # accepted: the numbers must be orjson's
-    assert np.frombuffer(ts, dtype=np.float64)[0] == float(obj.get("ts") if type(obj.get("ts")) in (int, float)
-                                                            else np.frombuffer(ts, dtype=np.float64)[0])
-    values = np.frombuffer(val, dtype=np.float64)
-    assert np.isfinite(values).all() and (values != 0).all() and list(idx) == sorted(set(idx))
-    features = obj["features"]
-    if isinstance(features, list):
-        want = [float(x) for x in features]
-        assert values.tobytes() == np.array([want[i] for i in idx], dtype=np.float64).tobytes()
-
-
 @_SETTINGS
 @given(st.binary(max_size=200))
 def test_decoders_any_bytes_one_verdict(value):
-    _check_feature(value)
+    check_feature(value)
     verdict = one_verdict(label_verdicts(value))
     assert not isinstance(verdict, str) or verdict in REASONS
 
@@ -94,7 +77,7 @@ def test_decoders_any_bytes_one_verdict(value):
 @given(json_value)
 def test_decoders_any_json_one_verdict(obj):
     value = json.dumps(obj).encode()  # orjson refuses integers beyond 64 bits; records may hold them
-    _check_feature(value)
+    check_feature(value)
     verdict = one_verdict(label_verdicts(value))
     assert not isinstance(verdict, str) or verdict in REASONS
 
@@ -102,7 +85,7 @@ def test_decoders_any_json_one_verdict(obj):
 @_SETTINGS
 @given(feature_record)
 def test_decoders_generated_feature_records_one_verdict_with_orjson_numbers(value):
-    _check_feature(value)
+    check_feature(value)
 
 
 @_SETTINGS
