@@ -40,6 +40,7 @@ __all__ = [
     "scan_features",
     "scan_label_batch",
     "scan_labels",
+    "spans_differ",
     "sum_duplicates",
 ]
 
@@ -580,6 +581,19 @@ def sum_duplicates(indptr, indices, data):
                 at += 1
         out[k + 1] = at
     return out, at, overflow
+
+
+@njit(cache=True, nogil=True)
+def spans_differ(a, a_lo, a_hi, b, b_lo, b_hi, out):
+    """out[k]: whether ``a[a_lo[k]:a_hi[k]]`` and ``b[b_lo[k]:b_hi[k]]`` hold different bytes."""
+    for k in range(out.size):
+        n = a_hi[k] - a_lo[k]
+        differ = n != b_hi[k] - b_lo[k]
+        j = 0
+        while not differ and j < n:
+            differ = a[a_lo[k] + j] != b[b_lo[k] + j]
+            j += 1
+        out[k] = differ
 
 
 @njit(cache=True, nogil=True)

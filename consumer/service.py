@@ -200,6 +200,7 @@ class _Batch:
     suppressed: int = 0
     dead: Tally = field(default_factory=Tally)
     records: int = 0
+    key_id_mismatches: int = 0
 
 
 class Service:
@@ -512,6 +513,7 @@ class Service:
         n = len(decoded.ids)
         if n == 0:
             return batch
+        batch.key_id_mismatches = steps.key_id_mismatches(good, decoded)
         if len(positions) < len(good):
             partitions, offsets = partitions[positions], offsets[positions]
         d = learner.decide(decoded.rows, ids=decoded.keys())
@@ -631,6 +633,7 @@ class Service:
     def _account_batch(self, batch: _Batch, now: float) -> None:
         m, t = self.metrics, self.totals
         t.add("records_scored", batch.records)
+        t.add("key_id_mismatches", batch.key_id_mismatches)
         counts = np.bincount(batch.predicted + 1)  # codes are >= -1 (±1, or a class index)
         codes = np.flatnonzero(counts)
         for label, n in zip(self.learner.decode(codes - 1).tolist(), counts[codes].tolist(), strict=True):

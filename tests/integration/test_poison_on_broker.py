@@ -46,6 +46,7 @@ def test_service_poison_records_dead_lettered_truncated_when_too_large_and_good_
     topics = unique_topics(kafka_bootstrap)
     records, truth = stream(40)
     good = [(rid.encode(), orjson.dumps({"id": rid, "features": x})) for rid, x in records]
+    good[3] = (b"partition-key", good[3][1])  # a key that is not the id: counted, still predicted
     features = _interleaved(good, [(key, value) for key, value, _ in POISON_FEATURES])
     p = _producer(kafka_bootstrap)
     _produce(p, topics["features"], features)
@@ -63,6 +64,7 @@ def test_service_poison_records_dead_lettered_truncated_when_too_large_and_good_
     run_until(service, lambda: service.offsets.next.get((topics["labels"], 0), 0) >= len(labels),
               what="every label consumed")
     applied = service.totals.get("labels.applied")
+    assert service.totals.get("key_id_mismatches") == 1
     service.request_stop()
     service._shutdown()
 

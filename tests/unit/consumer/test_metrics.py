@@ -1,4 +1,4 @@
-"""The README's metrics reference table against the metrics the service really registers."""
+"""The metrics reference tables (README, docs/) against the metrics the service really registers."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from pathlib import Path
 
 from consumer.metrics import BulkHistogram, Metrics
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+ROOT = Path(__file__).resolve().parents[3]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 ROW = re.compile(r"^\| `(activestream_[a-z_]+)` \| (counter|gauge|histogram) \|([^|]*)\|", re.M)
 
 
@@ -25,5 +26,5 @@ def registered() -> dict[str, tuple[str, tuple[str, ...]]]:
 
 def test_the_readme_lists_every_metric_with_its_type_and_labels_and_nothing_else():
     documented = {name: (kind, tuple(re.findall(r"`([a-z_]+)`", labels)))
-                  for name, kind, labels in ROW.findall(README.read_text())}
+                  for page in PAGES for name, kind, labels in ROW.findall(page.read_text())}
     assert documented == registered()

@@ -777,3 +777,18 @@ def test_kafka_clients_report_librdkafka_statistics_by_client_name():
     assert set(got) == names
     assert {orjson.loads(got[name][-1])["type"] for name in names} == {"consumer", "producer"}
     assert orjson.loads(got["predictions"][-1])["client_id"] == "activestream-predictions"
+
+
+def test_feature_key_not_its_id_is_counted_and_still_scored(harness):
+    h = harness
+    h.service.start()
+    dense = [0.5] * h.service.settings.n_features
+    h.raw_feature(orjson.dumps({"id": "a", "features": dense}), b"a")
+    h.raw_feature(orjson.dumps({"id": "b", "features": dense}), b"customer-9")  # keyed for partitioning
+    h.raw_feature(orjson.dumps({"id": "c", "features": dense}), None)  # no key: not a mismatch
+    h.raw_feature(orjson.dumps({"id": "d\u00e9", "features": {"x": 1}}), "dé".encode())  # the careful path
+    h.raw_feature(orjson.dumps({"id": 7, "features": dense}), b"8")
+    h.service.run_once()
+    assert h.service.totals.get("records_scored") == 5
+    assert h.service.totals.get("key_id_mismatches") == 2
+    assert h.service.metrics.key_id_mismatches._value.get() == 2
