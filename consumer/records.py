@@ -33,7 +33,6 @@ A record that cannot be used raises :class:`~consumer.errors.InvalidRecord` with
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -123,16 +122,18 @@ def _repeats_a_key(value: bytes) -> bool:
 
 
 def _python_repeats_a_key(value: bytes) -> bool:
-    """Compare keys as decoded (an escape can spell one name two ways)."""
-    repeated = False
+    """Compare keys as decoded (an escape can spell one name two ways), one key at a time: a JSON
+    parser's object hook would recurse as deep as the record nests, which orjson allows deeper than
+    Python's stack."""
+    from consumer.fastjson import escaped_keys
 
-    def pairs(items: list[tuple[str, Any]]) -> dict:
-        nonlocal repeated
-        repeated = repeated or len({name for name, _ in items}) < len(items)
-        return dict(items)
-
-    json.loads(value, object_pairs_hook=pairs)
-    return repeated
+    seen = set()
+    for obj, raw in escaped_keys(value):
+        name = (obj, orjson.loads(b'"' + raw + b'"'))
+        if name in seen:
+            return True
+        seen.add(name)
+    return False
 
 
 def _id(obj: Mapping) -> str:
