@@ -144,7 +144,8 @@ def _number(buf, i, end):
     if mant == 0:
         value = 0.0
         status = 0
-    elif exact and mant <= _MAX_FAST_MANTISSA and -22 <= exp10 <= 22:
+    # a uint64 against an int constant compares as float64 in numba, where 2**53 + 1 == 2**53
+    elif exact and mant <= np.uint64(_MAX_FAST_MANTISSA) and -22 <= exp10 <= 22:
         value = float(mant) * _POW10[exp10] if exp10 >= 0 else float(mant) / _POW10[-exp10]
         status = 0
     elif exact and -15 <= exp10 < 0:

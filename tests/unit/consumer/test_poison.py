@@ -112,3 +112,29 @@ def test_decoders_negative_zero_sign_as_orjson_on_every_path(text):
     [got], _, _ = decode_label_batch([label], {-1: 0, 1: 1}, no_times)
     alone = decode_label(label, {-1: 0, 1: 1}, 1.0)
     assert np.float64(got.ts).tobytes() == np.float64(alone.ts).tobytes() == np.float64(expected).tobytes()
+
+
+# 2**53 + 1 digits: the mantissa that is not a double, with the point and exponent anywhere
+ULP_TEXTS = [b"9007199254740993", b"900719925.4740993", b"9.007199254740993e5", b"0.9007199254740993",
+             b"-90071992547.40993"]
+
+
+@pytest.mark.parametrize("text", ULP_TEXTS)
+def test_decoders_mantissa_two_to_53_plus_one_read_as_orjson_on_every_path(text):
+    from tests.verdicts import CLASSES, feature_verdicts, label_verdicts, one_verdict
+
+    want = np.float64(orjson.loads(text)).tobytes()
+    dense = b'{"id": "u", "features": [' + text + b", 1, 1, 1, 1, 1, 1, 1]}"
+    assert one_verdict(feature_verdicts(dense))[2][:8] == want
+    sparse = b'{"id": "u", "features": {"indices": [0], "values": [' + text + b"]}}"
+    assert one_verdict(feature_verdicts(sparse))[2] == want
+    positive = text.lstrip(b"-")
+    if float(positive) < 7258118400:
+        stamped = b'{"id": "u", "features": {"indices": [0], "values": [1]}, "ts": ' + positive + b"}"
+        assert one_verdict(feature_verdicts(stamped))[3] == np.float64(orjson.loads(positive)).tobytes()
+    if float(positive) <= 1e6:
+        costly = b'{"id": "u", "label": 1, "cost": ' + positive + b"}"
+        assert one_verdict(label_verdicts(costly))[3] == np.float64(orjson.loads(positive)).tobytes()
+    classes = {**CLASSES, orjson.loads(text): 9}
+    labelled = b'{"id": "u", "label": ' + text + b"}"
+    assert one_verdict(label_verdicts(labelled, classes))[2] == orjson.loads(text)
