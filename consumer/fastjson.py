@@ -29,7 +29,21 @@ from numba import njit
 
 from learners.datasets import _POW10
 
-__all__ = ["compact_rows", "gather_lines", "scan_batch", "scan_features", "scan_label_batch", "scan_labels"]
+__all__ = [
+    "DUPLICATE",
+    "UNSURE",
+    "compact_rows",
+    "duplicate_key_flags",
+    "duplicate_keys",
+    "escaped_keys",
+    "gather_lines",
+    "scan_batch",
+    "scan_features",
+    "scan_label_batch",
+    "scan_labels",
+    "spans_differ",
+    "sum_duplicates",
+]
 
 _MAX_FAST_MANTISSA = 2**53
 _POW10_INT = np.array([10**k for k in range(16)], dtype=np.uint64)  # exact in float64 too
@@ -130,7 +144,8 @@ def _number(buf, i, end):
     if mant == 0:
         value = 0.0
         status = 0
-    elif exact and mant <= _MAX_FAST_MANTISSA and -22 <= exp10 <= 22:
+    # a uint64 against an int constant compares as float64 in numba, where 2**53 + 1 == 2**53
+    elif exact and mant <= np.uint64(_MAX_FAST_MANTISSA) and -22 <= exp10 <= 22:
         value = float(mant) * _POW10[exp10] if exp10 >= 0 else float(mant) / _POW10[-exp10]
         status = 0
     elif exact and -15 <= exp10 < 0:
@@ -139,7 +154,9 @@ def _number(buf, i, end):
     else:
         value = 0.0
         status = 1
-    return (-value if neg else value), i, status, integer
+    if neg and not (integer and mant == 0):  # orjson reads -0 as the integer 0: no sign, as here
+        value = -value
+    return value, i, status, integer
 
 
 _KEYS = [np.frombuffer(name, dtype=np.uint8)
@@ -396,7 +413,7 @@ def scan_features(buf, bounds, n_features, status, id_lo, id_hi, ts, has_ts, ts_
                         if more <= 0:
                             good = more == 0
                             break
-                    if not good or n_idx < 0 or n_val != n_idx:
+                    if not good or n_idx <= 0 or n_val != n_idx:  # an empty row: the careful path says why
                         good = False
                         break
                     for j in range(n_idx):
@@ -451,6 +468,154 @@ def compact_rows(lengths, indices, data, indptr):
         src += lengths[k]
         indptr[k + 1] = at
     return at, canonical
+
+
+DUPLICATE, UNSURE = 1, 2
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _same_key(buf, p, q, key_obj, key_lo, key_hi):
+    if key_obj[p] != key_obj[q] or key_hi[p] - key_lo[p] != key_hi[q] - key_lo[q]:
+        return False
+    for j in range(key_hi[p] - key_lo[p]):  # noqa: SIM110 (compiled: a generator would not be)
+        if buf[key_lo[p] + j] != buf[key_lo[q] + j]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _keys(buf, lo, end, key_obj, key_lo, key_hi, key_hash):
+    """The object keys of the JSON text buf[lo:end], at any depth: key j is buf[key_lo[j]:key_hi[j]]
+    (undecoded), a member of object number key_obj[j], with an FNV hash of its bytes and object.
+    Returns (how many keys, whether a key holds an escape)."""
+    stack = np.empty(end - lo + 1, dtype=np.int64)  # the open objects (their numbers) and arrays (-1)
+    depth = 0
+    objects = 0
+    nkeys = 0
+    escaped = False
+    i = lo
+    while i < end:
+        c = buf[i]
+        if c == 123:  # '{'
+            stack[depth] = objects
+            objects += 1
+            depth += 1
+            i += 1
+        elif c == 91:  # '['
+            stack[depth] = -1
+            depth += 1
+            i += 1
+        elif c == 125 or c == 93:  # '}' ']'
+            if depth > 0:
+                depth -= 1
+            i += 1
+        elif c == 34:  # a string: a key if ':' follows
+            start = i + 1
+            j = start
+            h = np.uint64(14695981039346656037)
+            has_escape = False
+            while j < end and buf[j] != 34:
+                if buf[j] == 92:
+                    has_escape = True
+                    j += 1
+                elif not has_escape:
+                    h = (h ^ np.uint64(buf[j])) * np.uint64(1099511628211)
+                j += 1
+            stop = min(j, end)
+            j = _ws(buf, j + 1, end)
+            if j < end and buf[j] == 58 and depth > 0 and stack[depth - 1] >= 0 and nkeys < key_obj.size:
+                escaped = escaped or has_escape
+                key_obj[nkeys], key_lo[nkeys], key_hi[nkeys] = stack[depth - 1], start, stop
+                key_hash[nkeys] = h ^ (np.uint64(stack[depth - 1]) * np.uint64(0x9E3779B97F4A7C15))
+                nkeys += 1
+            i = stop + 1
+        else:
+            i += 1
+    return nkeys, escaped
+
+
+@njit(cache=True, nogil=True)
+def duplicate_keys(buf, bounds, out):
+    """Whether each record ``buf[bounds[k]:bounds[k+1]]`` repeats a key within one of its objects, at
+    any depth: ``out[k]`` 0 no, DUPLICATE yes, UNSURE when a key holds an escape (two spellings of
+    one name: :func:`escaped_keys` gives them to Python to decode). Malformed JSON gets 0: the JSON
+    parser refuses it anyway."""
+    for k in range(bounds.size - 1):
+        lo, end = bounds[k], bounds[k + 1]
+        size = (end - lo) // 3 + 1  # a key takes 3 bytes at least ("":)
+        key_obj, key_lo, key_hi = np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64)
+        key_hash = np.empty(size, dtype=np.uint64)
+        nkeys, escaped = _keys(buf, lo, end, key_obj, key_lo, key_hi, key_hash)
+        out[k] = 0
+        order = np.argsort(key_hash[:nkeys])
+        for a in range(nkeys):
+            b = a + 1
+            while b < nkeys and key_hash[order[b]] == key_hash[order[a]] and out[k] == 0:
+                if _same_key(buf, order[a], order[b], key_obj, key_lo, key_hi):
+                    out[k] = DUPLICATE
+                b += 1
+        if out[k] == 0 and escaped:
+            out[k] = UNSURE
+
+
+@njit(cache=True, nogil=True)
+def _key_spans(buf):
+    size = buf.size // 3 + 1
+    key_obj, key_lo, key_hi = np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64)
+    nkeys, _ = _keys(buf, 0, buf.size, key_obj, key_lo, key_hi, np.empty(size, dtype=np.uint64))
+    return key_obj[:nkeys], key_lo[:nkeys], key_hi[:nkeys]
+
+
+def escaped_keys(value: bytes) -> list[tuple[int, bytes]]:
+    """(object number, key as written, escapes and all) of every object key in a JSON text."""
+    obj, lo, hi = _key_spans(np.frombuffer(value, dtype=np.uint8))
+    return [(o, value[a:b]) for o, a, b in zip(obj.tolist(), lo.tolist(), hi.tolist(), strict=True)]
+
+
+@njit(cache=True, nogil=True)
+def sum_duplicates(indptr, indices, data):
+    """Sort each CSR row's indices, sum the values of a repeated index from left to right (the order
+    they come in the record, on every decoding path, so that the sums agree bit for bit) and drop
+    zero sums, in place. Returns (the new indptr, nnz, per row: whether a sum overflowed)."""
+    n = indptr.size - 1
+    out = np.empty(n + 1, dtype=np.int64)
+    out[0] = 0
+    overflow = np.zeros(n, dtype=np.bool_)
+    at = 0
+    for k in range(n):
+        lo, hi = indptr[k], indptr[k + 1]
+        row_idx = indices[lo:hi].copy()  # the compacted rows are written over the input
+        row_val = data[lo:hi].copy()
+        order = np.argsort(row_idx, kind="mergesort")  # stable: equal indices keep their order
+        j = 0
+        while j < order.size:
+            index = row_idx[order[j]]
+            total = row_val[order[j]]
+            j += 1
+            while j < order.size and row_idx[order[j]] == index:
+                total += row_val[order[j]]
+                j += 1
+            if not math.isfinite(total):
+                overflow[k] = True
+            if total != 0.0:
+                indices[at] = index
+                data[at] = total
+                at += 1
+        out[k + 1] = at
+    return out, at, overflow
+
+
+@njit(cache=True, nogil=True)
+def spans_differ(a, a_lo, a_hi, b, b_lo, b_hi, out):
+    """out[k]: whether ``a[a_lo[k]:a_hi[k]]`` and ``b[b_lo[k]:b_hi[k]]`` hold different bytes."""
+    for k in range(out.size):
+        n = a_hi[k] - a_lo[k]
+        differ = n != b_hi[k] - b_lo[k]
+        j = 0
+        while not differ and j < n:
+            differ = a[a_lo[k] + j] != b[b_lo[k] + j]
+            j += 1
+        out[k] = differ
 
 
 @njit(cache=True, nogil=True)
@@ -622,6 +787,14 @@ def scan_labels(buf, bounds, status, id_lo, id_hi, kind, label_lo, label_hi, num
                 break
         if good and seen_id and kind[k] != 0 and _ws(buf, i, end) == end:
             status[k] = OK
+
+
+def duplicate_key_flags(values: list[bytes | None]) -> np.ndarray:
+    """:func:`duplicate_keys` of each value (int8: 0, DUPLICATE or UNSURE)."""
+    blob, bounds = _joined(values)
+    out = np.zeros(len(values), dtype=np.int8)
+    duplicate_keys(np.frombuffer(blob, dtype=np.uint8), bounds, out)
+    return out
 
 
 def scan_label_batch(values: list[bytes | None], joined: tuple[bytes, np.ndarray] | None = None):

@@ -16,6 +16,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
+from consumer import dead_letters
 from consumer.config import Settings
 from consumer.errors import Backpressure, ConfigError, OffsetsNotIncreasing, ProduceFailed
 from consumer.fastwrite import Packed
@@ -129,7 +130,10 @@ class Emitter:
     costs no Python callback. A delivery that fails with a retriable error (timeout, broker down,
     leader moved) is produced again on the next :meth:`serve`; one that fails for good (message
     too large, not authorised) is recorded and raised as :class:`ProduceFailed` by :meth:`serve` and
-    :meth:`flush`, so the checkpoint that would commit past it never happens.
+    :meth:`flush`, so the checkpoint that would commit past it never happens. The exception is a
+    dead letter (to ``dead_letter_topic``) refused as it is: it is sent again truncated
+    (:func:`consumer.dead_letters.truncated`), as one bad record must not stop the service; only a
+    truncated dead letter refused again fails for good.
 
     Batches of keyed values (predictions, label requests: :meth:`send_packed`) go through ``batch``, a
     :class:`consumer.rdkafka.BatchProducer`, when there is one: a librdkafka call per batch instead
@@ -137,8 +141,10 @@ class Emitter:
     """
 
     def __init__(self, make_producer: Callable[[Callable[[KafkaError | None, Message], None]], Producer],
-                 metrics: Metrics, max_in_flight: int, make_batch: Callable[..., Any] | None = None) -> None:
+                 metrics: Metrics, max_in_flight: int, make_batch: Callable[..., Any] | None = None,
+                 dead_letter_topic: str | None = None) -> None:
         self._metrics = metrics
+        self._dead_letter_topic = dead_letter_topic
         self.max_in_flight = max_in_flight
         self._retry: list[tuple[str, bytes | None, bytes | None, Any]] = []
         self._fatal: list[str] = []
@@ -164,8 +170,15 @@ class Emitter:
             except BufferError:  # librdkafka's own queue is full: wait for acknowledgements
                 self._producer.poll(0.05)
             except KafkaException as exc:
+                if self._can_truncate(topic, headers):
+                    log.warning("dead letter refused by the producer (%s); sending it truncated", exc)
+                    key, value, headers = dead_letters.truncated(key, value, headers)
+                    continue
                 self._fatal.append(f"{topic}: {exc}")
                 raise ProduceFailed(f"cannot produce to {topic}: {exc}") from None
+
+    def _can_truncate(self, topic: str, headers: Any) -> bool:
+        return topic == self._dead_letter_topic and not dead_letters.is_truncated(headers)
 
     def send_many(self, messages: list[tuple[str, bytes | None, bytes | None, Any]]) -> None:
         """Produce (topic, key, value, headers) messages in order."""
@@ -204,7 +217,10 @@ class Emitter:
     def _failed(self, topic: str, code: int, text: str, key: bytes | None, value: bytes | None,
                 headers: Any = None, fatal: bool = False) -> None:
         self._metrics.produce_errors.labels(topic=topic).inc()
-        if code in _FATAL or fatal:
+        if code in _FATAL and not fatal and self._can_truncate(topic, headers):
+            log.warning("dead letter refused by the broker (%s); sending it truncated", text)
+            self._retry.append((topic, *dead_letters.truncated(key, value, headers)))
+        elif code in _FATAL or fatal:
             self._fatal.append(f"{topic}: {text}")
             log.error("delivery to %s failed for good: %s", topic, text)
         else:

@@ -135,6 +135,9 @@ class Metrics:
             "Share of consumed records sent to the dead-letter topic above which the alert fires", registry=r)
         self.produce_errors = Counter(p + "produce_errors", "Failed deliveries (retried unless fatal)", ["topic"],
                                       registry=r)
+        self.key_id_mismatches = Counter(p + "key_id_mismatches",
+                                         "Feature records whose message key is not their id (still scored)",
+                                         registry=r)
         self.backpressure = Counter(p + "backpressure_events",
                                     "Times emitting waited for the producer to drain", registry=r)
         self.checkpoint_duration = Histogram(p + "checkpoint_duration_seconds", "Time to make a checkpoint durable",

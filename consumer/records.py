@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from itertools import chain, repeat
 from typing import Any, NamedTuple
 
@@ -70,23 +70,30 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+# A record's own "ts" must lie in [0, MAX_TS): 1970-01-01 to 2200-01-01 UTC, in epoch seconds. A time
+# outside it is a producer's mistake (milliseconds for seconds, a sentinel), not a moment to learn at.
+MAX_TS = 7_258_118_400.0
+MAX_COST = 1e6  # per label: far above any price of a human answer, far below what breaks a sum
+_NUMBER_TYPES = {int, float}  # what orjson makes of JSON numbers (bool is apart: a JSON true is no number)
 
 REASONS = (
     "empty_value",  # a null or empty message value
     "malformed_json",  # not JSON
     "not_an_object",  # JSON, but not an object
+    "duplicate_key",  # an object that names one key twice (JSON parsers disagree on which wins)
     "unsupported_version",  # "v" other than 1
     "missing_id",  # no "id", or an empty one
     "bad_id",  # an id that is not a string or an integer
     "missing_features",  # no "features"
+    "empty_features",  # "features" that list no feature at all: {}, [] or empty indices and values
     "bad_features",  # "features" of the wrong shape or type
     "bad_value",  # a feature value that is not a finite number
     "bad_index",  # an index that is not an integer in 0..n_features-1
     "dimension_mismatch",  # a dense list whose length is not n_features
-    "bad_timestamp",  # a "ts" that is neither epoch seconds nor ISO 8601
+    "bad_timestamp",  # a "ts" that is neither epoch seconds nor ISO 8601, or outside 1970..2200
     "missing_label",  # a label record without "label"
-    "unknown_class",  # a label outside the model's classes
-    "bad_cost",  # a cost that is not a finite number ≥ 0
+    "unknown_class",  # a label outside the model's classes (a JSON boolean is never a class)
+    "bad_cost",  # a cost that is not a number in 0..MAX_COST
 )
 
 
@@ -99,10 +106,34 @@ def _loads(value: bytes | None) -> dict:
         raise InvalidRecord("malformed_json", str(exc)) from None
     if not isinstance(obj, dict):
         raise InvalidRecord("not_an_object", f"expected a JSON object, got {type(obj).__name__}")
+    if _repeats_a_key(value):
+        raise InvalidRecord("duplicate_key", "an object in the record names a key twice")
     version = obj.get("v", SCHEMA_VERSION)
-    if version != SCHEMA_VERSION:
+    if version != SCHEMA_VERSION or type(version) is bool:  # true == 1 in Python, not in the schema
         raise InvalidRecord("unsupported_version", f"schema version {version!r}, this service reads {SCHEMA_VERSION}")
     return obj
+
+
+def _repeats_a_key(value: bytes) -> bool:
+    from consumer.fastjson import UNSURE, duplicate_key_flags
+
+    flag = duplicate_key_flags([value])[0]
+    return bool(flag) if flag != UNSURE else _python_repeats_a_key(value)
+
+
+def _python_repeats_a_key(value: bytes) -> bool:
+    """Compare keys as decoded (an escape can spell one name two ways), one key at a time: a JSON
+    parser's object hook would recurse as deep as the record nests, which orjson allows deeper than
+    Python's stack."""
+    from consumer.fastjson import escaped_keys
+
+    seen = set()
+    for obj, raw in escaped_keys(value):
+        name = (obj, orjson.loads(b'"' + raw + b'"'))
+        if name in seen:
+            return True
+        seen.add(name)
+    return False
 
 
 def _id(obj: Mapping) -> str:
@@ -118,14 +149,24 @@ def _timestamp(obj: Mapping, default: float) -> float:
     ts = obj.get("ts")
     if ts is None:
         return default
-    if isinstance(ts, (int, float)) and not isinstance(ts, bool) and math.isfinite(ts):
-        return float(ts)
-    if isinstance(ts, str):
-        try:
-            return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            pass
-    raise InvalidRecord("bad_timestamp", f"ts must be epoch seconds or ISO 8601, got {ts!r:.60}")
+    if type(ts) in _NUMBER_TYPES:
+        seconds = float(ts)
+    elif isinstance(ts, str):
+        seconds = _iso_seconds(ts)
+    else:
+        seconds = math.nan
+    if not 0.0 <= seconds < MAX_TS:  # NaN too
+        raise InvalidRecord("bad_timestamp", f"ts must be epoch seconds or ISO 8601 in 1970..2200, got {ts!r:.60}")
+    return seconds
+
+
+def _iso_seconds(text: str) -> float:
+    """Epoch seconds of an ISO 8601 time; one without an offset is UTC (never the machine's zone)."""
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+    except (ValueError, OverflowError):
+        return math.nan
 
 
 def _finite(values: np.ndarray) -> np.ndarray:
@@ -134,19 +175,37 @@ def _finite(values: np.ndarray) -> np.ndarray:
     return values
 
 
-def _floats(values: Any, what: str) -> np.ndarray:
+def _floats(values: list, what: str) -> np.ndarray:
+    """A flat list of JSON numbers as float64; a nested list or object is a bad shape, a string, a
+    boolean or null a bad value."""
+    kinds = set(map(type, values))
+    if not kinds <= _NUMBER_TYPES:
+        if kinds & {list, dict}:
+            raise InvalidRecord("bad_features", f"{what} must be a flat list of numbers")
+        raise InvalidRecord("bad_value", f"{what} must be numbers")
     try:
         return _finite(np.asarray(values, dtype=np.float64))
-    except (TypeError, ValueError):
-        raise InvalidRecord("bad_value", f"{what} must be numbers") from None
+    except OverflowError:  # an integer beyond float64's range
+        raise InvalidRecord("bad_value", f"{what} must be finite numbers") from None
+
+
+def _indices(indices: list, n_features: int) -> np.ndarray:
+    """Sparse indices as int64, checked in Python first: an integer beyond 64 bits must be named as
+    out of range, not overflow NumPy."""
+    if not set(map(type, indices)) <= {int}:
+        raise InvalidRecord("bad_index", "indices must be integers")
+    if indices and (min(indices) < 0 or max(indices) >= n_features):
+        bad = next(i for i in indices if i < 0 or i >= n_features)
+        raise InvalidRecord("bad_index", f"index {str(bad)[:60]} is outside 0..{n_features - 1}")
+    return np.asarray(indices, dtype=np.int64)
 
 
 def _features(raw: Any, n_features: int) -> tuple[np.ndarray, np.ndarray]:
     """(indices, values) of a record's features, validated against the model's dimension."""
+    if not raw and isinstance(raw, (list, dict)):
+        raise InvalidRecord("empty_features", "the record lists no feature")
     if isinstance(raw, list):
         dense = _floats(raw, "dense features")
-        if dense.ndim != 1:
-            raise InvalidRecord("bad_features", "a dense feature list must be flat")
         if dense.size != n_features:
             raise InvalidRecord("dimension_mismatch", f"{dense.size} dense values, the model has {n_features} features")
         idx = np.flatnonzero(dense)
@@ -157,25 +216,26 @@ def _features(raw: Any, n_features: int) -> tuple[np.ndarray, np.ndarray]:
         indices, values = raw["indices"], raw["values"]
         if not isinstance(indices, list) or not isinstance(values, list) or len(indices) != len(values):
             raise InvalidRecord("bad_features", "indices and values must be lists of the same length")
-        if not all(isinstance(i, int) and not isinstance(i, bool) for i in indices):
-            raise InvalidRecord("bad_index", "indices must be integers")
-        idx = np.asarray(indices, dtype=np.int64)
-        if idx.size and (idx.min() < 0 or idx.max() >= n_features):
-            bad = int(idx[(idx < 0) | (idx >= n_features)][0])
-            raise InvalidRecord("bad_index", f"index {bad} is outside 0..{n_features - 1}")
-        val = _floats(values, "values")
-        if idx.size > 1 and np.unique(idx).size != idx.size:
-            uniq, inverse = np.unique(idx, return_inverse=True)
-            return uniq.astype(np.int32), np.bincount(inverse, weights=val)
-        return idx.astype(np.int32), val
+        if not indices:
+            raise InvalidRecord("empty_features", "the record lists no feature")
+        idx = _indices(indices, n_features)
+        return _canonical_row(idx, _floats(values, "values"))
     try:
         idx, val = hash_features(raw, n_features)
     except ValueError as exc:
         raise InvalidRecord("bad_value", str(exc)) from None
-    if idx.size > 1 and np.unique(idx).size != idx.size:
-        uniq, inverse = np.unique(idx, return_inverse=True)
-        return uniq.astype(np.int32), np.bincount(inverse, weights=val)
-    return idx, val
+    return _canonical_row(idx, val)
+
+
+def _canonical_row(idx: np.ndarray, val: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A row as the batch paths make it: indices sorted, repeated ones summed, zeros dropped."""
+    from consumer.fastjson import sum_duplicates
+
+    idx, val = idx.astype(np.int32), val.astype(np.float64)  # copies: the kernel works in place
+    _, nnz, overflow = sum_duplicates(np.array([0, idx.size], dtype=np.int64), idx, val)
+    if overflow[0]:
+        raise InvalidRecord("bad_value", "the values of a repeated index sum beyond the range of a float64")
+    return idx[:nnz], val[:nnz]
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,10 +309,12 @@ class FeatureBatch:
 def _flat(raw: Any, n_features: int) -> tuple[Any, list] | None:
     """A record's features as flat (indices, values), for the common shapes; None otherwise."""
     kind = type(raw)
+    if not raw:
+        return None  # an empty row: the careful path says why
     if kind is dict:
         if len(raw) == 2 and "indices" in raw and "values" in raw:
             indices, values = raw["indices"], raw["values"]
-            if type(indices) is list and type(values) is list and len(indices) == len(values):
+            if type(indices) is list and type(values) is list and len(indices) == len(values) and indices:
                 return indices, values
             return None
         try:
@@ -281,13 +343,19 @@ def decode_feature_batch(values: Sequence[bytes | None], n_features: int,
     values = values if isinstance(values, Sequence) else list(values)  # a batch reader's values are sliced lazily
     blob, status, id_lo, id_hi, ts, has_ts, row_len, indices, data, feat_lo, feat_hi = (
         scanned or scan_batch(values, n_features))
-    careful = np.flatnonzero(status).tolist()
     fast = np.flatnonzero(status == 0)
+    fast_rows, overflow = _canonical(indices, data, row_len[fast], n_features)
+    late = _out_of_range(ts[fast], has_ts[fast]) if has_ts.any() else None
+    if overflow is not None or late is not None:  # the careful path names these records' rejection
+        drop = (overflow if overflow is not None else False) | (late if late is not None else False)
+        status = status.copy()  # the scan's own array may be reused
+        status[fast[drop]] = 1
+        fast_rows, fast = fast_rows.take(~drop), fast[~drop]
+    careful = np.flatnonzero(status).tolist()
     if len(careful) == len(values):
         return _python_batch(values, n_features, default_ts)
     ids = gather_lines(blob, id_lo[fast], id_hi[fast]).decode().split("\n") if fast.size else []
     stamps = _with_defaults(ts[fast], has_ts[fast], fast, default_ts)
-    fast_rows = _canonical(indices, data, row_len[fast], n_features)
     if not careful:
         return FeatureBatch(ids, fast_rows, stamps, values, fast.tolist(), [], blob, (feat_lo[fast], feat_hi[fast]),
                             (id_lo, id_hi))
@@ -296,6 +364,12 @@ def decode_feature_batch(values: Sequence[bytes | None], n_features: int,
     at = np.asarray(merged.positions, dtype=np.int64)  # a careful record's span is empty
     spans = (np.where(status[at] == 0, feat_lo[at], 0), np.where(status[at] == 0, feat_hi[at], 0))
     return replace(merged, blob=blob, feature_spans=spans)
+
+
+def _out_of_range(ts: np.ndarray, has_ts: np.ndarray) -> np.ndarray | None:
+    """Which records' own times lie outside [0, MAX_TS) (None if none does)."""
+    late = has_ts & ~((ts >= 0.0) & (ts < MAX_TS))
+    return late if late.any() else None
 
 
 def _with_defaults(ts: np.ndarray, has_ts: np.ndarray, positions: np.ndarray, default_ts: DefaultTimes,
@@ -313,20 +387,19 @@ def _default(default_ts: DefaultTimes, k: int) -> float:
     return float(default_ts(np.array([k]))[0])
 
 
-def _canonical(indices: np.ndarray, data: np.ndarray, lengths: np.ndarray, n_features: int) -> Rows:
+def _canonical(indices: np.ndarray, data: np.ndarray, lengths: np.ndarray, n_features: int,
+               ) -> tuple[Rows, np.ndarray | None]:
     """CSR rows without zeros (dense records bring theirs) and with duplicate indices summed
-    (``indices`` and ``data`` are overwritten)."""
-    from consumer.fastjson import compact_rows
+    (``indices`` and ``data`` are overwritten), and which rows' sums overflowed (None if none)."""
+    from consumer.fastjson import compact_rows, sum_duplicates
 
     indices = indices.astype(np.int32, copy=False)
     indptr = np.empty(len(lengths) + 1, dtype=np.int64)
     nnz, canonical = compact_rows(np.asarray(lengths, dtype=np.int64), indices, data, indptr)
-    rows = Rows(indptr, indices[:nnz], data[:nnz], n_features)
     if canonical:
-        return rows
-    csr = rows.to_csr()  # unsorted or duplicate indices: rare, SciPy sorts and sums them
-    csr.sum_duplicates()
-    return Rows.from_arrays(csr.indptr, csr.indices, csr.data, n_features)
+        return Rows(indptr, indices[:nnz], data[:nnz], n_features), None
+    indptr, nnz, overflow = sum_duplicates(indptr, indices, data)  # unsorted or repeated indices: rare
+    return Rows(indptr, indices[:nnz], data[:nnz], n_features), (overflow if overflow.any() else None)
 
 
 def _merge(values: list, fast_pos: list[int], fast_ids: list[str], fast_ts: list[float], fast_rows: Rows,
@@ -351,17 +424,20 @@ def _python_batch(values: Sequence[bytes | None], n_features: int, default_ts: D
     record through :func:`decode_feature`, which holds every rule and names every rejection; a
     batch whose numbers fail the numpy checks is decoded record by record the same way.
     """
+    from consumer.fastjson import duplicate_key_flags
+
     good, rejected = [], []
     loads = orjson.loads
+    repeats = duplicate_key_flags(values).tolist()
     for k, value in enumerate(values):
         try:
-            obj = loads(value)
+            obj = None if repeats[k] else loads(value)  # a repeated key: the careful path decides
         except (orjson.JSONDecodeError, TypeError):
             obj = None
         flat = None
-        if type(obj) is dict and obj.get("v", SCHEMA_VERSION) == SCHEMA_VERSION:
+        if type(obj) is dict and type(obj.get("v", SCHEMA_VERSION)) is int and obj.get("v", SCHEMA_VERSION) == 1:
             rid, stamp = obj.get("id"), obj.get("ts")  # no "ts": filled in below, for the whole batch
-            if type(rid) is str and rid and (stamp is None or type(stamp) is float or type(stamp) is int):
+            if type(rid) is str and rid and (stamp is None or (type(stamp) in _NUMBER_TYPES and 0 <= stamp < MAX_TS)):
                 flat = _flat(obj.get("features"), n_features)
         if flat is None:  # the careful path decides, and says why if it refuses
             try:
@@ -384,16 +460,21 @@ def _python_batch(values: Sequence[bytes | None], n_features: int, default_ts: D
 
 def _batch_rows(idx_parts: list, val_parts: list, lengths: list[int], n_features: int) -> Rows | None:
     """The CSR batch, or None when some number in it is not valid."""
+    flat_idx, flat_val = list(chain.from_iterable(idx_parts)), list(chain.from_iterable(val_parts))
+    # NumPy would take a boolean for an integer and a nested list for a shape: the types first
+    if not (set(map(type, flat_idx)) <= {int} and set(map(type, flat_val)) <= _NUMBER_TYPES):
+        return None
     try:
-        indices = np.array(list(chain.from_iterable(idx_parts)))
-        data = np.array(list(chain.from_iterable(val_parts)), dtype=np.float64)
+        indices = np.array(flat_idx)
+        data = np.array(flat_val, dtype=np.float64)
     except (TypeError, ValueError, OverflowError):
         return None
     if indices.size and (indices.dtype.kind not in "iu" or indices.min() < 0 or indices.max() >= n_features):
         return None
     if not np.isfinite(data).all():
         return None
-    return _canonical(indices, data, lengths, n_features)
+    rows, overflow = _canonical(indices, data, lengths, n_features)
+    return rows if overflow is None else None
 
 
 def _decode_one_by_one(values: Sequence[bytes | None], n_features: int, default_ts: DefaultTimes) -> FeatureBatch:
@@ -425,13 +506,11 @@ def decode_label(value: bytes | None, classes: Mapping[Any, int], default_ts: fl
     if "label" not in obj:
         raise InvalidRecord("missing_label", "the record has no label")
     label = obj["label"]
-    if isinstance(label, (dict, list)) or label not in classes:
+    if isinstance(label, (dict, list, bool)) or label not in classes:
         raise InvalidRecord("unknown_class", f"label {label!r:.60} is not one of {list(classes)}")
     cost = obj.get("cost")
-    if cost is not None and (
-        isinstance(cost, bool) or not isinstance(cost, (int, float)) or not math.isfinite(cost) or cost < 0
-    ):
-        raise InvalidRecord("bad_cost", f"cost must be a finite number ≥ 0, got {cost!r:.60}")
+    if cost is not None and (type(cost) not in _NUMBER_TYPES or not 0 <= cost <= MAX_COST):
+        raise InvalidRecord("bad_cost", f"cost must be a number in 0..{MAX_COST:g}, got {cost!r:.60}")
     return Label(rid, label, None if cost is None else float(cost), _timestamp(obj, default_ts))
 
 
@@ -443,7 +522,7 @@ def decode_label_batch(values: Sequence[bytes | None], classes: Mapping[Any, int
     records ``ks``, which have no "ts"; ``joined``: the values already end to end, with their bounds.
 
     The common shapes are read by the compiled scanner of :mod:`consumer.fastjson`; a record it
-    leaves aside, or whose label is not one of ``classes`` or whose cost is negative, is read again
+    leaves aside, or whose label is not one of ``classes`` or whose cost or time is out of range, is read again
     by :func:`decode_label`, which names the rejection.
     """
     from consumer.fastjson import LABEL_INTEGER, LABEL_TEXT, gather_lines, scan_label_batch
@@ -451,7 +530,8 @@ def decode_label_batch(values: Sequence[bytes | None], classes: Mapping[Any, int
     values = values if isinstance(values, Sequence) else list(values)
     blob, status, id_lo, id_hi, kind, label_lo, label_hi, number, cost, has_cost, ts, has_ts = scan_label_batch(
         values, joined)
-    fast = np.flatnonzero((status == 0) & ~(has_cost & (cost < 0)))
+    out_of_range = (has_cost & ~((cost >= 0.0) & (cost <= MAX_COST))) | (has_ts & ~((ts >= 0.0) & (ts < MAX_TS)))
+    fast = np.flatnonzero((status == 0) & ~out_of_range)
     ids = gather_lines(blob, id_lo[fast], id_hi[fast]).decode().split("\n") if fast.size else []
     kinds = kind[fast]
     integer = kinds == LABEL_INTEGER  # exact: the scanner reads integers of at most 15 digits

@@ -219,6 +219,7 @@ class _Batch:
     suppressed: int = 0
     dead: Tally = field(default_factory=Tally)
     records: int = 0
+    key_id_mismatches: int = 0
 
 
 class Service:
@@ -321,7 +322,8 @@ class Service:
         self._restore()
         if self._serve_http:
             self.http = HealthServer(self.health, self.metrics.registry, s.metrics_port).start()
-        self.emitter = Emitter(self._clients.producer, self.metrics, s.max_in_flight, self._clients.batch_producer)
+        self.emitter = Emitter(self._clients.producer, self.metrics, s.max_in_flight, self._clients.batch_producer,
+                               dead_letter_topic=s.topics.dead_letters)
         self._producer = self.emitter.producer
         self._features = self._clients.consumer("features")
         self._reader = batch_reader.attach(self._features, consumer_config(s, "features").get("client.id", ""),
@@ -589,6 +591,7 @@ class Service:
         n = len(decoded.ids)
         if n == 0:
             return batch
+        batch.key_id_mismatches = steps.key_id_mismatches(good, decoded)
         if len(positions) < len(good):
             partitions, offsets = partitions[positions], offsets[positions]
         ids, ts = decoded.ids, np.asarray(decoded.ts, dtype=np.float64)
@@ -713,6 +716,7 @@ class Service:
     def _account_batch(self, batch: _Batch, now: float) -> None:
         m, t = self.metrics, self.totals
         t.add("records_scored", batch.records)
+        t.add("key_id_mismatches", batch.key_id_mismatches)
         counts = np.bincount(batch.predicted + 1)  # codes are >= -1 (±1, or a class index)
         codes = np.flatnonzero(counts)
         for label, n in zip(self.learner.decode(codes - 1).tolist(), counts[codes].tolist(), strict=True):

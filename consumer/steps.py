@@ -15,7 +15,9 @@ import numpy as np
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
 
 from consumer.batch_reader import Fetched
+from consumer.dead_letters import dead_letter
 from consumer.errors import InvalidRecord
+from consumer.fastwrite import pack
 from consumer.records import DefaultTimes, Feature, FeatureBatch, Label, decode_feature_batch, decode_label_batch
 
 __all__ = [
@@ -26,15 +28,13 @@ __all__ = [
     "dead_letter",
     "decode_features",
     "decode_labels",
+    "key_id_mismatches",
     "last_offsets",
     "message_times",
     "places_of",
     "uncertainty",
     "values_of",
 ]
-
-DLQ_HEADERS = ("reason", "detail", "topic", "partition", "offset")
-
 
 def message_times(msgs: Sequence[Any], default: float) -> np.ndarray:
     """The messages' Kafka timestamps in epoch seconds, ``default`` for those that have none."""
@@ -101,6 +101,29 @@ def decode_features(msgs: Sequence[Any], n_features: int, now: float, scanned: t
     return batch, batch.positions, _located(msgs, batch.rejected)
 
 
+def key_id_mismatches(msgs: Sequence[Any], batch: FeatureBatch) -> int:
+    """How many of the batch's usable records came with a message key that is not their id in UTF-8
+    (a record without a key is not counted): flagged, not rejected, as the id in the value is the
+    record's identity and a key may be chosen for partitioning alone."""
+    from consumer.fastjson import spans_differ
+
+    if not batch.ids:
+        return 0
+    at = np.asarray(batch.positions, dtype=np.int64)
+    if isinstance(msgs, Fetched):
+        keys, key_lo, key_hi, keyless = msgs.keys, msgs.key_bounds[at], msgs.key_bounds[at + 1], msgs.null_key[at]
+    else:
+        raw = [msgs[k].key() for k in batch.positions]
+        packed = pack([key or b"" for key in raw])
+        keys, key_lo, key_hi = packed.data, packed.starts, packed.ends
+        keyless = np.fromiter((key is None for key in raw), dtype=np.bool_, count=len(raw))
+    ids = batch.packed_ids()
+    differ = np.empty(len(at), dtype=np.bool_)
+    spans_differ(np.frombuffer(keys, dtype=np.uint8), key_lo, key_hi, np.frombuffer(ids.data, dtype=np.uint8),
+                 ids.starts, ids.ends, differ)
+    return int((differ & ~keyless).sum())
+
+
 def _located(msgs: Sequence[Any], rejected: list[tuple[int, InvalidRecord]]) -> list[tuple[Any, InvalidRecord]]:
     """(message, why) of each rejected position, the error told where its record came from."""
     out = []
@@ -116,18 +139,6 @@ def decode_labels(msgs: Sequence[Any], classes: Mapping[Any, int], now: float) -
     values, joined = values_of(msgs)
     labels, _, rejected = decode_label_batch(values, classes, _times_of(msgs, now), joined)
     return Decoded(labels, _located(msgs, rejected))
-
-
-def dead_letter(msg: Any, err: InvalidRecord) -> tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]:
-    """(key, value, headers) for the dead-letter topic: the original bytes, untouched, and why.
-
-    Headers: ``activestream.dlq.reason``, ``.detail``, ``.topic``, ``.partition``, ``.offset``,
-    after the record's own headers.
-    """
-    meta = (err.reason, err.detail[:1000], msg.topic(), str(msg.partition()), str(msg.offset()))
-    headers = list(msg.headers() or [])
-    headers += [(f"activestream.dlq.{name}", value.encode()) for name, value in zip(DLQ_HEADERS, meta, strict=True)]
-    return msg.key(), msg.value(), headers
 
 
 def uncertainty(score: Any, gap: Any = None) -> Any:

@@ -39,6 +39,7 @@ class Totals:
             return m.dead_letters.labels(reason=reason, topic=topic)
         return {
             "records_scored": m.records_scored,
+            "key_id_mismatches": m.key_id_mismatches,
             "label_requests": m.label_requests,
             "label_requests_suppressed": m.requests_suppressed,
             "label_requests_refused": m.requests_refused,

@@ -29,3 +29,17 @@ def kafka_bootstrap():
 
     with Broker() as broker:
         yield broker.bootstrap
+
+
+def _hypothesis_profiles() -> None:
+    """"ci" (the default) bounds the property tests; ACTIVESTREAM_HYPOTHESIS_PROFILE=long runs a longer search."""
+    try:
+        from hypothesis import settings
+    except ImportError:  # the property tests need it; the others do not
+        return
+    settings.register_profile("ci", max_examples=200, derandomize=True)
+    settings.register_profile("long", max_examples=20_000)
+    settings.load_profile(os.environ.get("ACTIVESTREAM_HYPOTHESIS_PROFILE", "ci"))
+
+
+_hypothesis_profiles()

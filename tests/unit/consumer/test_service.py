@@ -594,13 +594,28 @@ def test_a_retriable_delivery_error_is_resent(harness):
     assert h.service.metrics.produce_errors.labels(topic="dead-letters")._value.get() == 1
 
 
-def test_a_fatal_delivery_error_stops_before_any_commit(harness):
+def test_a_dead_letter_refused_even_truncated_stops_before_any_commit(harness):
+    h = harness
+    h.service.start()
+    h.clients.producers[0].fail = [KafkaError(KafkaError.MSG_SIZE_TOO_LARGE)] * 2
+    h.raw_feature(b"{not json", b"bad")
+    feed(h, 5)
+    assert_checkpoint_refused(h, r"dead-letters")
+
+
+def test_a_dead_letter_refused_as_is_is_written_truncated_and_committed(harness):
     h = harness
     h.service.start()
     h.clients.producers[0].fail = [KafkaError(KafkaError.MSG_SIZE_TOO_LARGE)]
     h.raw_feature(b"{not json", b"bad")
     feed(h, 5)
-    assert_checkpoint_refused(h, r"dead-letters")
+    h.service.run_once()
+    h.service.checkpoint()
+    [letter] = h.broker.messages("dead-letters")
+    headers = dict(letter.headers())
+    assert letter.value() == b"{not json" and headers["activestream.dlq.truncated"] == b"true"
+    assert headers["activestream.dlq.reason"] == b"malformed_json"
+    assert h.broker.committed
 
 
 def assert_checkpoint_refused(h: Harness, failed: str) -> None:
@@ -824,3 +839,18 @@ def test_kafka_clients_report_librdkafka_statistics_by_client_name():
 def test_a_budget_with_online_scaling_fails_at_start_up_naming_the_learner_params(tmp_path):
     with pytest.raises(ConfigError, match="ACTIVESTREAM_LEARNER_PARAMS: a budget controller with scale='rms'"):
         Harness(tmp_path, query_rate_target=0.1, learner_params={"scale": "rms"})
+
+
+def test_feature_key_not_its_id_is_counted_and_still_scored(harness):
+    h = harness
+    h.service.start()
+    dense = [0.5] * h.service.settings.n_features
+    h.raw_feature(orjson.dumps({"id": "a", "features": dense}), b"a")
+    h.raw_feature(orjson.dumps({"id": "b", "features": dense}), b"customer-9")  # keyed for partitioning
+    h.raw_feature(orjson.dumps({"id": "c", "features": dense}), None)  # no key: not a mismatch
+    h.raw_feature(orjson.dumps({"id": "d\u00e9", "features": {"x": 1}}), "dé".encode())  # the careful path
+    h.raw_feature(orjson.dumps({"id": 7, "features": dense}), b"8")
+    h.service.run_once()
+    assert h.service.totals.get("records_scored") == 5
+    assert h.service.totals.get("key_id_mismatches") == 2
+    assert h.service.metrics.key_id_mismatches._value.get() == 2
