@@ -1,0 +1,89 @@
+"""Annotations into label records: produced, flushed, then marked as forwarded in Label Studio.
+
+The order is what keeps every annotation: a label is produced and acknowledged by Kafka before the
+task's meta records it as forwarded, and a webhook is answered only after both. A crash between
+the flush and the mark sends that label once more on the next poll (at least once; the service's
+duplicate policy decides what a repeat means). An edit that changes the chosen class is a new
+label; one that does not is nothing new.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import orjson
+
+from consumer.annotate.mapping import ID_FIELD, annotation_label, label_record
+from consumer.annotate.metrics import AnnotateMetrics
+from consumer.annotate.tasks import FORWARDED, IGNORED, TaskBook
+
+__all__ = ["Forwarder", "LabelNotDelivered"]
+
+log = logging.getLogger(__name__)
+
+
+class LabelNotDelivered(Exception):
+    """Kafka did not acknowledge a label record; the annotation stays unforwarded."""
+
+
+class MetaStore(Protocol):
+    def set_task_meta(self, task_id: int, meta: dict[str, Any]) -> None: ...
+
+
+class Forwarder:
+    """Turns (task, annotation) pairs into label records, each annotation's class once."""
+
+    def __init__(self, store: MetaStore, book: TaskBook, producer: Any, labels_topic: str, classes: list[Any],
+                 cost: str, cost_per_label: float, cost_per_second: float, metrics: AnnotateMetrics,
+                 flush_timeout_s: float = 10.0, now: Callable[[], float] = time.time) -> None:
+        self._store, self._book, self._producer, self._topic = store, book, producer, labels_topic
+        self._classes, self._cost = classes, (cost, cost_per_label, cost_per_second)
+        self._metrics, self._flush_timeout_s, self._now = metrics, flush_timeout_s, now
+        # webhook threads and the poller may carry the same annotation at once
+        self._lock = threading.Lock()
+
+    def forward(self, task: dict[str, Any], annotation: dict[str, Any]) -> bool:
+        """Produce the label of ``annotation`` unless already done; True if a label was produced."""
+        rid = (task.get("data") or {}).get(ID_FIELD)
+        if not isinstance(rid, str):
+            return False  # a task this connector did not make
+        with self._lock:
+            if self._book.entry(rid) is None or self._book.record_of(task["id"]) != rid:
+                self._book.note(task)
+            entry = self._book.entry(rid)
+            if entry is None or entry.task_id != task["id"]:
+                return False
+            aid = str(annotation["id"])
+            label = annotation_label(annotation, self._classes)
+            mark = IGNORED if label is None else str(label)
+            if entry.forwarded.get(aid) == mark:
+                return False
+            if label is None:
+                reason = "skipped" if annotation.get("was_cancelled") else "no_class"
+                self._metrics.annotations_ignored.labels(reason).inc()
+            else:
+                self._produce(label_record(rid, label, annotation, *self._cost))
+                requested_at = (task.get("data") or {}).get("requested_at")
+                if not entry.forwarded and isinstance(requested_at, int | float):
+                    self._metrics.annotation_latency.observe(max(0.0, self._now() - requested_at))
+            meta = {**entry.meta, FORWARDED: {**entry.forwarded, aid: mark}}
+            self._store.set_task_meta(task["id"], meta)
+            self._book.forwarded(rid, aid, mark, meta, answered=label is not None)
+            return label is not None
+
+    def _produce(self, record: dict[str, Any]) -> None:
+        errors: list[Any] = []
+
+        def delivered(err: Any, _msg: Any) -> None:
+            if err is not None:
+                errors.append(err)
+
+        self._producer.produce(self._topic, key=record["id"].encode(), value=orjson.dumps(record),
+                               on_delivery=delivered)
+        if self._producer.flush(self._flush_timeout_s) != 0 or errors:
+            raise LabelNotDelivered(f"label of {record['id']}: {errors[0] if errors else 'flush timed out'}")
+        self._metrics.labels_produced.inc()
