@@ -47,7 +47,7 @@ class LabelStudio:
             return f"Token {self._token}"
         with self._lock:
             if self._access is None or renew:
-                got = self._send("POST", "/api/token/refresh", {"refresh": self._token}, auth=None)
+                got = self._send("POST", "/api/token/refresh/", {"refresh": self._token}, auth=None)
                 self._access = got["access"]
             return f"Bearer {self._access}"
 
@@ -83,7 +83,7 @@ class LabelStudio:
     def projects(self) -> Iterator[dict[str, Any]]:
         page = 1
         while True:
-            got = self.call("GET", f"/api/projects?page={page}&page_size={_PAGE}")
+            got = self.call("GET", f"/api/projects/?page={page}&page_size={_PAGE}")
             results = got["results"] if isinstance(got, dict) else got
             yield from results
             if not isinstance(got, dict) or not got.get("next"):
@@ -91,7 +91,7 @@ class LabelStudio:
             page += 1
 
     def create_project(self, title: str, label_config: str) -> dict[str, Any]:
-        return self.call("POST", "/api/projects", {"title": title, "label_config": label_config})
+        return self.call("POST", "/api/projects/", {"title": title, "label_config": label_config})
 
     # -- tasks and annotations
 
@@ -100,7 +100,7 @@ class LabelStudio:
         page = 1
         while True:
             try:
-                got = self.call("GET", f"/api/tasks?project={project}&page={page}&page_size={_PAGE}&fields=all")
+                got = self.call("GET", f"/api/tasks/?project={project}&page={page}&page_size={_PAGE}&fields=all")
             except LabelStudioError as exc:
                 if exc.status == 404:  # past the last page
                     return
@@ -111,30 +111,30 @@ class LabelStudio:
             page += 1
 
     def task(self, task_id: int) -> dict[str, Any]:
-        return self.call("GET", f"/api/tasks/{task_id}")
+        return self.call("GET", f"/api/tasks/{task_id}/")
 
     def create_task(self, project: int, data: dict[str, Any]) -> dict[str, Any]:
-        return self.call("POST", "/api/tasks", {"project": project, "data": data})
+        return self.call("POST", "/api/tasks/", {"project": project, "data": data})
 
     def delete_task(self, task_id: int) -> None:
         try:
-            self.call("DELETE", f"/api/tasks/{task_id}")
+            self.call("DELETE", f"/api/tasks/{task_id}/")
         except LabelStudioError as exc:
             if exc.status != 404:  # already gone is what was asked
                 raise
 
     def set_task_meta(self, task_id: int, meta: dict[str, Any]) -> None:
-        self.call("PATCH", f"/api/tasks/{task_id}", {"meta": meta})
+        self.call("PATCH", f"/api/tasks/{task_id}/", {"meta": meta})
 
     def annotation(self, annotation_id: int) -> dict[str, Any]:
-        return self.call("GET", f"/api/annotations/{annotation_id}")
+        return self.call("GET", f"/api/annotations/{annotation_id}/")
 
     # -- webhooks
 
     def webhooks(self, project: int) -> list[dict[str, Any]]:
-        return self.call("GET", f"/api/webhooks?project={project}")
+        return self.call("GET", f"/api/webhooks/?project={project}")
 
     def create_webhook(self, project: int, url: str, actions: list[str]) -> dict[str, Any]:
-        return self.call("POST", "/api/webhooks", {"project": project, "url": url, "send_payload": True,
+        return self.call("POST", "/api/webhooks/", {"project": project, "url": url, "send_payload": True,
                                                     "send_for_all_actions": False, "actions": actions,
                                                     "is_active": True})

@@ -1,10 +1,12 @@
 """Annotations into label records: produced, flushed, then marked as forwarded in Label Studio.
 
-The order is what keeps every annotation: a label is produced and acknowledged by Kafka before the
-task's meta records it as forwarded, and a webhook is answered only after both. A crash between
-the flush and the mark sends that label once more on the next poll (at least once; the service's
-duplicate policy decides what a repeat means). An edit that changes the chosen class is a new
-label; one that does not is nothing new.
+The order is what keeps every annotation: a label is produced and acknowledged by Kafka before it
+counts as forwarded, and a webhook is answered only after that. The forwarded mark is then saved in
+the task's meta, so that a restarted connector knows it; a mark Label Studio did not take is kept
+and saved again by the loop, and this process never sends the label twice. Only a crash between
+the flush and the saved mark sends that label once more on the next start (at least once; the
+service's duplicate policy decides what a repeat means). An edit that changes the chosen class is
+a new label; one that does not is nothing new.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from consumer.annotate.client import LabelStudioError
 from consumer.annotate.mapping import ID_FIELD, annotation_label, label_record
 from consumer.annotate.metrics import AnnotateMetrics
 from consumer.annotate.tasks import FORWARDED, IGNORED, TaskBook
@@ -45,6 +48,7 @@ class Forwarder:
         self._metrics, self._flush_timeout_s, self._now = metrics, flush_timeout_s, now
         # webhook threads and the poller may carry the same annotation at once
         self._lock = threading.Lock()
+        self._unsaved: dict[int, dict[str, Any]] = {}  # task id → meta whose mark is not saved yet
 
     def forward(self, task: dict[str, Any], annotation: dict[str, Any]) -> bool:
         """Produce the label of ``annotation`` unless already done; True if a label was produced."""
@@ -71,9 +75,25 @@ class Forwarder:
                 if not entry.forwarded and isinstance(requested_at, int | float):
                     self._metrics.annotation_latency.observe(max(0.0, self._now() - requested_at))
             meta = {**entry.meta, FORWARDED: {**entry.forwarded, aid: mark}}
-            self._store.set_task_meta(task["id"], meta)
             self._book.forwarded(rid, aid, mark, meta, answered=label is not None)
-            return label is not None
+            self._unsaved[task["id"]] = meta
+        self.save_marks()
+        return label is not None
+
+    def save_marks(self) -> int:
+        """Save the forwarded marks Label Studio has not taken yet; returns how many are left."""
+        with self._lock:
+            for task_id, meta in list(self._unsaved.items()):
+                try:
+                    self._store.set_task_meta(task_id, meta)
+                except LabelStudioError as exc:  # kept, and tried again by the loop
+                    log.warning("forwarded mark of task %s not saved yet: %s", task_id, exc)
+                    self._metrics.label_studio_errors.inc()
+                    break
+                # a newer mark of the same task may have arrived meanwhile: only the saved one goes
+                if self._unsaved.get(task_id) is meta:
+                    del self._unsaved[task_id]
+            return len(self._unsaved)
 
     def _produce(self, record: dict[str, Any]) -> None:
         errors: list[Any] = []

@@ -146,6 +146,7 @@ class Connector:
             self.book.load()
             self._reload = False
         self._handle(messages)
+        self.forwarder.save_marks()
         self.book.expire()
         if time.monotonic() >= self._next_poll:
             self.poll()
