@@ -261,11 +261,15 @@ class Connector:
                 self._send(200, b"ok\n", "text/plain")
 
             def _send(self, status: int, body: bytes, content_type: str) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", content_type)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    # Label Studio stops waiting after its WEBHOOK_TIMEOUT; the label is out already
+                    pass
 
             def log_message(self, *args: object) -> None:
                 pass

@@ -291,3 +291,11 @@ def test_annotation_for_task_made_elsewhere_is_not_forwarded(rig) -> None:
     rig.ls.annotate(task["id"], "1")
     rig.connector.run_once()
     assert rig.labels() == []
+
+
+def test_cli_annotate_label_studio_without_token_exits_2_naming_the_variable(monkeypatch, capsys) -> None:
+    from consumer.cli import main
+
+    monkeypatch.delenv("ACTIVESTREAM_ANNOTATE__TOKEN", raising=False)
+    assert main(["annotate", "label-studio"]) == 2
+    assert "ACTIVESTREAM_ANNOTATE__TOKEN" in capsys.readouterr().out
