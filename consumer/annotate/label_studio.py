@@ -27,7 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import orjson
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from consumer.annotate.client import LabelStudio, LabelStudioError
@@ -97,15 +97,15 @@ class Connector:
         s = self.settings
         self.project = ensure_project(self.ls, s.annotate.project, s.class_list)
         self.book = TaskBook(self.ls, self.project, self.metrics, self._now)
-        self._producer = self._make_producer({"bootstrap.servers": s.bootstrap_servers, "enable.idempotence": True,
-                                   "acks": "all", "linger.ms": 0, "client.id": "activestream-annotate",
-                                   **s.kafka, **s.kafka_producer})
+        self._producer = self._producer or self._make_producer({
+            "bootstrap.servers": s.bootstrap_servers, "enable.idempotence": True, "acks": "all", "linger.ms": 0,
+            "client.id": "activestream-annotate", **s.kafka, **s.kafka_producer})
         self.forwarder = Forwarder(self.ls, self.book, self._producer, s.topics.labels, s.class_list,
                                    s.annotate.cost, s.annotate.cost_per_label, s.annotate.cost_per_second,
                                    self.metrics, now=self._now)
-        self._serve()
         if s.annotate.webhook_url:
             self._register_webhook(s.annotate.webhook_url + "/webhook")
+        self._serve()  # last of what can fail, so that a failed start can simply be called again
         self._consumer = self._make_consumer({"bootstrap.servers": s.bootstrap_servers, "group.id": s.annotate.group_id,
                                    "enable.auto.commit": False, "auto.offset.reset": "earliest",
                                    "client.id": "activestream-annotate", **s.kafka, **s.kafka_consumer})
@@ -116,8 +116,9 @@ class Connector:
         while not self._stop.is_set():
             try:
                 self.run_once()
-            except (LabelStudioError, LabelNotDelivered) as exc:
-                self.metrics.label_studio_errors.inc()
+            except (LabelStudioError, LabelNotDelivered, KafkaException) as exc:
+                if isinstance(exc, LabelStudioError):
+                    self.metrics.label_studio_errors.inc()
                 log.warning("%s; trying again in %.0f s", exc, self.settings.annotate.retry_s)
                 self._stop.wait(self.settings.annotate.retry_s)
         self.close()
@@ -142,9 +143,6 @@ class Connector:
         self.last_loop = time.monotonic()
         assert self._consumer is not None and self.book is not None
         messages = [m for m in self._consumer.consume(_BATCH, timeout_s) if m.error() is None]
-        if self._reload:
-            self.book.load()
-            self._reload = False
         self._handle(messages)
         self.forwarder.save_marks()
         self.book.expire()
@@ -160,19 +158,23 @@ class Connector:
     def _handle(self, messages: list[Any]) -> None:
         """Make each message's task in order; commit each partition up to the last one done."""
         done: dict[tuple[str, int], int] = {}
+        handled = 0
         try:
-            for i, msg in enumerate(messages):
-                try:
-                    self._request(msg)
-                except (LabelStudioError, LabelNotDelivered):
-                    # every partition resumes at its first message not done
-                    first: dict[tuple[str, int], int] = {}
-                    for later in messages[i:]:
-                        first.setdefault((later.topic(), later.partition()), later.offset())
-                    for (topic, partition), offset in first.items():
-                        self._consumer.seek(TopicPartition(topic, partition, offset))
-                    raise
+            if self._reload:  # before the batch: it may hold requests whose tasks another instance made
+                self.book.load()
+                self._reload = False
+            for msg in messages:
+                self._request(msg)
                 done[(msg.topic(), msg.partition())] = msg.offset() + 1
+                handled += 1
+        except (LabelStudioError, LabelNotDelivered):
+            # every partition resumes at its first message not done
+            first: dict[tuple[str, int], int] = {}
+            for later in messages[handled:]:
+                first.setdefault((later.topic(), later.partition()), later.offset())
+            for (topic, partition), offset in first.items():
+                self._consumer.seek(TopicPartition(topic, partition, offset))
+            raise
         finally:
             if done:
                 self._consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in done.items()],
@@ -283,13 +285,14 @@ class Connector:
 def main() -> int:
     """The CLI entry: settings, start (retrying while Label Studio is not up), run."""
     import signal
+    import sys
 
     from consumer.annotate.config import load_annotate_settings
 
     try:
         settings = load_annotate_settings()
     except ConfigError as exc:
-        print(f"activestream annotate label-studio: {exc}", flush=True)
+        print(f"activestream annotate label-studio: {exc}", file=sys.stderr)
         return 2
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     connector = Connector(settings)
@@ -300,12 +303,12 @@ def main() -> int:
             connector.start()
             break
         except ConfigError as exc:
-            print(f"activestream annotate label-studio: {exc}", flush=True)
+            print(f"activestream annotate label-studio: {exc}", file=sys.stderr)
             return 2
         except LabelStudioError as exc:
             if exc.status in (401, 403):
                 print(f"activestream annotate label-studio: {ENV_PREFIX}ANNOTATE__TOKEN was refused by "
-                      f"{settings.annotate.url}", flush=True)
+                      f"{settings.annotate.url}", file=sys.stderr)
                 return 2
             log.warning("Label Studio not reachable (%s); trying again in %.0f s", exc, settings.annotate.retry_s)
             if connector._stop.wait(settings.annotate.retry_s):

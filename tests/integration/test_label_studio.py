@@ -26,9 +26,9 @@ import orjson
 import pytest
 from confluent_kafka import Producer
 
-from consumer.annotate.client import LabelStudio
+from consumer.annotate.client import LabelStudio, LabelStudioError
 from consumer.annotate.config import load_annotate_settings
-from consumer.annotate.label_studio import Connector
+from consumer.annotate.label_studio import Connector, ensure_project
 from consumer.demo.broker import CLIENT_SETTINGS
 from consumer.service import Service
 from tests.kafka_helpers import produce_features, read_all, settings_for, stream, unique_topics, wait_for
@@ -222,3 +222,14 @@ def test_label_studio_connector_tasks_labels_edit_expiry_restart(kafka_bootstrap
         rid: truth[rid] for rid in [*first, *while_down] if rid != edited}
     assert applied() == 7 and duplicate() == 1
     print(f"Label Studio started in {label_studio.start_s:.0f} s; {len(requested)} tasks for {N_RECORDS} records")
+
+
+def test_label_studio_personal_access_token_is_exchanged_and_renewed(label_studio):
+    pat = LabelStudio(label_studio.url, TOKEN).call("POST", "/api/token/", {})["token"]
+    client = LabelStudio(label_studio.url, pat)
+    project = ensure_project(client, "token-check", [-1, 1])
+    client._access = "not-a-valid-access-token"  # as if it had expired: a 401, then a new one
+    assert ensure_project(client, "token-check", [-1, 1]) == project
+    with pytest.raises(LabelStudioError) as refused:
+        list(LabelStudio(label_studio.url, pat[:-4] + "AAAA").projects())
+    assert refused.value.status == 401

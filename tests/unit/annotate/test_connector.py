@@ -298,4 +298,35 @@ def test_cli_annotate_label_studio_without_token_exits_2_naming_the_variable(mon
 
     monkeypatch.delenv("ACTIVESTREAM_ANNOTATE__TOKEN", raising=False)
     assert main(["annotate", "label-studio"]) == 2
-    assert "ACTIVESTREAM_ANNOTATE__TOKEN" in capsys.readouterr().out
+    assert "ACTIVESTREAM_ANNOTATE__TOKEN" in capsys.readouterr().err
+
+
+def test_book_reload_failing_after_a_read_rewinds_and_loses_no_request(rig) -> None:
+    rig.request("r0")
+    rig.request("r1")
+    rig.connector._reload = True  # as after a rebalance
+    rig.ls.down = True
+    with pytest.raises(LabelStudioError):
+        rig.connector.run_once()
+    assert rig.committed() == 0
+    rig.ls.down = False
+    rig.connector.run_once()
+    assert sorted(t["data"]["activestream_id"] for t in rig.ls.tasks_.values()) == ["r0", "r1"]
+    assert rig.committed() == 2
+
+
+def test_start_failing_on_label_studio_can_be_called_again() -> None:
+    rig = Rig()
+    rig.connector.close()
+    connector = Connector(rig.settings, AnnotateMetrics(), now=lambda: rig.now, ls=rig.ls,
+                          make_consumer=lambda conf: FakeConsumer(rig.broker, conf["group.id"]),
+                          make_producer=lambda _conf: FakeProducer(rig.broker))
+    rig.ls.down = True
+    with pytest.raises(LabelStudioError):
+        connector.start()
+    rig.ls.down = False
+    connector.start()
+    rig.request("r0")
+    connector.run_once()
+    assert len(rig.ls.tasks_) == 1
+    connector.close()
