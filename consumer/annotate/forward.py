@@ -2,11 +2,12 @@
 
 The order is what keeps every annotation: a label is produced and acknowledged by Kafka before it
 counts as forwarded, and a webhook is answered only after that. The forwarded mark is then saved in
-the task's meta, so that a restarted connector knows it; a mark Label Studio did not take is kept
-and saved again by the loop, and this process never sends the label twice. Only a crash between
-the flush and the saved mark sends that label once more on the next start (at least once; the
-service's duplicate policy decides what a repeat means). An edit that changes the chosen class is
-a new label; one that does not is nothing new.
+the task's meta by the loop, so that a restarted connector knows it. Label Studio may write a task
+back with its older meta while it saves an annotation, so each poll compares the marks it reads
+with those this process holds and saves any that went missing again. This process never sends a
+label twice; only a crash before its mark is saved (and read back) sends it once more on the next
+start (at least once; the service's duplicate policy decides what a repeat means). An edit that
+changes the chosen class is a new label; one that does not is nothing new.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class Forwarder:
         # webhook threads and the poller may carry the same annotation at once
         self._lock = threading.Lock()
         self._unsaved: dict[int, dict[str, Any]] = {}  # task id → meta whose mark is not saved yet
+        self._recent: set[int] = set()  # tasks marked since the last poll
 
     def forward(self, task: dict[str, Any], annotation: dict[str, Any]) -> bool:
         """Produce the label of ``annotation`` unless already done; True if a label was produced."""
@@ -77,8 +79,25 @@ class Forwarder:
             meta = {**entry.meta, FORWARDED: {**entry.forwarded, aid: mark}}
             self._book.forwarded(rid, aid, mark, meta, answered=label is not None)
             self._unsaved[task["id"]] = meta
-        self.save_marks()
+            self._recent.add(task["id"])
         return label is not None
+
+    def take_recent(self) -> set[int]:
+        """The tasks marked since the last call (read back at a clean stop to check their marks)."""
+        with self._lock:
+            recent, self._recent = self._recent, set()
+            return recent
+
+    def check_marks(self, task: dict[str, Any]) -> None:
+        """Queue the marks of ``task`` again if Label Studio's copy lacks some this process holds."""
+        rid = (task.get("data") or {}).get(ID_FIELD)
+        entry = self._book.entry(rid) if isinstance(rid, str) else None
+        if entry is None or entry.task_id != task["id"] or not entry.forwarded:
+            return
+        saved = (task.get("meta") or {}).get(FORWARDED) or {}
+        if any(saved.get(aid) != mark for aid, mark in entry.forwarded.items()):
+            with self._lock:
+                self._unsaved.setdefault(task["id"], {**(task.get("meta") or {}), FORWARDED: dict(entry.forwarded)})
 
     def save_marks(self) -> int:
         """Save the forwarded marks Label Studio has not taken yet; returns how many are left."""
@@ -86,10 +105,11 @@ class Forwarder:
             for task_id, meta in list(self._unsaved.items()):
                 try:
                     self._store.set_task_meta(task_id, meta)
-                except LabelStudioError as exc:  # kept, and tried again by the loop
-                    log.warning("forwarded mark of task %s not saved yet: %s", task_id, exc)
-                    self._metrics.label_studio_errors.inc()
-                    break
+                except LabelStudioError as exc:
+                    if exc.status != 404:  # a deleted task needs no mark; anything else is tried again
+                        log.warning("forwarded mark of task %s not saved yet: %s", task_id, exc)
+                        self._metrics.label_studio_errors.inc()
+                        break
                 # a newer mark of the same task may have arrived meanwhile: only the saved one goes
                 if self._unsaved.get(task_id) is meta:
                     del self._unsaved[task_id]

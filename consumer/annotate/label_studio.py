@@ -128,6 +128,8 @@ class Connector:
         self._stop.set()
 
     def close(self) -> None:
+        if self.forwarder is not None:
+            self._save_marks_for_good()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -149,6 +151,17 @@ class Connector:
         if time.monotonic() >= self._next_poll:
             self.poll()
             self._next_poll = time.monotonic() + self.settings.annotate.poll_interval_s
+
+    def _save_marks_for_good(self) -> None:
+        """A clean stop leaves no label to repeat: the tasks marked since the last poll are read back
+        and any mark Label Studio lost is saved again."""
+        self.forwarder.save_marks()
+        try:
+            for task_id in self.forwarder.take_recent():
+                self.forwarder.check_marks(self.ls.task(task_id))
+        except LabelStudioError as exc:
+            log.warning("forwarded marks not checked at stop: %s", exc)
+        self.forwarder.save_marks()
 
     def _assigned(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         # another instance may have made tasks for these partitions' ids
@@ -196,11 +209,14 @@ class Connector:
     def poll(self) -> int:
         """Forward every annotation not forwarded yet; returns the labels produced."""
         produced = 0
+        self.forwarder.take_recent()  # the poll reads every task back
         for task in self.ls.tasks(self.project):
             self.book.note(task)
+            self.forwarder.check_marks(task)
             for annotation in task.get("annotations") or []:
                 if isinstance(annotation, dict):
                     produced += self.forwarder.forward(task, annotation)
+        self.forwarder.save_marks()
         self.book.publish()
         self.metrics.last_poll.set(self._now())
         return produced

@@ -176,8 +176,12 @@ def test_label_studio_connector_tasks_labels_edit_expiry_restart(kafka_bootstrap
         assert connector.connector.metrics.registry.get_sample_value(
             "activestream_annotate_webhooks_total", {"outcome": "ok"}) >= 1
 
-        # 3. the connector stops; the second half streams in; annotations are made while it is down
+        # 3. the connector stops (its forwarded marks saved in Label Studio); the second half streams
+        # in; annotations are made while it is down
         connector.stop()
+        marks = {t["data"]["activestream_id"]: (t.get("meta") or {}).get("activestream_forwarded")
+                 for t in ls.tasks(project) if t["data"]["activestream_id"] in first}
+        assert all(marks.values()) and len(marks) == 4, marks
         produce_features(kafka_bootstrap, topics["features"], records[N_RECORDS // 2:])
         wait_for(lambda: service.totals.get("records_scored") == N_RECORDS, 120, "second half scored")
         while_down = sorted(set(tasks()) - set(first))[:3]
@@ -196,7 +200,7 @@ def test_label_studio_connector_tasks_labels_edit_expiry_restart(kafka_bootstrap
         # 5. an edited annotation is a second label for its id: the service's policy (first) drops it
         edited = first[0]
         annotate_in_browser(label_studio, project, [(tasks()[edited][0], str(-truth[edited]))])
-        wait_for(lambda: duplicate() == 1, 60, "the edit counted as a duplicate", lambda: f"dup {duplicate()}")
+        wait_for(lambda: duplicate() >= 1, 60, "the edit counted as a duplicate", lambda: f"dup {duplicate()}")
 
         # 6. a request that expires closes its open task
         p = Producer({"bootstrap.servers": kafka_bootstrap})

@@ -40,8 +40,10 @@ class Rig:
                          make_consumer=lambda conf: FakeConsumer(self.broker, conf["group.id"]),
                          make_producer=producer).start()
 
-    def restart(self) -> None:
-        self.connector.close()
+    def restart(self, crash: bool = False) -> None:
+        """A clean stop and a new start; ``crash``: nothing of the old one runs (no final save)."""
+        if not crash:
+            self.connector.close()
         self.connector = self._new()
 
     def request(self, rid: str, expires_in: float = 3600.0) -> None:
@@ -264,8 +266,9 @@ def test_crash_before_the_mark_is_saved_label_repeats_once_after_restart(rig) ->
     real = rig.ls.set_task_meta
     rig.ls.set_task_meta = lambda *_: (_ for _ in ()).throw(LabelStudioError("connection reset"))
     rig.connector.webhook({"action": "ANNOTATION_CREATED", "annotation": {"id": aid}})
+    rig.connector.run_once()
     rig.ls.set_task_meta = real
-    rig.restart()  # the unsaved mark dies with the process
+    rig.restart(crash=True)  # the unsaved mark dies with the process
     rig.connector.run_once()
     rig.connector.poll()
     assert [lab["id"] for lab in rig.labels()] == ["r0", "r0"]  # at least once: here exactly twice
@@ -330,3 +333,42 @@ def test_start_failing_on_label_studio_can_be_called_again() -> None:
     connector.run_once()
     assert len(rig.ls.tasks_) == 1
     connector.close()
+
+
+def test_mark_overwritten_by_label_studio_is_saved_again_by_the_poller(rig) -> None:
+    rig.request("r0")
+    rig.connector.run_once()
+    aid = rig.ls.annotate(rig.ls.task_of("r0")["id"], "1")
+    rig.connector.webhook({"action": "ANNOTATION_CREATED", "annotation": {"id": aid}})
+    rig.connector.run_once()
+    rig.ls.task_of("r0")["meta"] = {}  # Label Studio wrote the task back with the meta it had read before
+    rig.connector.poll()
+    assert rig.ls.task_of("r0")["meta"] == {"activestream_forwarded": {str(aid): "1"}}
+    rig.restart(crash=True)
+    rig.connector.run_once()
+    rig.connector.poll()
+    assert rig.labels() == [{"id": "r0", "label": 1, "cost": 1.0}]
+
+
+def test_clean_stop_saves_pending_marks_so_a_restart_repeats_nothing(rig) -> None:
+    rig.request("r0")
+    rig.connector.run_once()
+    aid = rig.ls.annotate(rig.ls.task_of("r0")["id"], "1")
+    rig.connector.webhook({"action": "ANNOTATION_CREATED", "annotation": {"id": aid}})
+    rig.restart()
+    rig.connector.run_once()
+    rig.connector.poll()
+    assert rig.labels() == [{"id": "r0", "label": 1, "cost": 1.0}]
+
+
+def test_clean_stop_restores_a_mark_label_studio_overwrote_since_the_last_poll(rig) -> None:
+    rig.request("r0")
+    rig.connector.run_once()
+    aid = rig.ls.annotate(rig.ls.task_of("r0")["id"], "1")
+    rig.connector.webhook({"action": "ANNOTATION_CREATED", "annotation": {"id": aid}})
+    rig.connector.run_once()
+    rig.ls.task_of("r0")["meta"] = {}
+    rig.restart()
+    rig.connector.run_once()
+    rig.connector.poll()
+    assert rig.labels() == [{"id": "r0", "label": 1, "cost": 1.0}]
