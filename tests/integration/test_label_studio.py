@@ -149,7 +149,7 @@ def test_label_studio_connector_tasks_labels_edit_expiry_restart(kafka_bootstrap
                       "group_id": group, "port": port, "webhook_url": f"http://127.0.0.1:{port}",
                       "poll_interval_s": 2, "retry_s": 1})
 
-    ls = LabelStudio(label_studio.url, TOKEN)
+    ls = LabelStudio(label_studio.url, TOKEN, timeout_s=120)
     applied = lambda: service.totals.get("labels.applied")  # noqa: E731
     duplicate = lambda: service.totals.get("labels.duplicate")  # noqa: E731
 
@@ -159,6 +159,10 @@ def test_label_studio_connector_tasks_labels_edit_expiry_restart(kafka_bootstrap
             by_id.setdefault(task["data"]["activestream_id"], []).append(task["id"])
         return by_id
 
+    def counted(name: str, labels: dict | None = None) -> float:
+        """A connector metric (cheap to poll, unlike listing every task)."""
+        return connector.connector.metrics.registry.get_sample_value(f"activestream_annotate_{name}", labels or {}) or 0
+
     connector = Running(connector_settings(f"annotate-{uuid.uuid4().hex[:8]}"))
     project = connector.connector.project
     try:
@@ -167,11 +171,14 @@ def test_label_studio_connector_tasks_labels_edit_expiry_restart(kafka_bootstrap
         wait_for(lambda: service.totals.get("records_scored") == N_RECORDS // 2, 120, "first half scored")
         first_requests = int(service.totals.get("label_requests"))
         assert first_requests > 10
-        wait_for(lambda: len(tasks()) == first_requests, 120, "a task per request", lambda: f"{len(tasks())}")
+        wait_for(lambda: counted("tasks_created_total") == first_requests, 120, "a task per request",
+                 lambda: f"{counted('tasks_created_total')}")
+        by_id = tasks()
+        assert len(by_id) == first_requests
 
         # 2. annotated in the browser: webhooks (and the poller) bring one applied label each
-        first = sorted(tasks())[:4]
-        annotate_in_browser(label_studio, project, [(tasks()[rid][0], str(truth[rid])) for rid in first])
+        first = sorted(by_id)[:4]
+        annotate_in_browser(label_studio, project, [(by_id[rid][0], str(truth[rid])) for rid in first])
         wait_for(lambda: applied() == 4, 60, "4 labels applied", lambda: f"applied {applied()}")
         assert connector.connector.metrics.registry.get_sample_value(
             "activestream_annotate_webhooks_total", {"outcome": "ok"}) >= 1
@@ -184,22 +191,25 @@ def test_label_studio_connector_tasks_labels_edit_expiry_restart(kafka_bootstrap
         assert all(marks.values()) and len(marks) == 4, marks
         produce_features(kafka_bootstrap, topics["features"], records[N_RECORDS // 2:])
         wait_for(lambda: service.totals.get("records_scored") == N_RECORDS, 120, "second half scored")
-        while_down = sorted(set(tasks()) - set(first))[:3]
-        annotate_in_browser(label_studio, project, [(tasks()[rid][0], str(truth[rid])) for rid in while_down])
+        by_id = tasks()
+        while_down = sorted(set(by_id) - set(first))[:3]
+        annotate_in_browser(label_studio, project, [(by_id[rid][0], str(truth[rid])) for rid in while_down])
 
         # 4. it restarts having lost its offsets: every request is read again, no task made twice,
         # and the poller forwards what no webhook could deliver
         connector = Running(connector_settings(f"annotate-{uuid.uuid4().hex[:8]}"))
         requested = {orjson.loads(m.value())["id"] for m in read_all(kafka_bootstrap, topics["label_requests"])}
-        wait_for(lambda: set(tasks()) == requested, 120, "a task per request after the restart",
-                 lambda: f"{len(tasks())} tasks, {len(requested)} requests")
+        wait_for(lambda: counted("tasks_created_total") + counted("tasks_existing_total") == len(requested), 120,
+                 "every request read again", lambda: f"{counted('tasks_created_total')} created, "
+                 f"{counted('tasks_existing_total')} found, {len(requested)} requests")
+        assert set(tasks()) == requested
         wait_for(lambda: applied() == 7, 60, "7 labels applied", lambda: f"applied {applied()}")
         metrics = connector.connector.metrics.registry
         assert metrics.get_sample_value("activestream_annotate_tasks_existing_total") >= first_requests
 
         # 5. an edited annotation is a second label for its id: the service's policy (first) drops it
         edited = first[0]
-        annotate_in_browser(label_studio, project, [(tasks()[edited][0], str(-truth[edited]))])
+        annotate_in_browser(label_studio, project, [(by_id[edited][0], str(-truth[edited]))])
         wait_for(lambda: duplicate() >= 1, 60, "the edit counted as a duplicate", lambda: f"dup {duplicate()}")
 
         # 6. a request that expires closes its open task
@@ -207,11 +217,11 @@ def test_label_studio_connector_tasks_labels_edit_expiry_restart(kafka_bootstrap
         now = time.time()
         p.produce(topics["label_requests"], key=b"ls-expiring", value=orjson.dumps({
             "v": 1, "id": "ls-expiring", "features": [0.0] * 8, "prediction": 1, "uncertainty": 0.9,
-            "requested_at": now, "expires_at": now + 6}))
+            "requested_at": now, "expires_at": now + 20}))
         p.flush(10)
-        wait_for(lambda: "ls-expiring" in tasks(), 60, "the expiring request's task")
-        wait_for(lambda: "ls-expiring" not in tasks(), 60, "the expired task closed")
-        assert metrics.get_sample_value("activestream_annotate_tasks_closed_total", {"reason": "expired"}) == 1
+        wait_for(lambda: counted("tasks_closed_total", {"reason": "expired"}) == 1, 90, "the expired task closed",
+                 lambda: f"created {counted('tasks_created_total')}")
+        assert "ls-expiring" not in tasks()
     finally:
         connector.stop()
         service.request_stop()
