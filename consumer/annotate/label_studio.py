@@ -106,9 +106,9 @@ class Connector:
         if s.annotate.webhook_url:
             self._register_webhook(s.annotate.webhook_url + "/webhook")
         self._serve()  # last of what can fail, so that a failed start can simply be called again
-        self._consumer = self._make_consumer({"bootstrap.servers": s.bootstrap_servers, "group.id": s.annotate.group_id,
-                                   "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                                   "client.id": "activestream-annotate", **s.kafka, **s.kafka_consumer})
+        self._consumer = self._make_consumer({
+            "bootstrap.servers": s.bootstrap_servers, "group.id": s.annotate.group_id, "enable.auto.commit": False,
+            "auto.offset.reset": "earliest", "client.id": "activestream-annotate", **s.kafka, **s.kafka_consumer})
         self._consumer.subscribe([s.topics.label_requests], on_assign=self._assigned)
         return self
 
@@ -292,7 +292,11 @@ class Connector:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("0.0.0.0", self.settings.annotate.port), Handler)
+        try:
+            self._server = ThreadingHTTPServer(("0.0.0.0", self.settings.annotate.port), Handler)
+        except OSError as exc:
+            raise ConfigError(f"{ENV_PREFIX}ANNOTATE__PORT: cannot listen on {self.settings.annotate.port}: "
+                              f"{exc.strerror}") from None
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
         threading.Thread(target=self._server.serve_forever, name="annotate-http", daemon=True).start()

@@ -372,3 +372,12 @@ def test_clean_stop_restores_a_mark_label_studio_overwrote_since_the_last_poll(r
     rig.connector.run_once()
     rig.connector.poll()
     assert rig.labels() == [{"id": "r0", "label": 1, "cost": 1.0}]
+
+
+def test_start_port_taken_fails_naming_the_setting(rig) -> None:
+    taken = rig.connector.port
+    settings = load_annotate_settings(annotate={"token": "t", "port": taken})
+    with pytest.raises(ConfigError, match="ACTIVESTREAM_ANNOTATE__PORT"):
+        Connector(settings, AnnotateMetrics(), ls=rig.ls,
+                  make_consumer=lambda conf: FakeConsumer(rig.broker, conf["group.id"]),
+                  make_producer=lambda _conf: FakeProducer(rig.broker)).start()
