@@ -4,6 +4,7 @@
 * ``activestream replay``: a dataset through a learner offline (a backtest, or a paper's protocol),
   printing prequential metrics as a table or one JSON object (``--json``).
 * ``activestream demo``: the whole loop on this machine (embedded broker, a simulated annotator).
+* ``activestream annotate label-studio``: label requests to Label Studio tasks, annotations to labels.
 * ``activestream checkpoint inspect PATH``: what a checkpoint file (or the newest in a directory) holds.
 * ``activestream healthcheck [--ready]``: exit 0 if the local service's ``/healthz`` (``/readyz``) answers
   200: a container health check that needs no curl in the image.
@@ -251,6 +252,12 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _annotate(args: argparse.Namespace) -> int:
+    from consumer.annotate.label_studio import main as label_studio
+
+    return label_studio()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="activestream", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -290,6 +297,11 @@ def build_parser() -> argparse.ArgumentParser:
     health.add_argument("--port", type=int, help="the metrics port (default: ACTIVESTREAM_METRICS_PORT, 9108)")
     health.add_argument("--timeout", type=float, default=4.0, help="seconds to wait for the answer (4)")
     health.set_defaults(func=_healthcheck)
+
+    annotate = sub.add_parser("annotate", help="connect the label requests to an annotation tool")
+    annotate_sub = annotate.add_subparsers(dest="tool", required=True)
+    annotate_sub.add_parser("label-studio", help="label requests become Label Studio tasks, annotations labels "
+                            "(configured by ACTIVESTREAM_* variables)").set_defaults(func=_annotate)
 
     ck = sub.add_parser("checkpoint", help="work with checkpoint files")
     ck_sub = ck.add_subparsers(dest="action", required=True)

@@ -64,3 +64,15 @@ def test_prometheus_scrapes_the_service_and_grafana_provisions_the_dashboard():
     datasource = load_yaml(DEPLOY / "grafana" / "provisioning" / "datasources" / "prometheus.yml")["datasources"][0]
     assert datasource["url"] == "http://prometheus:9090"
     assert grafana["image"].startswith("grafana/grafana:11.6")  # the SDK build the dashboard is typed against
+
+
+def test_label_studio_profile_runs_the_connector_with_settings_it_accepts(monkeypatch):
+    from consumer.annotate.config import load_annotate_settings
+
+    annotate = services()["annotate"]
+    assert annotate["profiles"] == ["label-studio"] == services()["label-studio"]["profiles"]
+    assert build_parser().parse_args(annotate["command"]).tool == "label-studio"
+    for key, value in annotate["environment"].items():
+        monkeypatch.setenv(key, "a-token" if key.endswith("TOKEN") else str(value))
+    settings = load_annotate_settings()
+    assert settings.annotate.url == "http://label-studio:8080" and settings.bootstrap_servers == "kafka:9092"

@@ -1,0 +1,249 @@
+"""The Label Studio connector end to end: a real Label Studio (SQLite, 127.0.0.1), the embedded
+broker, the service and the connector, with annotations made in Label Studio's web UI by headless
+system Chromium driven by Playwright.
+
+Label Studio is heavy (Django) and lives in a venv of its own, with Playwright beside it:
+``python3 -m venv .ls-venv && .ls-venv/bin/pip install label-studio playwright`` (or point
+``ACTIVESTREAM_LABEL_STUDIO_VENV`` at one). Without it the test is skipped, saying so. Its first start
+migrates an empty database, kept beside the venv as a template so later runs start in seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+import orjson
+import pytest
+from confluent_kafka import Producer
+
+from consumer.annotate.client import LabelStudio, LabelStudioError
+from consumer.annotate.config import load_annotate_settings
+from consumer.annotate.label_studio import Connector, ensure_project
+from consumer.demo.broker import CLIENT_SETTINGS
+from consumer.service import Service
+from tests.kafka_helpers import produce_features, read_all, settings_for, stream, unique_topics, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+LS_VENV = Path(os.environ.get("ACTIVESTREAM_LABEL_STUDIO_VENV", ROOT / ".ls-venv"))
+UI_DRIVER = Path(__file__).with_name("label_studio_ui.py")
+CHROMIUM = os.environ.get("ACTIVESTREAM_CHROMIUM", "/usr/bin/chromium")
+EMAIL, PASSWORD = "annotator@example.com", "activestream-test-1"
+TOKEN = "0a1b2c3d4e5f60718293a4b5c6d7e8f901234567"
+N_RECORDS = 200
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "/health", timeout=2) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+class LabelStudioProcess:
+    """``label-studio start`` on a data directory and a free port, stopped with its process group."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = data_dir.parent / f"{data_dir.name}.log"
+        env = {**os.environ, "SSRF_PROTECTION_ENABLED": "false",  # the connector's webhook is on 127.0.0.1
+               "LABEL_STUDIO_BASE_DATA_DIR": str(data_dir), "DJANGO_DB": "sqlite"}
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(
+                [str(LS_VENV / "bin" / "label-studio"), "start", "--no-browser", "--internal-host", "127.0.0.1",
+                 "--port", str(self.port), "--data-dir", str(data_dir), "--username", EMAIL, "--password",
+                 PASSWORD, "--user-token", TOKEN, "--enable-legacy-api-token", "--log-level", "WARNING"],
+                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        wait_for(lambda: _healthy(self.url) or self.proc.poll() is not None, 900, "Label Studio did not start",
+                 lambda: self.log.read_text()[-2000:])
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"Label Studio exited: {self.log.read_text()[-2000:]}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def label_studio(tmp_path_factory):
+    if not (LS_VENV / "bin" / "label-studio").exists():
+        pytest.skip(f"no Label Studio venv at {LS_VENV} (python3 -m venv {LS_VENV} && {LS_VENV}/bin/pip install "
+                    "label-studio playwright; or set ACTIVESTREAM_LABEL_STUDIO_VENV)")
+    if subprocess.run([str(LS_VENV / "bin" / "python"), "-c", "import playwright"], capture_output=True).returncode:
+        pytest.skip(f"Playwright is not installed in {LS_VENV} ({LS_VENV}/bin/pip install playwright)")
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no system Chromium at {CHROMIUM} (apt-get install chromium, or set ACTIVESTREAM_CHROMIUM)")
+    template = LS_VENV / "activestream-template"
+    if not (template / "label_studio.sqlite3").exists():
+        fresh = tmp_path_factory.mktemp("ls-template") / "data"
+        LabelStudioProcess(fresh).stop()
+        shutil.copytree(fresh, template.with_suffix(".tmp"), dirs_exist_ok=True)
+        template.with_suffix(".tmp").rename(template)
+    data = tmp_path_factory.mktemp("ls") / "data"
+    shutil.copytree(template, data)
+    started = time.monotonic()
+    server = LabelStudioProcess(data)
+    server.start_s = time.monotonic() - started
+    yield server
+    server.stop()
+
+
+def annotate_in_browser(server: LabelStudioProcess, project: int, actions: list[tuple[int, str]]) -> list[int]:
+    """Pick ``choice`` on each task in the web UI; returns the annotation ids saved."""
+    job = {"url": server.url, "email": EMAIL, "password": PASSWORD, "project": project,
+           "actions": [{"task": task, "choice": choice} for task, choice in actions]}
+    done = subprocess.run([str(LS_VENV / "bin" / "python"), str(UI_DRIVER)], input=json.dumps(job), text=True,
+                          capture_output=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+class Running:
+    """A connector turning in a thread, as its own process would."""
+
+    def __init__(self, settings) -> None:
+        self.connector = Connector(settings).start()
+        self.thread = threading.Thread(target=self.connector.run, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.connector.request_stop()
+        self.thread.join(60)
+        assert not self.thread.is_alive()
+
+
+def test_label_studio_connector_tasks_labels_edit_expiry_restart(kafka_bootstrap, label_studio, tmp_path):
+    topics = unique_topics(kafka_bootstrap)
+    records, truth = stream(N_RECORDS, prefix="ls")
+    service = Service(settings_for(kafka_bootstrap, topics, tmp_path / "ckpt"), serve_http=False)
+    service_thread = threading.Thread(target=service.run, daemon=True)
+    service_thread.start()
+    port = _free_port()
+
+    def connector_settings(group: str):
+        return load_annotate_settings(
+            bootstrap_servers=kafka_bootstrap, topics=topics, kafka_consumer=CLIENT_SETTINGS, classes=[-1, 1],
+            annotate={"url": label_studio.url, "token": TOKEN, "project": f"test-{topics['labels'][-8:]}",
+                      "group_id": group, "port": port, "webhook_url": f"http://127.0.0.1:{port}",
+                      "poll_interval_s": 2, "retry_s": 1})
+
+    ls = LabelStudio(label_studio.url, TOKEN, timeout_s=120)
+    applied = lambda: service.totals.get("labels.applied")  # noqa: E731
+    duplicate = lambda: service.totals.get("labels.duplicate")  # noqa: E731
+
+    def tasks() -> dict[str, list[int]]:
+        by_id: dict[str, list[int]] = {}
+        for task in ls.tasks(connector.connector.project):
+            by_id.setdefault(task["data"]["activestream_id"], []).append(task["id"])
+        return by_id
+
+    def counted(name: str, labels: dict | None = None) -> float:
+        """A connector metric (cheap to poll, unlike listing every task)."""
+        return connector.connector.metrics.registry.get_sample_value(f"activestream_annotate_{name}", labels or {}) or 0
+
+    connector = Running(connector_settings(f"annotate-{uuid.uuid4().hex[:8]}"))
+    project = connector.connector.project
+    try:
+        # 1. the first half streams in; each label request becomes one task
+        produce_features(kafka_bootstrap, topics["features"], records[: N_RECORDS // 2])
+        wait_for(lambda: service.totals.get("records_scored") == N_RECORDS // 2, 120, "first half scored")
+        first_requests = int(service.totals.get("label_requests"))
+        assert first_requests > 10
+        wait_for(lambda: counted("tasks_created_total") == first_requests, 120, "a task per request",
+                 lambda: f"{counted('tasks_created_total')}")
+        by_id = tasks()
+        assert len(by_id) == first_requests
+
+        # 2. annotated in the browser: webhooks (and the poller) bring one applied label each
+        first = sorted(by_id)[:4]
+        annotate_in_browser(label_studio, project, [(by_id[rid][0], str(truth[rid])) for rid in first])
+        wait_for(lambda: applied() == 4, 60, "4 labels applied", lambda: f"applied {applied()}")
+        assert connector.connector.metrics.registry.get_sample_value(
+            "activestream_annotate_webhooks_total", {"outcome": "ok"}) >= 1
+
+        # 3. the connector stops (its forwarded marks saved in Label Studio); the second half streams
+        # in; annotations are made while it is down
+        connector.stop()
+        marks = {t["data"]["activestream_id"]: (t.get("meta") or {}).get("activestream_forwarded")
+                 for t in ls.tasks(project) if t["data"]["activestream_id"] in first}
+        assert all(marks.values()) and len(marks) == 4, marks
+        produce_features(kafka_bootstrap, topics["features"], records[N_RECORDS // 2:])
+        wait_for(lambda: service.totals.get("records_scored") == N_RECORDS, 120, "second half scored")
+        by_id = tasks()
+        while_down = sorted(set(by_id) - set(first))[:3]
+        annotate_in_browser(label_studio, project, [(by_id[rid][0], str(truth[rid])) for rid in while_down])
+
+        # 4. it restarts having lost its offsets: every request is read again, no task made twice,
+        # and the poller forwards what no webhook could deliver
+        connector = Running(connector_settings(f"annotate-{uuid.uuid4().hex[:8]}"))
+        requested = {orjson.loads(m.value())["id"] for m in read_all(kafka_bootstrap, topics["label_requests"])}
+        wait_for(lambda: counted("tasks_created_total") + counted("tasks_existing_total") == len(requested), 120,
+                 "every request read again", lambda: f"{counted('tasks_created_total')} created, "
+                 f"{counted('tasks_existing_total')} found, {len(requested)} requests")
+        assert set(tasks()) == requested
+        wait_for(lambda: applied() == 7, 60, "7 labels applied", lambda: f"applied {applied()}")
+        metrics = connector.connector.metrics.registry
+        assert metrics.get_sample_value("activestream_annotate_tasks_existing_total") >= first_requests
+
+        # 5. an edited annotation is a second label for its id: the service's policy (first) drops it
+        edited = first[0]
+        annotate_in_browser(label_studio, project, [(by_id[edited][0], str(-truth[edited]))])
+        wait_for(lambda: duplicate() >= 1, 60, "the edit counted as a duplicate", lambda: f"dup {duplicate()}")
+
+        # 6. a request that expires closes its open task
+        p = Producer({"bootstrap.servers": kafka_bootstrap})
+        now = time.time()
+        p.produce(topics["label_requests"], key=b"ls-expiring", value=orjson.dumps({
+            "v": 1, "id": "ls-expiring", "features": [0.0] * 8, "prediction": 1, "uncertainty": 0.9,
+            "requested_at": now, "expires_at": now + 20}))
+        p.flush(10)
+        wait_for(lambda: counted("tasks_closed_total", {"reason": "expired"}) == 1, 90, "the expired task closed",
+                 lambda: f"created {counted('tasks_created_total')}")
+        assert "ls-expiring" not in tasks()
+    finally:
+        connector.stop()
+        service.request_stop()
+        service_thread.join(60)
+
+    by_id = tasks()
+    assert all(len(ids) == 1 for ids in by_id.values()), {k: v for k, v in by_id.items() if len(v) > 1}
+    assert set(by_id) == requested
+    labels = [orjson.loads(m.value()) for m in read_all(kafka_bootstrap, topics["labels"])]
+    assert sorted(lab["id"] for lab in labels) == sorted([*first, *while_down, edited]), labels
+    assert {lab["id"]: lab["label"] for lab in labels if lab["id"] != edited} == {
+        rid: truth[rid] for rid in [*first, *while_down] if rid != edited}
+    assert applied() == 7 and duplicate() == 1
+    print(f"Label Studio started in {label_studio.start_s:.0f} s; {len(requested)} tasks for {N_RECORDS} records")
+
+
+def test_label_studio_personal_access_token_is_exchanged_and_renewed(label_studio):
+    pat = LabelStudio(label_studio.url, TOKEN).call("POST", "/api/token/", {})["token"]
+    client = LabelStudio(label_studio.url, pat)
+    project = ensure_project(client, "token-check", [-1, 1])
+    client._access = "not-a-valid-access-token"  # as if it had expired: a 401, then a new one
+    assert ensure_project(client, "token-check", [-1, 1]) == project
+    with pytest.raises(LabelStudioError) as refused:
+        list(LabelStudio(label_studio.url, pat[:-4] + "AAAA").projects())
+    assert refused.value.status == 401
