@@ -62,16 +62,14 @@ import numpy as np
 from numba import njit, types
 
 from learners.coin import draw
-from learners.kernels import IDX, LABEL_FN, PROB_FN, ROUND_FN, SCORE_FN, STATE, UPDATE_FN, VAL, VEC, Lazy
+from learners.drivers import B1, I64, U64, _driver, _predict
+from learners.kernels import IDX, LABEL_FN, PROB_FN, ROUND_FN, SCORE_FN, STATE, UPDATE_FN, VAL, VEC
 from learners.params import Interval, Parameterized
 
 __all__ = ["BudgetController", "Knob", "advance_clock", "max_window_query_ratio"]
 
 FORMAT_VERSION = 1
 
-I64 = types.int64[::1]
-U64 = types.uint64[::1]
-B1 = types.boolean[::1]
 
 # positions in the packed parameters ``cp``
 _TARGET, _WINDOW, _EVERY, _HORIZON, _BRAKE, _FORGET, _FLOOR, _KNOB, _LOG_LO, _LOG_HI, _UP, _CAP, \
@@ -302,21 +300,6 @@ def _account(cs, cp, ring, recent, queried, refused):
             ring[0, tail], ring[1, tail] = cs[_CLOCK], cs[_CHAT]
             cs[_RLEN] += 1
             cs[_RSUM] += cs[_CHAT]
-
-
-def _driver(signature):
-    return lambda fn: Lazy(fn, signature)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _predict(p, top, tie, multiclass):
-    if multiclass:
-        return top
-    if p > 0.0:
-        return 1
-    if p < 0.0:
-        return -1
-    return tie
 
 
 @_driver(

@@ -45,7 +45,8 @@ import numpy as np
 from numba import njit, types
 
 from learners.coin import draw
-from learners.kernels import IDX, LABEL_FN, PROB_FN, ROUND_FN, SCORE_FN, STATE, UPDATE_FN, VAL, VEC, Lazy, kernel
+from learners.drivers import B1, I64, U64, _driver, _predict
+from learners.kernels import IDX, LABEL_FN, PROB_FN, ROUND_FN, SCORE_FN, STATE, UPDATE_FN, VAL, VEC, kernel
 
 __all__ = [
     "MODES",
@@ -274,26 +275,6 @@ def _prepare(Z, zs, zp, level, idx, val, S, a, P, R, rescale, changed, ratio, ou
     if m > 0:
         rescale(S, a, P, R, changed[:m], ratio[:m])
     scale_values(Z, zp, idx, val, out)
-
-
-def _driver(signature):
-    return lambda fn: Lazy(fn, signature)
-
-
-I64 = types.int64[::1]
-U64 = types.uint64[::1]
-B1 = types.boolean[::1]
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _predict(p, top, tie, multiclass):
-    if multiclass:
-        return top
-    if p > 0.0:
-        return 1
-    if p < 0.0:
-        return -1
-    return tie
 
 
 @njit(cache=True, nogil=True)
