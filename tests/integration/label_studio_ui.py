@@ -14,8 +14,6 @@ import os
 import re
 import sys
 
-from playwright.sync_api import sync_playwright
-
 CHROMIUM = os.environ.get("ACTIVESTREAM_CHROMIUM", "/usr/bin/chromium")
 # Running as root in a container: no sandbox; no GPU, no background traffic, no first-run pages.
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -24,6 +22,8 @@ TIMEOUT_MS = 60_000
 
 
 def main() -> None:
+    from playwright.sync_api import sync_playwright  # in the Label Studio venv only: the suite collects this file
+
     job = json.load(sys.stdin)
     url, saved = job["url"], []
     with sync_playwright() as p:
