@@ -259,6 +259,8 @@ class Service:
         self._ahead: _Read | None = None
         self._revocations = 0  # of the features' partitions: a batch read before one is no longer ours
         self._out_of_range: list[tuple[str, int, int]] = []  # positions the logs did not hold (_reposition)
+        # where _reposition sent each partition, until a rebalance: kept through the next re-assignments
+        self._starts: dict[tuple[str, int], int] = {}
         self._reset_policies = {"features": "earliest", "labels": "earliest"}
         self._reader: BatchReader | None = None  # the features, read as columns (batch_reader)
         self._label_reader: BatchReader | None = None  # the labels, likewise
@@ -319,6 +321,8 @@ class Service:
             raise ConfigError(f"ACTIVESTREAM_CHECKPOINT_DIR: {exc}") from None
         self._clients.preflight()
         self._reset_policies = {role: offset_reset_policy(s, role) for role in ("features", "labels")}
+        for topic in (s.topics.features, s.topics.labels):
+            self.metrics.offset_resets.labels(topic=topic)  # at zero from the start, as alerts expect
         self._restore()
         if self._serve_http:
             self.http = HealthServer(self.health, self.metrics.registry, s.metrics_port).start()
@@ -356,6 +360,7 @@ class Service:
                 reader.warm_up()
 
     def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        self._starts.clear()
         # A partition this process has no position in starts at the group's committed offset; with
         # none, librdkafka reports it (auto.offset.reset=error) and _reposition starts it.
         for tp in partitions:
@@ -510,24 +515,30 @@ class Service:
                 self.metrics.offset_resets.labels(topic=topic).inc()
                 if policy == "error":
                     raise OffsetOutOfRange(f"{topic}[{partition}]: offset {offset} is not in the log")
-            else:  # a committed position the log never held, or none: as a new group starts
-                log.info("%s[%d]: no position in the log: reading from its %s", topic, partition,
+            consumer = self._features if role == "features" else self._labels
+            start = OFFSET_END if policy == "latest" else OFFSET_BEGINNING
+            if offset < 0:  # librdkafka lost the position (no committed offset, or none it could fetch)
+                known = self.offsets.next.get((topic, partition))
+                if known is not None:  # this process has one: it goes on from there
+                    self._assign_from((topic, partition), known, consumer)
+                    continue
+                log.info("%s[%d]: no committed offset: reading from its %s", topic, partition,
                          "end" if policy == "latest" else "start")
-            if offset >= 0:  # records of the old log still in hand are stored before the new log's
+            else:  # records of the old log still in hand are stored before the new log's
                 self.offsets.restart(topic, partition)
-            self.offsets.next.pop((topic, partition), None)
-            self._assign_from((topic, partition), OFFSET_END if policy == "latest" else OFFSET_BEGINNING,
-                              self._features if role == "features" else self._labels)
+                self.offsets.next.pop((topic, partition), None)
+            self._assign_from((topic, partition), start, consumer)
 
     def _assign_from(self, key: tuple[str, int], start: int, consumer: Any) -> None:
         """Read partition ``key`` from ``start`` and every other assigned partition from where it is.
 
         librdkafka refuses to seek a partition whose position it found outside the log; assigning
         it again with an offset is the route it takes."""
+        self._starts[key] = start
         partitions = consumer.position(consumer.assignment())
         for tp in partitions:
-            if (tp.topic, tp.partition) == key:
-                tp.offset = start
+            if tp.offset < 0:  # nothing read yet: where it was sent, else the group's committed offset
+                tp.offset = self._starts.get((tp.topic, tp.partition), tp.offset)
         consumer.assign(partitions)
         reader = self._reader if consumer is self._features else self._label_reader
         if reader is not None:
