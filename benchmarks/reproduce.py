@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["RESULTS", "CheckCell", "Entry", "check_entry", "main", "stamp"]
+__all__ = ["RESULTS", "CheckCell", "Entry", "check_entry", "main", "provenance", "stamp"]
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = ROOT / "benchmarks" / "results"
@@ -400,13 +400,29 @@ def _select(only: Sequence[str] | None) -> list[Entry]:
     return [e for e in RESULTS if e.name in only or e.paper in only]
 
 
+def provenance(entry: Entry) -> dict[str, Any] | None:
+    """The provenance the entry's first ``.json`` (or ``.md``) file carries, if it was stamped."""
+    for name in entry.files:
+        path = RESULTS_DIR / name
+        if path.suffix == ".json" and path.exists():
+            return json.loads(path.read_text()).get("provenance")
+    for name in entry.files:
+        path = RESULTS_DIR / name
+        if path.suffix == ".md" and path.exists() and BEGIN in (text := path.read_text()):
+            made = re.search(r"Made (.+?) at commit `([^`]+)`", text)
+            return {"made": made.group(1), "commit": made.group(2)} if made else None
+    return None
+
+
 def _list(entries: Sequence[Entry]) -> None:
     for e in entries:
         kind = "timing, not checked" if e.timing else ("checked" if e.check else "not checked")
         kind += ", STALE" if e.stale else ""
         took = f", ~{e.minutes:g} min" if e.minutes else ""
+        facts = provenance(e)
+        made = f"made {facts['made']} at {facts['commit']}" if facts else "no provenance (made before this command)"
         print(f"{e.name:<27} {e.paper:<17} {kind}{took}\n    python {' '.join(e.command)}\n"
-              f"    -> {', '.join(e.files)}")
+              f"    -> {', '.join(e.files)}\n    {made}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -32,7 +32,7 @@ def test_cell_holds_within_half_a_printed_unit_only():
     assert not CheckCell("x", 0.862, 0.8627, 3).holds
 
 
-def test_stamp_writes_block_and_field_and_replaces_them(tmp_path):
+def test_stamp_writes_block_and_field_and_replaces_them(tmp_path, monkeypatch):
     (tmp_path / "r.md").write_text("# Title\n\nbody\n")
     (tmp_path / "r.json").write_text(json.dumps({"cells": [1]}))
     entry = Entry("r", "paa", ("r.md", "r.json"), ("x.py",), {"permutations": 20})
@@ -44,6 +44,8 @@ def test_stamp_writes_block_and_field_and_replaces_them(tmp_path):
     payload = json.loads((tmp_path / "r.json").read_text())
     assert payload["provenance"]["commit"] == "abc1234" and payload["cells"] == [1]
     assert payload["provenance"]["settings"] == {"permutations": 20}
+    monkeypatch.setattr(reproduce, "RESULTS_DIR", tmp_path)
+    assert reproduce.provenance(entry)["made"] == "2026-01-02 00:00 UTC"
 
 
 def test_check_reports_a_differing_cell_and_a_missing_dataset():
