@@ -331,14 +331,15 @@ def commit(root: Path = ROOT) -> str:
     return head + ("+changes" if dirty else "")
 
 
-def stamp(entry: Entry, *, made_at: str, commit_id: str, command: str, minutes: float,
+def stamp(entry: Entry, *, made_at: str, commit_id: str, command: str, minutes: float, via: str | None = None,
           results: Path = RESULTS_DIR) -> list[Path]:
     """Write the provenance of one run into the entry's ``.md`` (a block under the title) and ``.json``
     (a ``provenance`` field) files. Returns the files stamped."""
     facts = {"made": made_at, "commit": commit_id, "command": command, "settings": entry.settings,
-             "minutes": round(minutes, 1)}
+             "minutes": round(minutes, 1), **({"via": via} if via else {})}
     settings = ", ".join(f"{k} = {v}" for k, v in entry.settings.items())
-    block = [BEGIN, f"> Made {made_at} at commit `{commit_id}` by `{command}` ({minutes:.1f} min). "
+    run_by = f" (run by `{via}`)" if via else ""
+    block = [BEGIN, f"> Made {made_at} at commit `{commit_id}` by `{command}`{run_by} ({minutes:.1f} min). "
              f"Settings: {settings}. Regenerate: `python -m benchmarks.reproduce --only {entry.name}`.", END]
     stamped = []
     for name in entry.files:
@@ -371,8 +372,8 @@ def regenerate(entry: Entry, *, quick: bool, invoked: str) -> int:
     code = subprocess.run([sys.executable, *argv], cwd=ROOT, env=env).returncode
     minutes = (time.perf_counter() - started) / 60
     if code == 0:
-        command = f"python {' '.join(argv)}" + (f" (via `{invoked}`)" if invoked else "")
-        stamp(entry, made_at=made_at, commit_id=commit_id, command=command, minutes=minutes)
+        stamp(entry, made_at=made_at, commit_id=commit_id, command=f"python {' '.join(argv)}", minutes=minutes,
+              via=invoked or None)
     print(f"== {entry.name}: exit {code}, {minutes:.1f} min", flush=True)
     return code
 
