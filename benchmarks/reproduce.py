@@ -332,9 +332,11 @@ def commit(root: Path = ROOT) -> str:
 
 
 def stamp(entry: Entry, *, made_at: str, commit_id: str, command: str, minutes: float, via: str | None = None,
-          results: Path = RESULTS_DIR) -> list[Path]:
+          results: Path = RESULTS_DIR, since: float | None = None) -> list[Path]:
     """Write the provenance of one run into the entry's ``.md`` (a block under the title) and ``.json``
-    (a ``provenance`` field) files. Returns the files stamped."""
+    (a ``provenance`` field) files; with ``since`` (a time.time()), only into files written after it,
+    so a run that writes other files (``--quick``) leaves the committed ones as they are. Returns the
+    files stamped."""
     facts = {"made": made_at, "commit": commit_id, "command": command, "settings": entry.settings,
              "minutes": round(minutes, 1), **({"via": via} if via else {})}
     settings = ", ".join(f"{k} = {v}" for k, v in entry.settings.items())
@@ -344,6 +346,8 @@ def stamp(entry: Entry, *, made_at: str, commit_id: str, command: str, minutes: 
     stamped = []
     for name in entry.files:
         path = results / name
+        if since is not None and (not path.exists() or path.stat().st_mtime < since):
+            continue
         if path.suffix == ".md" and path.exists():
             lines = path.read_text().splitlines()
             if BEGIN in lines:
@@ -366,14 +370,14 @@ def regenerate(entry: Entry, *, quick: bool, invoked: str) -> int:
     commit_id = commit()
     made_at = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     print(f"== {entry.name}: python {' '.join(argv)}", flush=True)
-    started = time.perf_counter()
+    started, wall = time.perf_counter(), time.time()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
            "ACTIVESTREAM_DATASETS": str(data_dir())}
     code = subprocess.run([sys.executable, *argv], cwd=ROOT, env=env).returncode
     minutes = (time.perf_counter() - started) / 60
     if code == 0:
         stamp(entry, made_at=made_at, commit_id=commit_id, command=f"python {' '.join(argv)}", minutes=minutes,
-              via=invoked or None)
+              via=invoked or None, since=wall)
     print(f"== {entry.name}: exit {code}, {minutes:.1f} min", flush=True)
     return code
 

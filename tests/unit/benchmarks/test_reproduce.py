@@ -48,6 +48,14 @@ def test_stamp_writes_block_and_field_and_replaces_them(tmp_path, monkeypatch):
     assert reproduce.provenance(entry)["made"] == "2026-01-02 00:00 UTC"
 
 
+def test_stamp_since_leaves_files_the_run_did_not_write(tmp_path):
+    (tmp_path / "r.md").write_text("# Title\n\nbody\n")
+    entry = Entry("r", "paa", ("r.md",), ("x.py",), {})
+    later = (tmp_path / "r.md").stat().st_mtime + 10
+    assert stamp(entry, made_at="now", commit_id="abc", command="x", minutes=0, results=tmp_path, since=later) == []
+    assert reproduce.BEGIN not in (tmp_path / "r.md").read_text()
+
+
 def test_check_reports_a_differing_cell_and_a_missing_dataset():
     assert check_entry(Entry("c", "p", (), (), {}, check=lambda: CheckCell("x", 1.0, 1.01, 3)))[0] == "DIFFERS"
     assert check_entry(Entry("c", "p", (), (), {}, check=lambda: CheckCell("x", 1.0, 1.0, 3)))[0] == "ok"
