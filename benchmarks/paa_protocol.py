@@ -33,6 +33,7 @@ __all__ = [
     "C_GRID",
     "DELTA_GRID",
     "RATE_GRID",
+    "TABLE_ALGORITHMS",
     "TUNING_SEED",
     "Cell",
     "Point",
@@ -41,12 +42,13 @@ __all__ = [
     "tune_c",
 ]
 
-# Tables 2-3 without SEL-2nd (a second-order learner, not in this registry yet): registry name →
-# the paper's spelling (the key of its rows in tables.json).
-ALGORITHMS: dict[str, str] = {
+# Tables 2-3: registry name → the paper's spelling (the key of its rows in tables.json). SEL-2nd
+# (full-matrix selective-sampling SOP, O(d²) per row) is run on request only, into a file of its own.
+TABLE_ALGORITHMS: dict[str, str] = {
     "pea": "PEA", "sel-ada": "SELada", "rpe": "RPE", "rpa": "RPA", "rpa-1": "RPA-I", "rpa-2": "RPA-II",
     "paa": "PAA", "paa-1": "PAA-I", "paa-2": "PAA-II",
 }
+ALGORITHMS: dict[str, str] = {**TABLE_ALGORITHMS, "sop-ss": "SEL2nd"}
 C_GRID = tuple(2.0**k for k in range(-5, 6))  # Sect. 6.1.1: C searched in 2^[−5:5]
 DELTA_GRID = tuple(2.0**k for k in range(-10, 11))  # Sect. 6.1.1: δ set as 2^[−10:10] for Fig. 1
 RATE_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)  # the random learners' points in Fig. 1
@@ -91,7 +93,16 @@ def _learner(algorithm: str, data: Dataset, classes: Sequence, config: Mapping[s
 
 
 def _takes_c(learner: Learner) -> bool:
-    return "C" in learner.rule.param_names() and learner.rule.get_params().get("mode", 1) != 0
+    return _regularizer(learner) is not None
+
+
+def _regularizer(learner: Learner) -> str | None:
+    """The rule's parameter step 1 tunes: PA's C; SOP's a (the paper gives SEL-2nd's a no value,
+    so it is searched on the same grid)."""
+    names = learner.rule.param_names()
+    if "C" in names and learner.rule.get_params().get("mode", 1) != 0:
+        return "C"
+    return "a" if "a" in names else None
 
 
 def tune_c(learner: Learner, data: Dataset, rate: float) -> tuple[float, list[tuple[float, float, float]]]:
@@ -99,7 +110,7 @@ def tune_c(learner: Learner, data: Dataset, rate: float) -> tuple[float, list[tu
     query budget landed on that permutation for each C. Returns (C, [(C, F1, query), ...])."""
     scores = []
     for C in C_GRID:
-        probe = learner.clone(C=C, seed=TUNING_SEED)
+        probe = learner.clone(**{_regularizer(learner): C}, seed=TUNING_SEED)
         _, result = find_budget(probe, data, rate, permutations=1, seed=TUNING_SEED, tol=TOLERANCE)
         scores.append((C, result.mean("f1"), result.mean("query_ratio")))
     best = max(scores, key=lambda s: (s[1], -s[0]))  # ties go to the smaller C
@@ -113,7 +124,7 @@ def evaluate(algorithm: str, data: Dataset, classes: Sequence, rate: float, *, c
     tuning: list[tuple[float, float, float]] = []
     if _takes_c(learner):
         C, tuning = tune_c(learner, data, rate)
-        learner = learner.clone(C=C)
+        learner = learner.clone(**{_regularizer(learner): C})
     landed_learner, result = find_budget(learner, data, rate, permutations=permutations, seed=0, tol=TOLERANCE)
     return _cell(data.name, algorithm, rate, landed_learner, result, permutations, tuning)
 
@@ -137,7 +148,7 @@ def sweep(algorithm: str, data: Dataset, classes: Sequence, *, config: Mapping[s
     :data:`DELTA_GRID` (margin queries) or every rate of :data:`RATE_GRID` (random queries)."""
     learner = _learner(algorithm, data, classes, config)
     if C is not None and _takes_c(learner):
-        learner = learner.clone(C=C)
+        learner = learner.clone(**{_regularizer(learner): C})
     param = learner.query.budget_param
     grid = RATE_GRID if param == "rate" else DELTA_GRID
     points = []

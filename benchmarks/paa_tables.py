@@ -1,6 +1,6 @@
 """Tables 2-3 and Fig. 1 of Lu, Zhao & Hoi (2016), "Online Passive-Aggressive Active learning".
 
-One command runs every dataset × algorithm × query ratio of the two tables (SEL-2nd excepted) with
+One command runs every dataset × algorithm × query ratio of the two tables (SEL-2nd on request) with
 the protocol of :mod:`benchmarks.paa_protocol`, prints each cell beside the published one, and
 writes ``benchmarks/results/paa_table2_3_<config>.md`` (and ``.json``) plus the F-measure against
 query-ratio curves of Fig. 1 as ``paa_fig1_<config>.png``::
@@ -8,6 +8,7 @@ query-ratio curves of Fig. 1 as ``paa_fig1_<config>.png``::
     python -m benchmarks.paa_tables --config paper      # the paper's data model (no intercept, unit-norm rows)
     python -m benchmarks.paa_tables --config best       # the learners' defaults
     python -m benchmarks.paa_tables --datasets a8a w8a --permutations 5 --no-figure   # a quick look
+    python -m benchmarks.paa_tables --config paper --algorithms sop-ss --no-figure   # SEL-2nd, its own file
 
 ``--config paper`` runs every learner with :func:`learners.registry.paper_protocol`; ``best`` with
 the registry defaults (what ``activestream replay --learner paa-1`` does with no ``--param``).
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.paa_data import DATASETS
-from benchmarks.paa_protocol import ALGORITHMS, Cell, Point, evaluate, sweep
+from benchmarks.paa_protocol import ALGORITHMS, TABLE_ALGORITHMS, Cell, Point, evaluate, sweep
 from learners.registry import paper_protocol
 
 __all__ = ["CONFIGS", "main", "paper_rows"]
@@ -76,6 +77,8 @@ def _params_text(cell: Cell) -> str:
     parts = []
     if "C" in p and p.get("mode", 0) != 0:
         parts.append(f"C=2^{_log2(p['C'])}")
+    if "a" in p:
+        parts.append(f"a=2^{_log2(p['a'])}")
     if "delta" in p:
         parts.append(f"δ={p['delta']:.3g}")
     return ", ".join(parts)
@@ -154,7 +157,7 @@ def figure(curves: dict[str, list[Point]], path: Path, config: str, permutations
     rows = (len(names) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.8 * rows), squeeze=False)
     styles = {"pea": "k.-", "sel-ada": "k^--", "rpe": "c.:", "rpa": "g.:", "rpa-1": "gs:", "rpa-2": "gv:",
-              "paa": "b.-", "paa-1": "rs-", "paa-2": "mv-"}
+              "paa": "b.-", "paa-1": "rs-", "paa-2": "mv-", "sop-ss": "yd-."}
     for ax, name in zip(axes.flat, names, strict=False):
         for algorithm in ALGORITHMS:
             pts = sorted((p for p in curves[name] if p.algorithm == algorithm and p.query > 0), key=lambda p: p.query)
@@ -179,7 +182,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.paa_tables", description=__doc__.splitlines()[0])
     parser.add_argument("--config", choices=sorted(CONFIGS), default="paper")
     parser.add_argument("--datasets", nargs="+", choices=list(DATASETS), default=list(DATASETS))
-    parser.add_argument("--algorithms", nargs="+", choices=list(ALGORITHMS), default=list(ALGORITHMS))
+    parser.add_argument("--algorithms", nargs="+", choices=list(ALGORITHMS), default=list(TABLE_ALGORITHMS),
+                        help="default: the nine of the tables; another set gets its names in the file's name")
     parser.add_argument("--permutations", type=int, default=20, help="evaluation permutations (default 20)")
     parser.add_argument("--figure-permutations", type=int, default=20,
                         help="permutations per point of the Fig. 1 curves (default 20)")
@@ -229,6 +233,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     command = "python -m benchmarks.paa_tables " + " ".join(sys.argv[1:] if argv is None else argv)
     label = args.config + "".join(f"+{k}={v}" for k, v in overrides.items()) + ("+raw" if args.raw else "")
+    if args.algorithms != list(TABLE_ALGORITHMS):
+        label += "+" + "+".join(args.algorithms)
     stem = f"paa_table2_3_{label}"
     (args.out / f"{stem}.md").write_text(markdown(cells, papers, args.config, command.strip(), elapsed, river,
                                                   overrides, args.raw) + "\n")

@@ -64,7 +64,10 @@ from learners.rules import (
 )
 from learners.rules.matrix import MatrixTooLargeError
 
-__all__ = ["ALGORITHMS", "LEARNER_DEFAULTS", "PAPER_PROTOCOL", "Spec", "canonical_name", "make", "paper_protocol"]
+__all__ = [
+    "ALGORITHMS", "LEARNER_DEFAULTS", "PAPER_PROTOCOL", "PAPER_SPELLINGS", "Spec",
+    "canonical_name", "make", "paper_protocol",
+]
 
 # The data model a learner gets by default: an intercept of 1 on raw (unnormalised) rows, ties
 # broken towards the negative class: the best mean F1 of PAA-I and PAA-II on tuning permutations of
@@ -154,16 +157,19 @@ ALGORITHMS: dict[str, Spec] = {
     "rpa-2": Spec(PARule, FixedRateQuery, fixed={"mode": 2}, defaults={"C": _C_PA2, "rate": 0.1},
                   cite=f"RPA-II of {_PAA}, Sect. 6.1.1"),
     # margin queries δ/(δ+|p|)
-    "pea": Spec(PerceptronRule, MarginQuery, defaults={"delta": 1.0}, aliases=("lepe", "perceptron-ss"),
+    "pea": Spec(PerceptronRule, MarginQuery, defaults={"delta": 1.0}, aliases=("lepe", "perceptron-ss", "ape"),
                 cite="Cesa-Bianchi, Gentile & Zaniboni, JMLR 7, 2006: selective sampling Perceptron (PEA/LEPE)"),
     "sel-ada": Spec(PerceptronRule, SelAdaQuery, defaults={"delta": 2.0**-8}, aliases=("selada",),
                     cite="Cesa-Bianchi, Gentile & Zaniboni, JMLR 7, 2006, Fig. 2: adaptive selective sampling "
                          "(SEL-ada), b_t = β X'² √(1 + K)"),
-    "paa": Spec(PARule, MarginQuery, fixed={"mode": 0}, defaults={"delta": _DELTA_PA},
+    # APA, APA-I/II: the active PA of Ezukwoke & Zareian and of Hao et al. ("APAI" and "APAII" in its text)
+    "paa": Spec(PARule, MarginQuery, fixed={"mode": 0}, defaults={"delta": _DELTA_PA}, aliases=("apa",),
                 cite=f"{_PAA}: PAA, Algorithm 2"),
     "paa-1": Spec(PARule, MarginQuery, fixed={"mode": 1}, defaults={"C": _C_PA1, "delta": _DELTA_PA},
+                  aliases=("apa-1", "apai"),
                   cite=f"{_PAA}: PAA-I, Algorithm 2"),
     "paa-2": Spec(PARule, MarginQuery, fixed={"mode": 2}, defaults={"C": _C_PA2, "delta": _DELTA_PA},
+                  aliases=("apa-2", "apaii"),
                   cite=f"{_PAA}: PAA-II, Algorithm 2"),
     # multiclass (Sect. 4): max-score Perceptron and MPA over one weight row per class
     "mpe": Spec(MaxScorePerceptronRule, AlwaysQuery,
@@ -194,7 +200,9 @@ ALGORITHMS: dict[str, Spec] = {
                 cite=f"Crammer et al. 2006: cost-sensitive PA, prediction-based; baseline of {_PAA}, Sect. 6.3.2"),
     "csrnd": Spec(CSPARule, FixedRateQuery, defaults={"objective": "sum", "rate": 0.1},
                   cite=f"CSRND of {_PAA}, Sect. 6.3.2: CSPAA update + random queries"),
-    "cspaa-sum": Spec(CSPARule, MarginQuery, fixed={"objective": "sum"}, defaults={"delta": 1.0},
+    # the paper's plain "CSPAA" (Tables 6-8) is the sum objective; Table 7's cost objective gives the
+    # same ρ = T_n/T_p with its c_p = T_n/T, c_n = T_p/T
+    "cspaa-sum": Spec(CSPARule, MarginQuery, fixed={"objective": "sum"}, defaults={"delta": 1.0}, aliases=("cspaa",),
                       cite=f"{_PAA}: CSPAA_sum, Algorithm 4 (Eq. 11, ρ = η_p T_n/(η_n T_p))"),
     # c_p = 0.9 is the paper's c_p = T_n/T on its 1:9 set URL1 (Table 7)
     "cspaa-cost": Spec(CSPARule, MarginQuery, fixed={"objective": "cost"}, defaults={"c_p": 0.9, "delta": 1.0},
@@ -204,7 +212,7 @@ ALGORITHMS: dict[str, Spec] = {
     # second-order Perceptron: full matrix (X) and diagonal (X-diag)
     "sop": Spec(SOPRule, AlwaysQuery, defaults={"a": 1.0}, cite=f"{_SOP}: SOP"),
     "sop-diag": Spec(SOPDiagRule, AlwaysQuery, defaults={"a": 1.0}, cite=f"{_SOP}: SOP, diagonal"),
-    "sop-ss": Spec(SOPRule, MarginQuery, defaults={"a": 1.0, "delta": 1.0}, aliases=("sel-2nd", "asop"),
+    "sop-ss": Spec(SOPRule, MarginQuery, defaults={"a": 1.0, "delta": 1.0}, aliases=("sel-2nd", "sel2nd", "asop"),
                    cite=f"{_SEL}: selective sampling SOP (SEL-2nd of {_PAA}; ASOP of Hao et al. 2016)"),
     "sop-ss-diag": Spec(SOPDiagRule, MarginQuery, defaults={"a": 1.0, "delta": 1.0},
                         cite=f"{_SEL}: selective sampling SOP, diagonal (SOP of the high-dimensional paper, Table 2)"),
@@ -269,10 +277,21 @@ ALGORITHMS: dict[str, Spec] = {
 
 _ALIASES = {alias: name for name, spec in ALGORITHMS.items() for alias in spec.aliases}
 
+# Spellings that one paper uses for another algorithm than the name's own: the high-dimensional
+# paper's "SOP" is the selective-sampling second-order Perceptron and it runs SOP and SOAL with
+# diagonal matrices (its Sect. 5.1.3), where "SOP" elsewhere (Cesa-Bianchi et al. 2005; Moroshko &
+# Crammer) is the supervised algorithm. Keys are the reproductions' page names (docs/reproductions).
+PAPER_SPELLINGS: dict[str, dict[str, str]] = {
+    "high-dimensional": {"sop": "sop-ss-diag", "soal": "soal-diag"},
+}
 
-def canonical_name(name: str) -> str:
-    """The registry name for a user's spelling: case, underscores and roman numerals forgiven."""
+
+def canonical_name(name: str, *, paper: str | None = None) -> str:
+    """The registry name for a user's spelling: case, underscores and roman numerals forgiven;
+    ``paper`` (a key of :data:`PAPER_SPELLINGS`) reads the spelling as that paper uses it."""
     s = re.sub(r"[\s_]+", "-", name.strip().lower())
+    if paper is not None:
+        s = PAPER_SPELLINGS[paper].get(s, s)
     if s not in ALGORITHMS:  # "d-ada-i" is a name of its own, "paa-i" is "paa-1"
         s = re.sub(r"-(i{1,3})$", lambda m: f"-{len(m.group(1))}", s)
     s = _ALIASES.get(s, s)
@@ -283,14 +302,15 @@ def canonical_name(name: str) -> str:
     return s
 
 
-def make(name: str, **overrides: Any) -> Learner:
-    """Build the learner registered as ``name`` with its defaults, then ``overrides``.
+def make(name: str, *, paper: str | None = None, **overrides: Any) -> Learner:
+    """Build the learner registered as ``name`` (as ``paper`` spells it, if given; see
+    :func:`canonical_name`) with its defaults, then ``overrides``.
 
     Each override goes to whichever part takes it: the rule, the query, or the learner itself
     (``seed``, ``bias``, ``normalize``, ``tie``, ``n_features``, ``classes``). Unknown
     parameters and overrides of a parameter that defines the algorithm are refused.
     """
-    key = canonical_name(name)
+    key = canonical_name(name, paper=paper)
     spec = ALGORITHMS[key]
     for k, v in overrides.items():
         if k in spec.fixed and v != spec.fixed[k]:

@@ -1,0 +1,79 @@
+"""benchmarks.reproduce: the registry of results files, provenance stamps and the --check mechanism."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from benchmarks import reproduce
+from benchmarks.reproduce import RESULTS, CheckCell, Entry, check_entry, stamp
+
+RESULTS_DIR = Path(reproduce.__file__).resolve().parent / "results"
+
+
+def test_registry_covers_every_results_file():
+    listed = set()
+    for entry in RESULTS:
+        for name in entry.files:
+            path = RESULTS_DIR / name
+            listed |= {p.relative_to(RESULTS_DIR) for p in path.iterdir()} if name.endswith("/") else {Path(name)}
+    on_disk = {p.relative_to(RESULTS_DIR) for p in RESULTS_DIR.rglob("*") if p.is_file()}
+    assert on_disk - listed == set()
+
+
+def test_every_reproduction_has_a_check_and_timings_have_none():
+    for entry in RESULTS:
+        assert (entry.check is None) == entry.timing, entry.name
+
+
+def test_cell_holds_within_half_a_printed_unit_only():
+    assert CheckCell("x", 0.8624, 0.86243, 3).holds
+    assert not CheckCell("x", 0.862, 0.8627, 3).holds
+
+
+def test_stamp_writes_block_and_field_and_replaces_them(tmp_path, monkeypatch):
+    (tmp_path / "r.md").write_text("# Title\n\nbody\n")
+    (tmp_path / "r.json").write_text(json.dumps({"cells": [1]}))
+    entry = Entry("r", "paa", ("r.md", "r.json"), ("x.py",), {"permutations": 20})
+    for made in ("2026-01-01 00:00 UTC", "2026-01-02 00:00 UTC"):
+        stamp(entry, made_at=made, commit_id="abc1234", command="python x.py", minutes=1.0, results=tmp_path)
+    text = (tmp_path / "r.md").read_text()
+    assert text.count(reproduce.BEGIN) == 1 and "2026-01-02" in text and "2026-01-01" not in text
+    assert text.startswith("# Title\n\n" + reproduce.BEGIN) and text.endswith("\n\nbody\n")
+    payload = json.loads((tmp_path / "r.json").read_text())
+    assert payload["provenance"]["commit"] == "abc1234" and payload["cells"] == [1]
+    assert payload["provenance"]["settings"] == {"permutations": 20}
+    monkeypatch.setattr(reproduce, "RESULTS_DIR", tmp_path)
+    assert reproduce.provenance(entry)["made"] == "2026-01-02 00:00 UTC"
+
+
+def test_stamp_since_leaves_files_the_run_did_not_write(tmp_path):
+    (tmp_path / "r.md").write_text("# Title\n\nbody\n")
+    entry = Entry("r", "paa", ("r.md",), ("x.py",), {})
+    later = (tmp_path / "r.md").stat().st_mtime + 10
+    assert stamp(entry, made_at="now", commit_id="abc", command="x", minutes=0, results=tmp_path, since=later) == []
+    assert reproduce.BEGIN not in (tmp_path / "r.md").read_text()
+
+
+def test_check_reports_a_differing_cell_and_a_missing_dataset():
+    assert check_entry(Entry("c", "p", (), (), {}, check=lambda: CheckCell("x", 1.0, 1.01, 3)))[0] == "DIFFERS"
+    assert check_entry(Entry("c", "p", (), (), {}, check=lambda: CheckCell("x", 1.0, 1.0, 3)))[0] == "ok"
+
+    def missing() -> CheckCell:
+        raise FileNotFoundError(2, "No such file", "/nowhere/a8a.xz")
+
+    assert check_entry(Entry("c", "p", (), (), {}, check=missing))[0].startswith("skipped")
+
+
+@pytest.mark.parametrize("delta, verdict", [(0.0, "ok"), (0.002, "DIFFERS")])
+def test_check_detects_a_tampered_cell_in_a_committed_file(datasets_dir, monkeypatch, tmp_path, delta, verdict):
+    stem = "paa_table2_3_paper"
+    shutil.copy(RESULTS_DIR / f"{stem}.json", tmp_path / f"{stem}.json")
+    payload = json.loads((tmp_path / f"{stem}.json").read_text())
+    cell = next(c for c in payload["cells"] if (c["dataset"], c["algorithm"], c["rate"]) == ("svmguide1", "paa-1", 0.1))
+    cell["f1"] += delta
+    (tmp_path / f"{stem}.json").write_text(json.dumps(payload))
+    monkeypatch.setattr(reproduce, "RESULTS_DIR", tmp_path)
+    entry = next(e for e in RESULTS if e.name == "paa-tables")
+    assert check_entry(entry)[0] == verdict
