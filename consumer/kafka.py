@@ -75,7 +75,6 @@ _FATAL = {
 # librdkafka's spellings of auto.offset.reset, by what the service does with them
 _RESET_POLICIES = {"earliest": "earliest", "smallest": "earliest", "beginning": "earliest",
                    "latest": "latest", "largest": "latest", "end": "latest", "error": "error"}
-_ROLES = ("features", "labels")  # the consumers that report a position the log lacks instead of moving it
 
 
 def _user_consumer_config(settings: Settings, role: str) -> dict[str, Any]:
@@ -92,15 +91,8 @@ def _user_consumer_config(settings: Settings, role: str) -> dict[str, Any]:
 
 
 def consumer_config(settings: Settings, role: str) -> dict[str, Any]:
-    """Consumer properties for ``role`` ("features" or "labels"), each in its own group.
-
-    Their ``auto.offset.reset`` is ``error``: a position the log does not hold (no committed offset,
-    or a log truncated or re-created under a checkpoint) comes to the service as an error, which it
-    logs and counts before it applies the user's own ``auto.offset.reset`` (:func:`offset_reset_policy`)."""
-    conf = _user_consumer_config(settings, role)
-    if role in _ROLES:
-        conf["auto.offset.reset"] = "error"
-    return conf
+    """Consumer properties for ``role`` ("features" or "labels"), each in its own group."""
+    return _user_consumer_config(settings, role)
 
 
 def offset_reset_policy(settings: Settings, role: str) -> str:

@@ -499,7 +499,8 @@ class Service:
         broker that lost its data, a topic deleted and made again): it is logged as an error and
         counted (``activestream_offset_resets_total``), and the records the log holds now are read
         from its start (``earliest``, the default) or its end (``latest``); ``error`` stops the service.
-        The lag observer finds the same where a broker answers a fetch beyond its log with nothing."""
+        The lag observer finds it where a broker answers a fetch beyond its log with nothing; with
+        ``auto.offset.reset=error`` librdkafka reports it, and a partition it has no position for."""
         for reader in (self._reader, self._label_reader):
             if reader is not None and reader.out_of_range:
                 self._out_of_range.extend(reader.out_of_range)
