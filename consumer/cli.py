@@ -148,12 +148,12 @@ def _print_report(r: dict[str, Any]) -> None:
 def _run(args: argparse.Namespace) -> int:
     from consumer.config import load_settings
     from consumer.errors import ConfigError
-    from consumer.service import Service
+    from consumer.service import service_for
 
     try:
         settings = load_settings()
         logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-        service = Service(settings)
+        service = service_for(settings)
     except ConfigError as exc:
         print(f"activestream run: {exc}", file=sys.stderr)
         return 2

@@ -35,19 +35,23 @@ class _Section(BaseModel):
 
 
 class Topics(_Section):
-    """The five topics the service reads and writes."""
+    """The topics the service reads and writes (model and lease: the scale-out roles)."""
 
     features: str = Field("features", description="feature records to score (read)")
     predictions: str = Field("predictions", description="one prediction per feature record (written)")
     label_requests: str = Field("label-requests", description="requests for a label, one per query (written)")
     labels: str = Field("labels", description="labels answering the requests (read)")
     dead_letters: str = Field("dead-letters", description="records that could not be used, with the reason (written)")
+    model: str = Field("model", description="the trainer's model versions and checkpoints, one partition "
+                       "(role trainer writes, scorer reads)")
+    lease: str = Field("trainer-lease", description="one partition; its owner in <group_id>-lease is the active "
+                       "trainer (roles trainer and all)")
 
     @model_validator(mode="after")
     def _distinct(self) -> Topics:
-        names = [self.features, self.predictions, self.label_requests, self.labels, self.dead_letters]
+        names = list(self.model_dump().values())
         if len(set(names)) != len(names):
-            raise ValueError(f"the five topics must be distinct, got {names}")
+            raise ValueError(f"the topics must be distinct, got {names}")
         return self
 
     @field_validator("*")
@@ -104,6 +108,17 @@ class CheckpointSettings(_Section):
     )
 
 
+class ModelSettings(_Section):
+    """How the trainer publishes the model to the model topic (role trainer)."""
+
+    publish_every_s: float = Field(1.0, gt=0, description="publish a new model version at least this often "
+                                   "(when labels were applied since the last)")
+    publish_every_labels: int = Field(1000, gt=0, description="... and after this many applied labels")
+    chunk_bytes: int = Field(900_000, ge=1024, le=100_000_000,
+                             description="largest model record; under the brokers' message.max.bytes")
+    full_every: int = Field(50, ge=1, description="a full snapshot after this many deltas")
+
+
 class Settings(BaseSettings):
     """Everything the service reads at start-up (docs: configuration reference)."""
 
@@ -111,6 +126,9 @@ class Settings(BaseSettings):
         env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", frozen=True, validate_default=True
     )
 
+    role: Literal["all", "scorer", "trainer"] = Field(
+        "all", description="all: one process scores and learns; scorer: scores with the newest published model; "
+                           "trainer: learns from labels and publishes the model (docs: running at scale)")
     bootstrap_servers: str = Field("127.0.0.1:9092", min_length=1, description="Kafka bootstrap servers")
     group_id: str = Field("activestream", min_length=1,
                           description="consumer group of the features (the labels use <group_id>-labels)")
@@ -143,7 +161,11 @@ class Settings(BaseSettings):
     labels: LabelSettings = LabelSettings()
     checkpoint_dir: Path = Field(Path("/var/lib/activestream"), description="checkpoint directory (must be writable)")
     checkpoint: CheckpointSettings = CheckpointSettings()
+    model: ModelSettings = ModelSettings()
 
+    audit_log: Path | None = Field(None, description="role trainer: append each batch of applied labels (ids and "
+                                   "labels, in order) and each checkpoint to this file, as JSON lines, so a "
+                                   "model can be rebuilt by an offline replay")
     metrics_port: int = Field(9108, ge=0, le=65535, description="port of /metrics, /healthz and /readyz")
     batch_size: int = Field(2000, gt=0, le=100_000,
                             description="most records per batch (a batch is what has arrived, up to this)")

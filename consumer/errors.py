@@ -8,6 +8,7 @@ __all__ = [
     "ConfigError",
     "IncompatibleCheckpoint",
     "InvalidRecord",
+    "LeaseLost",
     "OffsetOutOfRange",
     "OffsetsNotIncreasing",
     "ProduceFailed",
@@ -41,6 +42,10 @@ class IncompatibleCheckpoint(Exception):
 
 class OffsetsNotIncreasing(Exception):
     """A partition's stored offset would move backwards."""
+
+
+class LeaseLost(Exception):
+    """The trainer lease was taken away from this process while it ran."""
 
 
 class OffsetOutOfRange(Exception):

@@ -87,6 +87,8 @@ def _user_consumer_config(settings: Settings, role: str) -> dict[str, Any]:
     conf.update(settings.kafka_consumer)
     if role == "labels":
         conf.update(settings.kafka_labels_consumer)
+    if role == "lease":  # a joining standby must not take partition 0 from its owner (consumer.lease)
+        conf["partition.assignment.strategy"] = "cooperative-sticky"
     return conf
 
 
@@ -138,10 +140,11 @@ class Emitter:
         self._metrics = metrics
         self._dead_letter_topic = dead_letter_topic
         self.max_in_flight = max_in_flight
-        self._retry: list[tuple[str, bytes | None, bytes | None, Any]] = []
+        self._retry: list[tuple[str, bytes | None, bytes | None, Any, int | None]] = []
+        self._pinned: set[str] = set()  # topics whose messages go to a chosen partition
         self._fatal: list[str] = []
         self.producer = self._producer = make_producer(self._delivered)  # one callback for all messages
-        self.batch = make_batch(self._failed, self._client_error) if make_batch is not None else None
+        self.batch = make_batch(self._batch_failed, self._client_error) if make_batch is not None else None
 
     def __len__(self) -> int:
         """Messages produced and not yet acknowledged (or waiting to be re-sent)."""
@@ -154,10 +157,15 @@ class Emitter:
             raise Backpressure(f"{len(self)} messages in flight, limit {self.max_in_flight}")
 
     def send(self, topic: str, key: bytes | None, value: bytes | None,
-             headers: list[tuple[str, bytes]] | None = None) -> None:
+             headers: list[tuple[str, bytes]] | None = None, partition: int | None = None) -> None:
+        """Produce one message, to the partition of its key or to ``partition``; a topic sent to
+        by partition keeps its failed messages' partitions when they are re-sent."""
+        where = {} if partition is None else {"partition": partition}
+        if partition is not None:
+            self._pinned.add(topic)
         while True:
             try:
-                self._producer.produce(topic, value=value, key=key, headers=headers)
+                self._producer.produce(topic, value=value, key=key, headers=headers, **where)
                 return
             except BufferError:  # librdkafka's own queue is full: wait for acknowledgements
                 self._producer.poll(0.05)
@@ -183,15 +191,20 @@ class Emitter:
                     self.send(*rest)
                 return
 
-    def send_packed(self, topic: str, keys: Packed, values: Packed) -> None:
-        """Produce keyed values without headers to one topic, in order (predictions, label requests)."""
+    def send_packed(self, topic: str, keys: Packed, values: Packed, partition: int | None = None) -> None:
+        """Produce keyed values without headers to one topic, in order (predictions, label requests),
+        each to the partition of its key or all to ``partition``."""
         if self.batch is None:
             for key, value in zip(keys, values, strict=True):
-                self.send(topic, key, value)
+                self.send(topic, key, value, partition=partition)
             return
+        where = {}
+        if partition is not None:
+            self._pinned.add(topic)
+            where = {"partition": partition}
         try:
             refused = self.batch.produce_batch(topic, keys.data, keys.starts, keys.ends, values.data, values.starts,
-                                         values.ends)
+                                               values.ends, **where)
         except ValueError as exc:
             self._fatal.append(f"{topic}: {exc}")
             raise ProduceFailed(f"cannot produce to {topic}: {exc}") from None
@@ -200,24 +213,30 @@ class Emitter:
             log.warning("%d of %d messages to %s refused by the batch producer; sent one by one",
                         len(refused), len(values), topic)
             for k in refused.tolist():
-                self.send(topic, keys[k], values[k])
+                self.send(topic, keys[k], values[k], partition=partition)
 
     def _delivered(self, err: KafkaError | None, msg: Message) -> None:
         if err is not None:
-            self._failed(msg.topic(), err.code(), err.str(), msg.key(), msg.value(), msg.headers(), err.fatal())
+            self._failed(msg.topic(), err.code(), err.str(), msg.key(), msg.value(), msg.headers(), err.fatal(),
+                         partition=msg.partition())
+
+    def _batch_failed(self, topic: str, code: int, text: str, key: bytes | None, value: bytes | None,
+                      partition: int = -1) -> None:
+        self._failed(topic, code, text, key, value, partition=partition)
 
     def _failed(self, topic: str, code: int, text: str, key: bytes | None, value: bytes | None,
-                headers: Any = None, fatal: bool = False) -> None:
+                headers: Any = None, fatal: bool = False, partition: int | None = None) -> None:
         self._metrics.produce_errors.labels(topic=topic).inc()
+        partition = partition if topic in self._pinned and partition is not None and partition >= 0 else None
         if code in _FATAL and not fatal and self._can_truncate(topic, headers):
             log.warning("dead letter refused by the broker (%s); sending it truncated", text)
-            self._retry.append((topic, *dead_letters.truncated(key, value, headers)))
+            self._retry.append((topic, *dead_letters.truncated(key, value, headers), None))
         elif code in _FATAL or fatal:
             self._fatal.append(f"{topic}: {text}")
             log.error("delivery to %s failed for good: %s", topic, text)
         else:
             log.warning("delivery to %s failed (%s); re-sending", topic, text)
-            self._retry.append((topic, key, value, headers))
+            self._retry.append((topic, key, value, headers, partition))
 
     def _client_error(self, code: int, text: str, fatal: bool) -> None:
         if fatal:
@@ -233,8 +252,8 @@ class Emitter:
             self.batch.poll(0)
         if self._retry:
             retry, self._retry = self._retry, []
-            for topic, key, value, headers in retry:
-                self.send(topic, key, value, headers)
+            for topic, key, value, headers, partition in retry:
+                self.send(topic, key, value, headers, partition)
         if self._fatal:
             raise ProduceFailed("; ".join(self._fatal))
 

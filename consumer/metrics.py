@@ -52,6 +52,8 @@ _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 
 _DELAY_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400)
 _PROBABILITY_BUCKETS = (0.001, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 0.9, 0.99, 1.0)
 _BATCH_BUCKETS = (1, 10, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
+_SWAP_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300)  # 2: the scale-out bar
+_BYTES_BUCKETS = (1e3, 1e4, 1e5, 1e6, 4e6, 1.6e7, 6.4e7, 2.56e8)
 
 
 class Metrics:
@@ -127,6 +129,25 @@ class Metrics:
         self.scale_moved = Gauge(p + "scale_moved_features",
                                  "Features whose online scale moved by more than 10x in the last closed window "
                                  "(learner parameter scale; 0 without it)", registry=r)
+        # scale-out: roles, the lease, the model topic
+        self.role = Gauge(p + "role", "1 for the role this process runs (all, scorer, trainer)", ["role"], registry=r)
+        self.trainer_active = Gauge(p + "trainer_active",
+                                    "1 while this process holds the trainer lease (roles trainer and all)", registry=r)
+        self.model_published_version = Gauge(p + "model_published_version",
+                                             "Version number of the trainer's last model publication", registry=r)
+        self.model_version_in_use = Gauge(p + "model_version_in_use",
+                                          "Version number of the published model this scorer scores with "
+                                          "(0: none read yet)", registry=r)
+        self.model_age = Gauge(p + "model_age_seconds",
+                               "Since the model this scorer scores with was published (NaN: none read yet)",
+                               registry=r)
+        self.model_publications = Counter(p + "model_publications", "Model publications, by kind",
+                                          ["kind"], registry=r)
+        self.model_published_bytes = Histogram(p + "model_published_bytes", "Bytes of each model publication",
+                                               buckets=_BYTES_BUCKETS, registry=r)
+        self.model_swap_delay = Histogram(p + "model_swap_delay_seconds",
+                                          "From a model version's publication to this scorer scoring with it",
+                                          buckets=_SWAP_BUCKETS, registry=r)
         # health of the pipeline
         self.dead_letters = Counter(p + "dead_letters", "Records sent to the dead-letter topic", ["reason", "topic"],
                                     registry=r)

@@ -103,7 +103,7 @@ def load() -> ctypes.CDLL | None:
 
 
 # (topic, error code, error text, key, value) of a message that was not delivered
-FailedCallback = Callable[[str, int, str, bytes | None, bytes | None], None]
+FailedCallback = Callable[[str, int, str, bytes | None, bytes | None, int], None]  # ..., partition
 # (error code, reason, fatal) of a client-level error
 ErrorCallback = Callable[[int, str, bool], None]
 # librdkafka's statistics (JSON), every ``statistics.interval.ms``
@@ -159,10 +159,12 @@ class BatchProducer:
         return self._lib.rd_kafka_outq_len(self._rk) if self._rk else 0
 
     def produce_batch(self, topic: str, keys: bytes | np.ndarray, key_starts: np.ndarray, key_ends: np.ndarray,
-                      values: bytes | np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+                      values: bytes | np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                      partition: int = _PARTITION_UA) -> np.ndarray:
         """Queue message k = (key ``keys[key_starts[k]:key_ends[k]]``, value ``values[starts[k]:ends[k]]``)
-        for every k, in order (librdkafka copies them), each to the partition of its key. Returns the
-        positions of the messages librdkafka did not take (its queue was full), usually none."""
+        for every k, in order (librdkafka copies them), each to the partition of its key, or all to
+        ``partition``. Returns the positions of the messages librdkafka did not take (its queue was
+        full), usually none."""
         if not self._rk:
             raise ValueError("the producer is closed")
         n = len(starts)
@@ -174,7 +176,7 @@ class BatchProducer:
         messages["len"] = np.asarray(ends, dtype=np.uintp) - np.asarray(starts, dtype=np.uintp)
         messages["key"] = key_view.ctypes.data + np.asarray(key_starts, dtype=np.uintp)
         messages["key_len"] = np.asarray(key_ends, dtype=np.uintp) - np.asarray(key_starts, dtype=np.uintp)
-        taken = self._lib.rd_kafka_produce_batch(self._topic(topic), _PARTITION_UA, _MSG_F_COPY,
+        taken = self._lib.rd_kafka_produce_batch(self._topic(topic), partition, _MSG_F_COPY,
                                                  messages.ctypes.data, n)
         if taken == n:
             return np.empty(0, dtype=np.int64)
@@ -189,7 +191,7 @@ class BatchProducer:
             topic = self._lib.rd_kafka_topic_name(m.rkt).decode()
             key = ctypes.string_at(m.key, m.key_len) if m.key else None
             value = ctypes.string_at(m.payload, m.len) if m.payload else None
-            self._on_failed(topic, m.err, self._lib.rd_kafka_err2str(m.err).decode(), key, value)
+            self._on_failed(topic, m.err, self._lib.rd_kafka_err2str(m.err).decode(), key, value, m.partition)
         except Exception:
             log.exception("handling a failed delivery")
 

@@ -41,11 +41,19 @@ from consumer.budget import CostModel, LabelBudget, controller_for
 from consumer.checkpoint import CheckpointPolicy, CheckpointStore
 from consumer.clock import Clock, SystemClock
 from consumer.config import Settings
-from consumer.errors import Backpressure, CheckpointError, ConfigError, IncompatibleCheckpoint, OffsetOutOfRange
+from consumer.errors import (
+    Backpressure,
+    CheckpointError,
+    ConfigError,
+    IncompatibleCheckpoint,
+    LeaseLost,
+    OffsetOutOfRange,
+)
 from consumer.fastjson import ScanJob, run_scan, scan_job, scan_result
 from consumer.fastwrite import Packed, write_label_requests
 from consumer.health import Health, HealthServer
 from consumer.kafka import Emitter, OffsetTracker, consumer_config, offset_reset_policy, producer_config
+from consumer.lease import Lease, ensure_lease_topic
 from consumer.metrics import Metrics
 from consumer.pending import Entry, PendingStore, pack_strings, unpack_strings
 from consumer.preflight import check_security
@@ -58,7 +66,7 @@ from learners.budget import advance_clock
 from learners.inputs import Rows
 from learners.registry import ALGORITHMS, LEARNER_DEFAULTS, canonical_name
 
-__all__ = ["KafkaClients", "Service", "build_learner"]
+__all__ = ["KafkaClients", "Service", "build_learner", "service_for"]
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +78,8 @@ _FLUSH_TIMEOUT_S = 20.0  # within Kubernetes' 30 s grace period, with room to wr
 _OUTPUT_ENDS_TIMEOUT_S = 4.0
 _MIN_WAIT_S = 0.1  # the shortest question worth sending once the time is up: a topic's partitions
 _LAG_EVERY_S = 1.0
+_STANDBY_LOG_EVERY_S = 30.0
+_STANDBY_QUIET_S = 2.0  # a join takes about this long: no warning for the usual wait
 LABEL_OUTCOMES = ("applied", "duplicate", "expired", "unknown", "defaulted")
 _MAX_CLASSES_INITIALISED = 20  # labelled records: one series per (class, predicted) pair, k² of them
 
@@ -101,6 +111,19 @@ def build_learner(settings: Settings):
         where = "ACTIVESTREAM_LEARNER_PARAMS" if "scale=" in str(exc) else "ACTIVESTREAM_LABELS__COST_BUDGET"
         raise ConfigError(f"{where}: {exc}") from None
     return learner
+
+
+def service_for(settings: Settings, **kwargs: Any) -> Service:
+    """The process ``ACTIVESTREAM_ROLE`` names: :class:`Service` (all), a scorer or a trainer."""
+    if settings.role == "scorer":
+        from consumer.scorer import Scorer
+
+        return Scorer(settings, **kwargs)
+    if settings.role == "trainer":
+        from consumer.trainer import Trainer
+
+        return Trainer(settings, **kwargs)
+    return Service(settings, **kwargs)
 
 
 class KafkaClients:
@@ -147,6 +170,19 @@ class KafkaClients:
     def preflight(self) -> None:
         """Fail now, naming the setting, if the brokers refuse the clients' TLS or SASL settings."""
         check_security(self.settings)
+
+    def model_producer(self) -> Producer:
+        """The trainer's producer for the model topic: every delivery is reported, with its offset."""
+        conf = {**producer_config(self.settings), "client.id": "activestream-model", "error_cb": self._on_error,
+                "delivery.report.only.error": False, "enable.idempotence": True, "linger.ms": "0"}
+        conf.pop("max.in.flight.requests.per.connection", None)
+        return Producer(conf)
+
+    def ensure_lease_topic(self, topic: str) -> None:
+        """Create the one-partition lease topic if it does not exist."""
+        conf = {k: v for k, v in producer_config(self.settings).items()
+                if k == "bootstrap.servers" or k.startswith(("security.", "ssl.", "sasl."))}
+        ensure_lease_topic(conf, topic)
 
     def reader(self) -> Consumer:
         """A group-less consumer that reads a topic's tail to its end (recovery)."""
@@ -208,7 +244,8 @@ class _Batch:
 
     started: float
     outgoing: list[tuple[str, bytes | None, bytes | None, list | None]] = field(default_factory=list)
-    outputs: list[tuple[str, Packed, Packed]] = field(default_factory=list)  # (topic, keys, values)
+    # (topic, keys, values, the partition of each value's feature record)
+    outputs: list[tuple[str, Packed, Packed, np.ndarray]] = field(default_factory=list)
     pending: list[tuple[str, Entry]] = field(default_factory=list)
     requested_ids: set[str] = field(default_factory=set)
     offsets: dict[tuple[str, int], int] = field(default_factory=dict)  # next offset per partition
@@ -223,11 +260,17 @@ class _Batch:
 
 
 class Service:
-    """One activestream process: both roles (scoring and training) over the five topics.
+    """One activestream process in role ``all``: scoring and training over the five topics.
 
     ``run()`` restores, loops until :meth:`request_stop`, then shuts down cleanly (final
-    checkpoint, offsets committed, consumers closed) and returns the exit code.
+    checkpoint, offsets committed, consumers closed) and returns the exit code. Another process of
+    the same group in role ``all`` waits as a standby on the trainer lease (:mod:`consumer.lease`)
+    instead of splitting the partitions with it, which would cross requests and labels. The roles
+    ``scorer`` and ``trainer`` are :class:`consumer.scorer.Scorer` and :class:`consumer.trainer.Trainer`.
     """
+
+    keeps_pending = True  # a scorer's requests are joined with their labels by the trainer
+    pins_outputs = False  # a scorer sends the outputs of features partition p to partition p (consumer.scorer)
 
     def __init__(self, settings: Settings, *, clock: Clock | None = None, clients: Any = None,
                  serve_http: bool = True) -> None:
@@ -279,6 +322,10 @@ class Service:
         self._scale_window_at = self.clock.monotonic()
         self.restored_from: Path | None = None
         self.http: HealthServer | None = None
+        self.lease: Lease | None = None
+        self._features: Any = None
+        self._labels: Any = None
+        self.metrics.role.labels(role=s.role).set(1.0)
         self._publish_settings()
         self._initialise_series()
         if s.labels.on_expiry == "default" and s.labels.expiry_label not in self.learner._codes:
@@ -302,6 +349,10 @@ class Service:
             log.error("%s", exc)
             self._close(final_checkpoint=False)
             return 2
+        except LeaseLost as exc:  # another process may be restoring the model: nothing more is written
+            log.error("%s", exc)
+            self._close(final_checkpoint=False)
+            return 1
         except Exception:
             log.exception("activestream stopped on an error")
             self._close(final_checkpoint=False)
@@ -323,9 +374,10 @@ class Service:
         self._reset_policies = {role: offset_reset_policy(s, role) for role in ("features", "labels")}
         for topic in (s.topics.features, s.topics.labels):
             self.metrics.offset_resets.labels(topic=topic)  # at zero from the start, as alerts expect
+        self._serve()
+        if not self._take_lease():
+            return
         self._restore()
-        if self._serve_http:
-            self.http = HealthServer(self.health, self.metrics.registry, s.metrics_port).start()
         self.emitter = Emitter(self._clients.producer, self.metrics, s.max_in_flight, self._clients.batch_producer,
                                dead_letter_topic=s.topics.dead_letters)
         self._producer = self.emitter.producer
@@ -342,6 +394,42 @@ class Service:
         self.health.restored = True
         self._started = True
         self._publish_gauges()
+
+    def _serve(self) -> None:
+        """/healthz, /readyz and /metrics, from before the restore: a standby is alive, not ready."""
+        if self._serve_http:
+            self.http = HealthServer(self.health, self.metrics.registry, self.settings.metrics_port).start()
+
+    def _take_lease(self) -> bool:
+        """Wait until this process is the active trainer of its group; False if asked to stop first."""
+        s = self.settings
+        self._clients.ensure_lease_topic(s.topics.lease)
+        self.lease = Lease(lambda: self._clients.consumer("lease"), s.topics.lease)
+        self.lease.join()
+        waited_since, told_at = self.clock.monotonic(), -math.inf
+        while not self.lease.held:
+            if self._stop_requested:
+                return False
+            self.lease.poll(0.2)
+            self.health.beat()
+            now = self.clock.monotonic()
+            if now - told_at >= _STANDBY_LOG_EVERY_S and now - waited_since >= _STANDBY_QUIET_S:
+                told_at = now
+                log.warning("standby: another process of group %s holds the trainer lease (%s); waiting to take "
+                            "over (role %s runs one active process per group; to scale out, run scorers and "
+                            "trainers: docs, running at scale)", s.group_id, s.topics.lease, s.role)
+        self.metrics.trainer_active.set(1.0)
+        return True
+
+    def _check_lease(self) -> None:
+        """Stop if the lease went to another process."""
+        if self.lease is None:
+            return
+        self.lease.poll(0)
+        if self.lease.lost:
+            self.metrics.trainer_active.set(0.0)
+            raise LeaseLost(f"the trainer lease ({self.settings.topics.lease}) was taken away: stopping without a "
+                            "checkpoint, as another process may be restoring the model")
 
     def _warm_up(self) -> None:
         """Load every compiled loop the first batches need (from numba's on-disk cache, or compile it
@@ -439,21 +527,16 @@ class Service:
                 self.http.close()
             self._scanner.shutdown(wait=True, cancel_futures=True)
             self._writer.shutdown(wait=True)  # a file being written is finished (its offsets stay uncommitted)
+            if self.lease is not None:  # last: a standby takes over once the final checkpoint is durable
+                self.lease.close()
+                self.metrics.trainer_active.set(0.0)
 
     # -- one iteration ---------------------------------------------------------------------------
     def run_once(self) -> None:
         s = self.settings
+        self._check_lease()
         self.emitter.serve()
-        # the consumer first: the group's events, and labels fetched before their partitions were
-        # forwarded to the reader (older than any the reader holds)
-        self._take_labels(self._labels.consume(s.batch_size, 0))
-        if self._label_reader is not None:
-            labels = self._label_reader.read(s.batch_size, 0)
-            if labels is not None:
-                try:
-                    self._take_labels(labels)
-                finally:
-                    labels.release()
+        self._serve_labels()
         if self._batch is None:
             read, self._ahead = self._ahead or self._read(self._take_features(s.poll_timeout_s), scan=False), None
             if read is not None:
@@ -478,6 +561,19 @@ class Service:
             self._begin_checkpoint()
         self.health.beat()
         self.metrics.loop_last_iteration.set(self.clock.now())
+
+    def _serve_labels(self) -> None:
+        s = self.settings
+        # the consumer first: the group's events, and labels fetched before their partitions were
+        # forwarded to the reader (older than any the reader holds)
+        self._take_labels(self._labels.consume(s.batch_size, 0))
+        if self._label_reader is not None:
+            labels = self._label_reader.read(s.batch_size, 0)
+            if labels is not None:
+                try:
+                    self._take_labels(labels)
+                finally:
+                    labels.release()
 
     def _take_features(self, wait_s: float) -> Sequence[Any]:
         """Up to one batch: wait up to ``wait_s`` for the first record, then take what is already
@@ -632,11 +728,11 @@ class Service:
             requested[granted] = True
         values = encode_predictions(ids, labels.tolist(), scores, probs, requested, ts, learner.labels_, now,
                                     topics.features, partitions, offsets)
-        keys = decoded.packed_ids()
+        keys, sources = decoded.packed_ids(), partitions
         if produced is not None and any(produced):
             left = ~np.array(produced, dtype=np.bool_)
-            keys, values = keys.select(left), values.select(left)
-        batch.outputs.append((topics.predictions, keys, values))
+            keys, values, sources = keys.select(left), values.select(left), sources[left]
+        batch.outputs.append((topics.predictions, keys, values, sources))
         batch.predicted = codes
         batch.probability = np.asarray(probs)
         batch.record_ts = ts
@@ -673,15 +769,16 @@ class Service:
         uncertainty = steps.uncertainty(score, None if gap is None else gap[at])
         ids, predicted = list(map(decoded.ids.__getitem__, granted)), labels[at].tolist()
         costs = self.costs.of_many(predicted)
-        # tuple.__new__ makes each Entry without a Python call per entry (Entry._make costs twice as much)
-        entries = map(tuple.__new__, repeat(Entry), zip(repeat(rows), range(len(granted)), codes[at].tolist(),
-                                                        probability.tolist(), score.tolist(), repeat(now),
-                                                        repeat(expires_at), costs.tolist(), strict=False))
-        batch.pending += zip(ids, entries, strict=True)
+        if self.keeps_pending:
+            # tuple.__new__ makes each Entry without a Python call per entry (Entry._make costs twice as much)
+            entries = map(tuple.__new__, repeat(Entry), zip(repeat(rows), range(len(granted)), codes[at].tolist(),
+                                                            probability.tolist(), score.tolist(), repeat(now),
+                                                            repeat(expires_at), costs.tolist(), strict=False))
+            batch.pending += zip(ids, entries, strict=True)
         requests = write_label_requests(ids, decoded.features_packed(granted), predicted, score, probability,
                                         uncertainty, costs, now, expires_at, version, s.topics.features,
                                         partitions[at], offsets[at])
-        batch.outputs.append((s.topics.label_requests, pack_keys(ids), requests))
+        batch.outputs.append((s.topics.label_requests, pack_keys(ids), requests, partitions[at]))
         batch.requests += len(granted)
 
     def _keep_recorded(self, i: int, recorded: Any, labels: list, scores: list, probs: list, wants: list,
@@ -699,8 +796,9 @@ class Service:
             self.budget.allow(decoded.ts[i])  # it used the budget before the restart too
             if self.learner.budget is not None and not decided_now:
                 self.learner.budget.count_request()  # made before the restart: the caps count it too
-            batch.pending.append((decoded.ids[i], Entry(decoded.rows.take([i]), 0, codes[i], probs[i], scores[i],
-                                                        r["requested_at"], r["expires_at"], r["cost"])))
+            if self.keeps_pending:
+                batch.pending.append((decoded.ids[i], Entry(decoded.rows.take([i]), 0, codes[i], probs[i], scores[i],
+                                                            r["requested_at"], r["expires_at"], r["cost"])))
             batch.requested_ids.add(decoded.ids[i])
             batch.requests += 1  # made after the checkpoint whose totals were restored: count it again
             requested[i] = True  # asked before the restart: nothing more to do for it
@@ -708,10 +806,15 @@ class Service:
     def _emit(self, batch: _Batch) -> None:
         """Send a decided batch; raises :class:`Backpressure` before sending anything if it would
         exceed the in-flight limit."""
-        self.emitter.reserve(len(batch.outgoing) + sum(len(values) for _, _, values in batch.outputs))
+        self.emitter.reserve(len(batch.outgoing) + sum(len(values) for _, _, values, _ in batch.outputs))
         self.emitter.send_many(batch.outgoing)
-        for topic, keys, values in batch.outputs:
-            self.emitter.send_packed(topic, keys, values)
+        for topic, keys, values, sources in batch.outputs:
+            if not self.pins_outputs:
+                self.emitter.send_packed(topic, keys, values)
+                continue
+            for p in np.unique(sources).tolist():
+                at = np.flatnonzero(sources == p)
+                self.emitter.send_packed(topic, keys.select(at), values.select(at), partition=p)
         now = self.clock.now()
         for pushed_id, _ in self.pending.add_many(batch.pending, now):
             log.warning("pending store full: request %s expired early", pushed_id)
@@ -883,12 +986,16 @@ class Service:
         self._scale_window_at = now
         self.metrics.scale_moved.set(scaler.next_window())
 
+    def _consumers(self) -> list[Any]:
+        """The consumers of the topics this process reads records from (not the lease)."""
+        return [c for c in (self._features, self._labels) if c is not None]
+
     def _observe_lag(self) -> None:
         now = self.clock.monotonic()
         if now - self._last_lag_at < _LAG_EVERY_S:
             return
         self._last_lag_at = now
-        for consumer in (self._features, self._labels):
+        for consumer in self._consumers():
             for tp in consumer.assignment():
                 try:
                     _, high = consumer.get_watermark_offsets(tp, cached=True)
@@ -979,7 +1086,8 @@ class Service:
         state: dict[str, np.ndarray] = {f"learner.{k}": v for k, v in self.learner.state_dict().items()}
         state.update({f"pending.{k}": v for k, v in self.pending.state_dict().items()})
         state.update({f"budget.{k}": v for k, v in self.budget.state_dict().items()})
-        for name, offsets in (("offsets", self.offsets.next), ("outputs", self._output_ends())):
+        outputs = self._output_ends() if self._features is not None else {}
+        for name, offsets in (("offsets", self.offsets.next), ("outputs", outputs)):
             keys = sorted(offsets)
             state[f"{name}.topics"], state[f"{name}.topics_offsets"] = pack_strings([t for t, _ in keys])
             state[f"{name}.partitions"] = np.array([p for _, p in keys], dtype=np.int64)
@@ -992,6 +1100,7 @@ class Service:
             "created_at": self.clock.now(),
             "instance": self.settings.instance,
             "learner": self.learner.name,
+            "role": self.settings.role,
             "topics": self.settings.topics.model_dump(),
         }, sort_keys=True))
         return state
@@ -1028,7 +1137,7 @@ class Service:
         return ends
 
     def _commit_offsets(self, snapshot: dict[tuple[str, int], int]) -> None:
-        for consumer in (self._features, self._labels):
+        for consumer in self._consumers():
             assigned = {(tp.topic, tp.partition) for tp in consumer.assignment()}
             offsets = [TopicPartition(t, p, o) for (t, p), o in snapshot.items() if (t, p) in assigned]
             if not offsets:
@@ -1044,6 +1153,12 @@ class Service:
             log.info("no checkpoint in %s: starting a new model", self.store.directory)
             return
         path, state = found
+        self._load(state, str(path))
+        self.restored_from = path
+
+    def _load(self, state: dict[str, np.ndarray], path: str) -> None:
+        """Restore the model, the pending store, the budget, offsets, totals and recovery from a
+        checkpoint's arrays (``path``: where it came from, for messages)."""
         meta = json.loads(str(state["service.meta"]))
         if meta.get("format_version") != FORMAT_VERSION:
             raise IncompatibleCheckpoint(f"{path}: service format version {meta.get('format_version')}, "
@@ -1057,7 +1172,7 @@ class Service:
                 f"{path}: {exc}. Set ACTIVESTREAM_CHECKPOINT__ALLOW_PARAM_CHANGE=true to load it with the new "
                 "hyper-parameters, or point ACTIVESTREAM_CHECKPOINT_DIR elsewhere to start a new model") from None
         if self.learner.budget is not None and "learner.budget.format_version" not in state:
-            log.warning("%s holds no budget controller state: the controller starts afresh", path.name)
+            log.warning("%s holds no budget controller state: the controller starts afresh", path)
         self._refused_seen = 0 if self.learner.budget is None else self.learner.budget.refused
         self.pending.load_state_dict({k[8:]: v for k, v in state.items() if k.startswith("pending.")})
         self.budget.load_state_dict({k[7:]: v for k, v in state.items() if k.startswith("budget.")})
@@ -1065,8 +1180,7 @@ class Service:
         self._output_floor = self._offsets_from(state, "outputs")
         self.totals.restore(str(state["service.totals"]))
         self.recovery.restore(state["service.recovery"].tobytes())
-        self.restored_from = path
-        log.info("restored %s: %d labels learnt, %d pending, offsets %s", path.name, self.learner.labels_,
+        log.info("restored %s: %d labels learnt, %d pending, offsets %s", path, self.learner.labels_,
                  len(self.pending), self.offsets.next)
 
     @staticmethod

@@ -101,7 +101,7 @@ class FakeConsumer:
         self.closed = False
         self.commits: list[list[TopicPartition]] = []
 
-    def subscribe(self, topics: list[str], on_assign=None, on_revoke=None) -> None:
+    def subscribe(self, topics: list[str], on_assign=None, on_revoke=None, on_lost=None) -> None:
         self._on_revoke = on_revoke
         tps = [TopicPartition(t, p) for t in topics for p in range(self.broker.partitions.get(t, 1))]
         if on_assign:
@@ -121,6 +121,9 @@ class FakeConsumer:
                 self._position[key] = 0
             else:
                 self._position[key] = self.broker.committed.get((self.group, *key), 0)
+
+    def unassign(self) -> None:
+        self._assigned = []
 
     def assignment(self) -> list[TopicPartition]:
         return [TopicPartition(tp.topic, tp.partition) for tp in self._assigned]
@@ -286,6 +289,9 @@ class FakeClients:
 
     def preflight(self) -> None:
         """Nothing to check: the fake broker has no security."""
+
+    def ensure_lease_topic(self, topic: str) -> None:
+        self.broker.partitions.setdefault(topic, 1)
 
     def reader(self) -> FakeConsumer:
         return FakeConsumer(self.broker, f"{self.group}-recovery", partition_eof=True)

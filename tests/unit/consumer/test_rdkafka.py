@@ -112,10 +112,10 @@ def test_a_failed_delivery_comes_back_with_its_topic_error_key_and_value(cluster
     while len(failed) < 2 and time.monotonic() < deadline:
         p.poll(0.1)
     p.close()
-    assert sorted((t, code, key, value) for t, code, _, key, value in failed) == [
-        ("out", KafkaError.TOPIC_AUTHORIZATION_FAILED, b"k1", b"v1"),
-        ("out", KafkaError.TOPIC_AUTHORIZATION_FAILED, b"k2", b"v2")]
-    assert all("authoriz" in text.lower() for _, _, text, _, _ in failed)
+    assert sorted((t, code, key, value, partition) for t, code, _, key, value, partition in failed) == [
+        ("out", KafkaError.TOPIC_AUTHORIZATION_FAILED, b"k1", b"v1", 0),
+        ("out", KafkaError.TOPIC_AUTHORIZATION_FAILED, b"k2", b"v2", 0)]
+    assert all("authoriz" in text.lower() for _, _, text, _, _, _ in failed)
 
 
 def test_a_full_queue_hands_back_what_it_did_not_take(cluster):

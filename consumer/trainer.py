@@ -1,0 +1,323 @@
+"""Role ``trainer``: join label requests with labels, learn, publish the model; one active at a time.
+
+::
+
+    label-requests ──► pending store (features, prediction, query probability, expiry)
+    labels ──► join by id ──► learner.learn_many ──► every PUBLISH_EVERY_S / _LABELS: model topic
+    every CHECKPOINT__EVERY_S: model + pending + offsets ──► model topic (kind checkpoint) ──► commit
+
+The active trainer holds the lease (:mod:`consumer.lease`); a standby waits for it. Checkpoints
+travel in the model topic, not on a volume: a standby on another node restores the newest one
+without shared storage, and Kafka already keeps that topic replicated. On taking over, a trainer
+restores the newest checkpoint, reads label requests and labels again from the offsets it holds
+(each label is applied once to the model it restored, whatever the previous trainer did after that
+checkpoint), starts a new epoch and publishes a full snapshot that the scorers swap in.
+
+A label read before its request (the two topics are read independently) waits, parked, until the
+requests consumer has read past the end the requests topic had a moment after the label came;
+only then is it counted ``unknown``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import orjson
+from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
+
+from consumer import steps
+from consumer.errors import CheckpointError, IncompatibleCheckpoint, PublishFailed
+from consumer.kafka import Emitter, offset_reset_policy
+from consumer.model_topic import ModelPublisher, newest_manifest, read_checkpoint
+from consumer.pending import Entry
+from consumer.records import Label
+from consumer.service import _FLUSH_TIMEOUT_S, Service, _without_errors
+
+__all__ = ["Trainer"]
+
+log = logging.getLogger(__name__)
+
+_TOPIC_READ_TIMEOUT_S = 120.0
+_PARK_SETTLE_S = 2.0  # how long after parking a label the requests topic's end is taken as its horizon
+_PARKED_EVERY_S = 1.0
+
+
+class Trainer(Service):
+    """The trainer role (see the module docstring)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.publisher: ModelPublisher | None = None
+        self.epoch = 0
+        self._requests: Any = None
+        # id → [label, parked at (wall clock), horizon: {partition: end} of the requests topic or None]
+        self._parked: dict[str, list[Any]] = {}
+        self._parked_checked_at = -math.inf
+        self._published_labels = 0  # learner.labels_ at the last publication
+        self._last_publish_at = -math.inf
+        self.restored_version: int | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------------------
+    def start(self) -> None:
+        s = self.settings
+        self._clients.preflight()
+        self._reset_policies = {"features": "earliest", "labels": offset_reset_policy(s, "labels")}
+        for topic in (s.topics.label_requests, s.topics.labels):
+            self.metrics.offset_resets.labels(topic=topic)
+        self.metrics.trainer_active.set(0.0)
+        self._serve()
+        if not self._take_lease():
+            return
+        self.emitter = Emitter(self._clients.producer, self.metrics, s.max_in_flight,
+                               dead_letter_topic=s.topics.dead_letters)
+        self._producer = self.emitter.producer
+        self.publisher = ModelPublisher(self._clients.model_producer(), s.topics.model, chunk_bytes=s.model.chunk_bytes,
+                                        full_every=s.model.full_every)
+        last = self._restore_from_topic()
+        self.publisher.start(self.epoch, last)
+        self._requests = self._clients.consumer("trainer")
+        self._labels = self._clients.consumer("labels")
+        self._assign_all(self._requests, s.topics.label_requests)
+        self._assign_all(self._labels, s.topics.labels)
+        self._warm_up()
+        self._audit({"epoch": self.epoch, "restored": self.restored_version, "labels_": self.learner.labels_})
+        self._publish()  # a full snapshot opens the epoch: the scorers drop what the last trainer sent after it
+        self.health.restored = self.health.assigned = True
+        self.metrics.ready.set(1.0)
+        self._started = True
+        self._publish_gauges()
+
+    def _restore_from_topic(self) -> int:
+        """Load the newest checkpoint in the model topic; the newest version published there."""
+        s = self.settings
+        try:
+            found = read_checkpoint(self._clients.reader, s.topics.model, timeout_s=_TOPIC_READ_TIMEOUT_S)
+            newest = newest_manifest(self._clients.reader, s.topics.model, kind="model",
+                                     timeout_s=_TOPIC_READ_TIMEOUT_S)
+        except (KafkaException, TimeoutError) as exc:
+            raise CheckpointError(f"cannot read the model topic {s.topics.model}: {exc}") from None
+        epochs = [0]
+        last = 0
+        if found is not None:
+            manifest, state = found
+            where = f"{s.topics.model} checkpoint version {manifest['version']}"
+            try:
+                self._load(state, where)
+            except (KeyError, ValueError) as exc:
+                raise IncompatibleCheckpoint(f"{where}: {exc}") from None
+            self._parked = {rid: [Label(*lab), at, None] for rid, lab, at in
+                            orjson.loads(state["service.parked"].tobytes())}
+            self.restored_version = int(manifest["version"])
+            epochs.append(int(manifest["epoch"]))
+            last = max(last, int(manifest["version"]))
+        else:
+            log.info("no checkpoint in %s: starting a new model", s.topics.model)
+        if newest is not None:
+            epochs.append(int(newest["epoch"]))
+            last = max(last, int(newest["version"]))
+        self.epoch = max(epochs) + 1
+        return last
+
+    def _assign_all(self, consumer: Any, topic: str) -> None:
+        """Read every partition of ``topic``, from the restored offsets (else from its start)."""
+        partitions = self._partitions(topic, required=True)
+        consumer.assign([TopicPartition(topic, p, self.offsets.next.get((topic, p), OFFSET_BEGINNING))
+                         for p in partitions])
+        self.metrics.rebalances.labels(topic=topic).inc(len(partitions))
+        log.info("reading %s[%s]", topic, ",".join(map(str, partitions)))
+
+    def _consumers(self) -> list[Any]:
+        return [c for c in (self._requests, self._labels) if c is not None]
+
+    def _close(self, final_checkpoint: bool) -> None:
+        try:
+            super()._close(final_checkpoint)
+        finally:
+            if self._requests is not None:
+                try:
+                    self._requests.close()
+                except (KafkaException, RuntimeError) as exc:
+                    log.warning("closing the requests consumer: %s", exc)
+                self._requests = None
+
+    # -- one iteration -------------------------------------------------------------------------------------
+    def run_once(self) -> None:
+        s = self.settings
+        self._check_lease()
+        self.emitter.serve()
+        requests = self._requests.consume(s.batch_size, 0)
+        self._take_requests(requests)
+        self._take_labels(self._labels.consume(s.batch_size, 0 if requests else s.poll_timeout_s))
+        now = self.clock.now()
+        self._expire(now)
+        self._settle_parked(now)
+        self._reposition()
+        self._observe_lag()
+        self.health.beat()
+        if self._publish_due():
+            self._publish()
+        if self.policy.due(self.clock.monotonic() - self._last_checkpoint_at, self._labels_since_checkpoint):
+            self._begin_checkpoint()
+        self.metrics.loop_last_iteration.set(self.clock.now())
+
+    def _take_requests(self, messages: Sequence[Any]) -> None:
+        """Label requests → pending entries (one shared copy of the batch's features); a request for
+        an id already pending or already answered is the same request made again, and ignored."""
+        s = self.settings
+        good = _without_errors(messages, "label-requests", self._out_of_range)
+        if not good:
+            return
+        now = self.clock.now()
+        live = [m for m in good if m.value() is not None]  # a tombstone retracts an expired request
+        decoded, positions, rejected = steps.decode_features(live, s.n_features, now)
+        for msg, err in rejected:
+            self.emitter.send(s.topics.dead_letters, *steps.dead_letter(msg, err))
+            self.totals.add(f"dead_letters.{msg.topic()}.{err.reason}")
+        items: list[tuple[str, Entry]] = []
+        for row, (rid, k) in enumerate(zip(decoded.ids, positions, strict=True)):
+            if self.pending.status(rid) != "unknown":
+                continue
+            r = orjson.loads(live[k].value())
+            try:
+                code = int(self.learner.encode([r["prediction"]])[0])
+                items.append((rid, Entry(decoded.rows, row, code, float(r["probability"]), float(r["score"]),
+                                         float(r["requested_at"]), float(r["expires_at"]), float(r["cost"]))))
+            except (KeyError, TypeError, ValueError) as exc:
+                log.warning("label request %s unusable (%s): skipped", rid, exc)
+                self.totals.add(f"dead_letters.{live[k].topic()}.invalid_request")
+        for pushed_id, _ in self.pending.add_many(items, now):
+            log.warning("pending store full: request %s expired early", pushed_id)
+            self.totals.add("label_requests_expired")
+        for rid, _ in items:
+            parked = self._parked.pop(rid, None)
+            if parked is not None:
+                self._apply_labels([parked[0]], now)
+        for partition, offset in steps.last_offsets(*steps.places_of(good)).items():
+            self.offsets.store(s.topics.label_requests, partition, offset + 1)
+        self._publish_gauges()
+
+    def _unmatched(self, lab: Label) -> None:
+        status = self.pending.status(lab.id)
+        if status == "applied":
+            self.totals.add("labels.duplicate")
+        elif status == "expired":
+            self.totals.add("labels.expired")
+        elif lab.id in self._parked:  # a second label for a request not read yet: the first one waits
+            self.totals.add("labels.duplicate")
+        else:
+            self._parked[lab.id] = [lab, self.clock.now(), None]
+
+    def _settle_parked(self, now: float) -> None:
+        """Count as unknown the parked labels whose request cannot come any more: the requests
+        consumer has read past the end the topic had once the label had settled, or a TTL passed."""
+        if not self._parked or now - self._parked_checked_at < _PARKED_EVERY_S:
+            return
+        self._parked_checked_at = now
+        ends = self._request_ends()
+        position = {p: o for (t, p), o in self.offsets.next.items() if t == self.settings.topics.label_requests}
+        gone = []
+        for rid, (_, at, horizon) in self._parked.items():
+            if now - at > self.settings.labels.ttl_s:
+                gone.append(rid)
+            elif horizon is None:
+                if now - at >= _PARK_SETTLE_S and ends is not None:
+                    self._parked[rid][2] = ends
+            elif all(position.get(p, 0) >= end for p, end in horizon.items()):
+                gone.append(rid)
+        for rid in gone:
+            del self._parked[rid]
+            self.totals.add("labels.unknown")
+        if gone:
+            log.warning("%d labels matched no label request (counted unknown)", len(gone))
+            self._publish_gauges()
+
+    def _request_ends(self) -> dict[int, int] | None:
+        ends = {}
+        for tp in self._requests.assignment():
+            try:
+                _, high = self._requests.get_watermark_offsets(tp, cached=True)
+            except KafkaException:
+                return None
+            if high < 0:
+                return None
+            ends[tp.partition] = high
+        return ends
+
+    def _learn(self, joined: list[tuple[Entry, Label]], now: float, outcome: str) -> None:
+        super()._learn(joined, now, outcome)
+        if self.settings.audit_log is not None:
+            self._audit({"epoch": self.epoch, "outcome": outcome, "ids": [lab.id for _, lab in joined],
+                         "labels": [lab.label for _, lab in joined]})
+
+    def _audit(self, line: dict[str, Any]) -> None:
+        path = self.settings.audit_log
+        if path is not None:
+            with open(path, "ab") as f:
+                f.write(orjson.dumps(line) + b"\n")
+
+    def _reposition(self) -> None:
+        """A position its log does not hold: read that partition again from where
+        ``auto.offset.reset`` says (see :meth:`Service._reposition`)."""
+        while self._out_of_range:
+            topic, partition, offset = self._out_of_range.pop(0)
+            consumer = self._requests if topic == self.settings.topics.label_requests else self._labels
+            log.error("%s[%d]: offset %d is not in the log: reading it from its start", topic, partition, offset)
+            self.metrics.offset_resets.labels(topic=topic).inc()
+            self.offsets.restart(topic, partition)
+            self._assign_from((topic, partition), OFFSET_BEGINNING, consumer)
+
+    # -- publishing and checkpoints ------------------------------------------------------------------------
+    def _publish_due(self) -> bool:
+        fresh = self.learner.labels_ - self._published_labels
+        if fresh <= 0:
+            return False
+        m = self.settings.model
+        return fresh >= m.publish_every_labels or self.clock.monotonic() - self._last_publish_at >= m.publish_every_s
+
+    def _publish(self) -> None:
+        try:
+            published = self.publisher.publish(self.learner.state_dict(), epoch=self.epoch)
+        except PublishFailed as exc:  # the next one is a full snapshot; keep learning meanwhile
+            log.warning("model publication failed: %s", exc)
+            self._last_publish_at = self.clock.monotonic()
+            return
+        self._published_labels = self.learner.labels_
+        self._last_publish_at = self.clock.monotonic()
+        m = self.metrics
+        m.model_publications.labels(kind=published.kind).inc()
+        m.model_published_bytes.observe(published.bytes)
+        m.model_published_version.set(published.version)
+
+    def checkpoint(self) -> None:
+        """Flush, publish the checkpoint to the model topic, then commit the offsets it holds (for
+        lag monitoring: the checkpoint, not the group, is what a new trainer starts from)."""
+        started = self.clock.monotonic()
+        if not self.emitter.flush(_FLUSH_TIMEOUT_S):
+            self.metrics.checkpoint_failures.inc()
+            raise CheckpointError(f"producer still holds {len(self.emitter)} messages after {_FLUSH_TIMEOUT_S:.0f} s")
+        offsets = dict(self.offsets.next)
+        state = self._snapshot()
+        state["service.parked"] = np.frombuffer(orjson.dumps(
+            [[rid, list(lab), at] for rid, (lab, at, _) in self._parked.items()]), dtype=np.uint8)
+        try:
+            published = self.publisher.publish_checkpoint(state, epoch=self.epoch)
+        except PublishFailed as exc:
+            self.metrics.checkpoint_failures.inc()
+            raise CheckpointError(f"checkpoint not published to {self.settings.topics.model}: {exc}") from None
+        self._last_checkpoint_at = self.clock.monotonic()
+        self._labels_since_checkpoint = 0
+        self._audit({"epoch": self.epoch, "checkpoint": published.version, "labels_": self.learner.labels_})
+        self._commit_offsets(offsets)
+        self.metrics.model_publications.labels(kind="checkpoint").inc()
+        self.metrics.checkpoint_duration.observe(self.clock.monotonic() - started)
+        self.metrics.checkpoint_last_success.set(self.clock.now())
+
+    def _begin_checkpoint(self) -> None:
+        try:
+            self.checkpoint()
+        except CheckpointError as exc:
+            self._checkpoint_failed(exc)
