@@ -100,7 +100,7 @@ def test_encode_state_refuses_object_arrays():
 # ------------------------------------------------------------------------------------------ deltas
 
 _dtypes = st.sampled_from([np.float64, np.float32, np.int64, np.int8, np.uint16, np.bool_, np.complex128, "<U3"])
-_arrays = _dtypes.flatmap(lambda dt: hnp.arrays(dt, hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=6)))
+_arrays = _dtypes.flatmap(lambda dt: hnp.arrays(dt, hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=12)))
 _names = st.sampled_from(["a", "b", "rule.w", "query.x", "meta", "removed", "whole.c"])
 _states = st.dictionaries(_names, _arrays, max_size=5)
 
@@ -118,7 +118,7 @@ def _edits(draw, base: dict) -> dict:
             b = a.copy()
             if b.size:
                 flat = b.reshape(-1)
-                for i in draw(st.lists(st.integers(0, b.size - 1), max_size=b.size)):
+                for i in draw(st.lists(st.integers(0, b.size - 1), max_size=max(1, b.size // 4))):
                     flat[i] = draw(hnp.from_dtype(b.dtype))
             new[name] = b
         elif action == "replace":
@@ -137,6 +137,19 @@ def test_apply_delta_rebuilds_new_bit_for_bit(data):
     assert same(apply_delta(base, change), new)
     assert same(apply_delta(base, decode_state(encode_state(change))), new)  # and after the wire
     assert same(base, before)  # the base is not modified
+
+
+@_SETTINGS
+@given(st.data(), st.sampled_from([np.float64, np.float32, np.int64, np.int8, np.bool_, np.complex64]),
+       st.integers(40, 300))
+def test_apply_delta_rebuilds_sparsely_patched_vectors_bit_for_bit(data, dtype, n):
+    base = {"w": data.draw(hnp.arrays(dtype, n)), "s": data.draw(hnp.arrays(dtype, ()))}
+    new = {k: v.copy() for k, v in base.items()}
+    for i in data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=n // 10)):
+        new["w"][i] = data.draw(hnp.from_dtype(np.dtype(dtype)))
+    change = delta(base, new)
+    assert "whole.w" not in change  # a few elements: only those travel
+    assert same(apply_delta(base, decode_state(encode_state(change))), new)
 
 
 def test_delta_of_a_sparse_change_holds_only_the_changed_elements():
