@@ -305,7 +305,9 @@ class ModelPublisher:
         self._last: State | None = None  # the last published state, which the next delta is against
         self._last_version = -1
         self._deltas_since_full = 0
+        # What this publisher wrote, for its tombstones: complete chains, and failed publications.
         self._chains: dict[str, list[_Chain]] = {MODEL: [], CHECKPOINT: []}
+        self._orphans: dict[str, list[tuple[int, int]]] = {MODEL: [], CHECKPOINT: []}
 
     def start(self, epoch: int, after_version: int) -> None:
         """Begin ``epoch``, numbering from ``after_version + 1`` (the newest manifest's version, see
@@ -355,31 +357,30 @@ class ModelPublisher:
     def _publish(self, prefix: str, kind: str, payload: memoryview, state: Mapping[str, np.ndarray], epoch: int,
                  extra: Mapping[str, Any] | None, timeout_s: float | None) -> Published:
         """Step 1. Produce the chunks and wait until each is acknowledged.
-        Step 2. If a full snapshot: tombstone the chains before the previous one.
-        Step 3. Produce the manifest and wait for it.
+        Step 2. If a full snapshot: tombstone the chains before the newest complete one, and the
+                records of failed publications.
+        Step 3. Produce the manifest and wait for it; the version joins its chain.
         If a step fails, raise PublishFailed; the next model publication is then a full snapshot
         (followers may have missed this one). The version number is used up either way."""
         deadline = time.monotonic() + (self.timeout_s if timeout_s is None else timeout_s)
         size, digest = len(payload), hashlib.sha256(payload).hexdigest()
         self.version += 1
-        version = self.version
+        version, step = self.version, self.chunk_bytes
+        n = max(1, -(-size // step))
+        chains, orphans = self._chains[prefix], self._orphans[prefix]
         try:
             # Step 1.
-            n = max(1, -(-len(payload) // self.chunk_bytes))
-            step = self.chunk_bytes
             offsets = self._send([(_chunk_key(prefix, version, i), bytes(payload[i * step:(i + 1) * step]))
                                   for i in range(n)], deadline, f"{prefix} {version}")
-            chains = self._chains[prefix]
             if kind == "delta":
                 snapshot_offset = chains[-1].snapshot_offset
             else:
                 snapshot_offset = min(offsets)
                 # Step 2. Before the manifest, so that a manifest stays the last record of the log and
                 # the backward search never ends on a gap left by compacted tombstones.
-                self._tombstone(prefix, chains[:-1], deadline)
+                self._tombstone(prefix, [*chains[:-1], _Chain(-1, orphans)], deadline)
                 del chains[:-1]
-                chains.append(_Chain(snapshot_offset))
-            chains[-1].versions.append((version, n))
+                self._orphans[prefix] = orphans = []
             # Step 3.
             published_at = time.time()
             manifest = {
@@ -392,11 +393,16 @@ class ModelPublisher:
             (manifest_offset,) = self._send([(_manifest_key(prefix, version), json.dumps(manifest).encode())],
                                             deadline, f"{prefix} manifest {version}")
         except PublishFailed:
+            orphans.append((version, n))  # its records, if any landed, go with the next rotation
             if prefix == MODEL:
                 self._last = None
             raise
         finally:
             payload.release()
+        if kind == "delta":
+            chains[-1].versions.append((version, n))
+        else:
+            chains.append(_Chain(snapshot_offset, [(version, n)]))
         log.debug("published %s version %d (%s, %d bytes in %d chunks)", prefix, version, kind, size, n)
         return Published(version, epoch, kind, size, n, published_at, tuple(offsets), manifest_offset)
 

@@ -37,8 +37,15 @@ _SETTINGS = settings(suppress_health_check=[HealthCheck.too_slow], deadline=None
 class Producer(FakeProducer):
     """FakeProducer with the real client's ``partition`` argument; values copied, as librdkafka does."""
 
+    def __init__(self, broker: LocalBroker) -> None:
+        super().__init__(broker)
+        self.lose_ack: set[bytes] = set()  # records that land but are reported as failed
+
     def produce(self, topic, value=None, key=None, partition=-1, on_delivery=None, headers=None) -> None:
         assert partition == 0
+        if key in self.lose_ack:
+            report = on_delivery
+            on_delivery = lambda err, msg: report(KafkaError(KafkaError._MSG_TIMED_OUT), msg)  # noqa: E731
         super().produce(topic, None if value is None else bytes(value), key, headers, on_delivery)
 
 
@@ -295,6 +302,21 @@ def test_a_new_full_snapshot_tombstones_the_chains_before_the_previous_one(broke
     assert tombstoned == {b"model/1/0", b"model/1/1", b"model/1/2", b"model/manifest/1", b"model/2/0",
                           b"model/manifest/2"}
     assert keys(broker)[-1] == b"model/manifest/5"  # the manifest comes after its tombstones
+
+
+def test_a_failed_full_snapshot_is_tombstoned_later_and_the_chain_before_it_kept(broker):
+    producer = Producer(broker)
+    publisher = ModelPublisher(producer, TOPIC, chunk_bytes=4000, full_every=0)
+    state = model_state()
+    publisher.publish(state, epoch=1)
+    publisher.publish(state, epoch=1)
+    producer.lose_ack = {b"model/manifest/3"}
+    with pytest.raises(PublishFailed):
+        publisher.publish(state, epoch=1)  # version 1 tombstoned; 2 is the newest complete chain
+    publisher.publish(state, epoch=1)  # version 4: version 3's records go, version 2's stay
+    tombstoned = {m.key() for m in broker.messages(TOPIC) if m.value() is None}
+    assert {k.split(b"/")[-2 if b"manifest" not in k else -1] for k in tombstoned} == {b"1", b"3"}
+    assert b"model/manifest/3" in tombstoned and b"model/3/0" in tombstoned
 
 
 # ---------------------------------------------------------------------------------------- follower
