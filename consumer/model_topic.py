@@ -164,7 +164,8 @@ def apply_delta(base: Mapping[str, np.ndarray], change: Mapping[str, np.ndarray]
                 raise ValueError(f"delta patches {name!r}, which the base does not hold")
             patched = np.array(out[name], copy=True, order="C")
             idx, val = np.asarray(value), np.asarray(change[_VALUE + name])
-            if idx.shape != val.shape or val.dtype != patched.dtype or idx.dtype.kind not in "ui":
+            if idx.shape != val.shape or val.dtype != patched.dtype or idx.dtype.kind not in "ui" \
+                    or (idx.size and idx.min() < 0):  # a negative index would wrap around silently
                 raise ValueError(f"delta for {name!r} does not fit the base's array")
             try:
                 patched.reshape(-1)[idx] = val
@@ -362,6 +363,7 @@ class ModelPublisher:
         Step 3. Produce the manifest and wait for it; the version joins its chain.
         If a step fails, raise PublishFailed; the next model publication is then a full snapshot
         (followers may have missed this one). The version number is used up either way."""
+        extra = json.loads(json.dumps(dict(extra or {})))  # not JSON: TypeError before anything is sent
         deadline = time.monotonic() + (self.timeout_s if timeout_s is None else timeout_s)
         size, digest = len(payload), hashlib.sha256(payload).hexdigest()
         self.version += 1
@@ -370,6 +372,7 @@ class ModelPublisher:
         chains, orphans = self._chains[prefix], self._orphans[prefix]
         try:
             # Step 1.
+            # bytes(): the client refuses memoryviews, so each chunk is copied once, and only once.
             offsets = self._send([(_chunk_key(prefix, version, i), bytes(payload[i * step:(i + 1) * step]))
                                   for i in range(n)], deadline, f"{prefix} {version}")
             if kind == "delta":
@@ -388,7 +391,7 @@ class ModelPublisher:
                 "base_version": self._last_version if kind == "delta" else None,
                 "snapshot_offset": snapshot_offset, "first_offset": min(offsets), "last_offset": max(offsets),
                 "chunks": n, "bytes": size, "sha256": digest,
-                "published_at": published_at, "meta": _meta(state), "extra": dict(extra or {}),
+                "published_at": published_at, "meta": _meta(state), "extra": extra,
             }
             (manifest_offset,) = self._send([(_manifest_key(prefix, version), json.dumps(manifest).encode())],
                                             deadline, f"{prefix} manifest {version}")
@@ -548,7 +551,8 @@ def read_checkpoint(consumer_factory: Callable[[], Any], topic: str,
 
 @dataclass(frozen=True, slots=True)
 class Model:
-    """A complete, verified model version."""
+    """A complete, verified model version. Its arrays may be shared with the previous version's:
+    read them, do not modify them (``load_state_dict`` copies)."""
 
     version: int
     epoch: int
@@ -632,9 +636,16 @@ class ModelFollower:
         except ValueError as exc:
             log.warning("skipping manifest at offset %d of %s: %s", msg.offset(), self.topic, exc)
             return None
-        version, held = manifest["version"], self.model
-        if held is not None and (version <= held.version or manifest["epoch"] < held.epoch):
-            return None  # already held, or from a trainer that an earlier epoch's
+        version, epoch, held = manifest["version"], manifest["epoch"], self.model
+        if held is not None and epoch < held.epoch:
+            log.warning("ignoring model version %d of epoch %d: epoch %d has begun (a replaced trainer?)",
+                        version, epoch, held.epoch)
+            return None
+        if held is not None and version <= held.version:
+            if epoch > held.epoch:
+                log.warning("ignoring model version %d of epoch %d: not newer than the held version %d",
+                            version, epoch, held.version)
+            return None
         if manifest["kind"] == "delta" and (held is None or manifest["base_version"] != held.version):
             log.info("model version %d is a delta against %s, not the held %s: waiting for a full snapshot",
                      version, manifest["base_version"], None if held is None else held.version)

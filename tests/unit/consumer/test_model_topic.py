@@ -343,12 +343,13 @@ def test_a_follower_keeps_up_publication_by_publication(broker):
     scorer = follower(broker)
     assert scorer.start(timeout_s=1) is None and scorer.poll() is None  # nothing published yet
     state, rng = model_state(), np.random.default_rng(0)
-    for _ in range(8):
+    for _ in range(12):  # full snapshots at 1, 5, 9: the first chain is tombstoned under the follower
         touch(state, rng)
         published = publisher.publish(state, epoch=1)
         model = scorer.poll()
         assert model.version == published.version and same(model.state, state)
         assert scorer._chunks == {}  # nothing buffered once a version is applied
+    assert [m for m in broker.messages(TOPIC) if m.value() is None]
 
 
 def test_a_follower_started_mid_chain_waits_for_the_next_full_snapshot(broker):
@@ -490,3 +491,10 @@ def test_read_checkpoint_returns_the_newest_complete_one(broker):
     damaged._value = b"y" + damaged._value[1:]  # the newest is corrupt: the one before is used
     manifest, state = read_checkpoint(reader, TOPIC, timeout_s=1)
     assert manifest["extra"] == {"offsets": {"features": [5]}} and same(state, first)
+
+
+def test_extra_that_is_not_json_is_refused_before_anything_is_sent(broker):
+    publisher = ModelPublisher(Producer(broker), TOPIC)
+    with pytest.raises(TypeError):
+        publisher.publish(model_state(), epoch=1, extra={"when": object()})
+    assert broker.messages(TOPIC) == [] and publisher.publish(model_state(), epoch=1).version == 1
