@@ -459,26 +459,26 @@ class ModelPublisher:
 # ---------------------------------------------------------------------------------------- reading
 
 
-def _read_range(consumer: Any, topic: str, start: int, end: int, deadline: float) -> list[Any]:
-    """The records at offsets [start, end) of partition 0 (compaction may have left gaps).
-    ``TimeoutError`` if the range is not read by ``deadline``."""
+def _read_range(consumer: Any, topic: str, start: int, end: int, deadline: float) -> Iterator[Any]:
+    """The records at offsets [start, end) of partition 0 (compaction may have left gaps), one by
+    one: a wide range of chunks is never held at once. ``TimeoutError`` if not read by ``deadline``."""
     consumer.assign([TopicPartition(topic, 0, start)])
-    out = []
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise TimeoutError(f"reading offsets {start}..{end} of {topic} took too long")
         for msg in consumer.consume(_READ_BATCH, min(remaining, 0.5)):
             if msg.error() is not None:
-                if msg.error().code() != KafkaError._PARTITION_EOF:
-                    log.warning("reading %s: %s", topic, msg.error().str())
+                if msg.error().code() == KafkaError._PARTITION_EOF:  # the end of the log: nothing more
+                    return
+                log.warning("reading %s: %s", topic, msg.error().str())
                 continue
             if msg.offset() >= end - 1:  # the last offset of the range, or past a gap at its end
                 if msg.offset() < end:
-                    out.append(msg)
-                return out
+                    yield msg
+                return
             if msg.offset() >= start:
-                out.append(msg)
+                yield msg
 
 
 def _manifests_backward(consumer: Any, topic: str, prefix: str, deadline: float) -> Iterator[tuple[int, dict]]:
@@ -529,7 +529,9 @@ def read_checkpoint(consumer_factory: Callable[[], Any], topic: str,
     deadline = time.monotonic() + timeout_s
 
     def read(consumer: Any) -> tuple[dict[str, Any], State] | None:
-        for offset, manifest in list(_manifests_backward(consumer, topic, CHECKPOINT, deadline)):
+        # Lazily: each window of the search is read whole before a manifest is yielded, and each
+        # read assigns the consumer afresh, so reading chunks in between does not disturb it.
+        for offset, manifest in _manifests_backward(consumer, topic, CHECKPOINT, deadline):
             chunks: dict[int, tuple[int, bytes]] = {}
             for msg in _read_range(consumer, topic, manifest["first_offset"], manifest["last_offset"] + 1,
                                    deadline):

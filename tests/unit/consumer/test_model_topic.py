@@ -447,14 +447,18 @@ def test_a_manifest_from_an_older_epoch_is_ignored(broker):
     assert scorer.poll() is None and scorer.model.epoch == 2
 
 
-def test_the_newest_manifest_is_found_behind_many_later_records(broker):
+@pytest.mark.parametrize("partition_eof", [False, True])
+def test_the_newest_manifest_is_found_behind_many_later_records(broker, partition_eof):
     publisher = ModelPublisher(Producer(broker), TOPIC, chunk_bytes=100)
     publisher.publish(model_state(100), epoch=1)
     for i in range(500):  # e.g. a dead trainer's chunks: the search widens its window
         broker.append(TOPIC, b"x", f"model/2/{i}".encode())
-    got = newest_manifest(lambda: FakeConsumer(broker, "t"), TOPIC, timeout_s=2)
-    assert got["version"] == 1
-    assert newest_manifest(lambda: FakeConsumer(broker, "t"), TOPIC, kind="checkpoint", timeout_s=2) is None
+    reader = lambda: FakeConsumer(broker, "t", partition_eof=partition_eof)  # noqa: E731
+    assert newest_manifest(reader, TOPIC, timeout_s=2)["version"] == 1
+    assert newest_manifest(reader, TOPIC, kind="checkpoint", timeout_s=2) is None
+    empty = LocalBroker()
+    empty.create(TOPIC)
+    assert newest_manifest(lambda: FakeConsumer(empty, "t", partition_eof=partition_eof), TOPIC, timeout_s=2) is None
 
 
 def test_a_follower_holds_what_a_real_learner_publishes_and_a_clone_scores_alike(broker):
