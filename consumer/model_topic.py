@@ -15,7 +15,11 @@ The manifest key carries the version because compaction keeps one record per key
 reading a chain from its snapshot could no longer verify the deltas in between.
 
 Checkpoints (:meth:`ModelPublisher.publish_checkpoint`) use the prefix ``checkpoint/`` instead of
-``model/``; followers skip them by key, never reading their values.
+``model/`` and take version numbers from the same sequence (a delta names its base, so the model's
+versions need not be consecutive); followers skip them by key, never reading their values.
+
+Once a full snapshot's chunks are acknowledged, the publisher tombstones the records of the chains
+before the previous one (those it published itself), so compaction keeps about two chains.
 
 A follower only ever holds a complete, verified model: a full snapshot replaces what it holds, a
 delta applies only to the exact version it was computed against, anything else waits for the next
@@ -311,8 +315,9 @@ class ModelPublisher:
         self._orphans: dict[str, list[tuple[int, int]]] = {MODEL: [], CHECKPOINT: []}
 
     def start(self, epoch: int, after_version: int) -> None:
-        """Begin ``epoch``, numbering from ``after_version + 1`` (the newest manifest's version, see
-        :func:`newest_manifest`); the first publication is a full snapshot."""
+        """Begin ``epoch``, numbering from ``after_version + 1``; the first publication is a full
+        snapshot. Checkpoints share the numbering, so ``after_version`` is the larger version of
+        the newest model and the newest checkpoint manifests (:func:`newest_manifest`)."""
         self.epoch, self.version = epoch, after_version
         self._last = None
 

@@ -423,15 +423,20 @@ class _Untouchable(FakeMessage):
 
 def test_a_follower_skips_checkpoints_by_key_without_reading_them(broker):
     publisher = ModelPublisher(Producer(broker), TOPIC, chunk_bytes=3000)
-    state = model_state()
-    publisher.publish_checkpoint(state, epoch=1)
+    state, rng = model_state(), np.random.default_rng(0)
+    publisher.publish_checkpoint(state, epoch=1)  # version 1
+    publisher.publish(state, epoch=1)  # 2, full
+    touch(state, rng)
+    publisher.publish_checkpoint(state, epoch=1)  # 3
+    touch(state, rng)
+    published = publisher.publish(state, epoch=1)  # 4, a delta against 2
+    assert (published.kind, json.loads(broker.messages(TOPIC)[-1].value())["base_version"]) == ("delta", 2)
     log = broker.log[(TOPIC, 0)]
-    log[:] = [_Untouchable(*vars(m).values()) for m in log]
-    published = publisher.publish(state, epoch=1)
+    log[:] = [_Untouchable(*vars(m).values()) if m.key().startswith(b"checkpoint/") else m for m in log]
     scorer = follower(broker)
     scorer.seek(0)
     model = scorer.poll()
-    assert model.version == published.version == 2 and same(model.state, state)
+    assert model.version == 4 and same(model.state, state)
 
 
 def test_a_manifest_from_an_older_epoch_is_ignored(broker):
