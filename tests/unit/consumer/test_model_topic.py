@@ -40,6 +40,7 @@ class Producer(FakeProducer):
     def __init__(self, broker: LocalBroker) -> None:
         super().__init__(broker)
         self.lose_ack: set[bytes] = set()  # records that land but are reported as failed
+        self.twice: set[bytes] = set()  # records a retry writes twice; the first is reported
 
     def produce(self, topic, value=None, key=None, partition=-1, on_delivery=None, headers=None) -> None:
         assert partition == 0
@@ -47,6 +48,8 @@ class Producer(FakeProducer):
             report = on_delivery
             on_delivery = lambda err, msg: report(KafkaError(KafkaError._MSG_TIMED_OUT), msg)  # noqa: E731
         super().produce(topic, None if value is None else bytes(value), key, headers, on_delivery)
+        if key in self.twice:
+            super().produce(topic, None if value is None else bytes(value), key, headers)
 
 
 def same(a: dict, b: dict) -> bool:
@@ -413,6 +416,19 @@ def test_a_damaged_version_is_skipped_with_a_warning_and_its_deltas_wait_for_a_f
     assert scorer.version == 1 and [r for r in caplog.records if r.levelno == logging.WARNING]
     touch(state, rng)
     publisher.publish(state, epoch=1, kind="full")
+    assert same(scorer.poll().state, state)
+
+
+def test_a_chunk_written_twice_by_a_retry_is_no_harm(broker):
+    producer = Producer(broker)
+    publisher = ModelPublisher(producer, TOPIC, chunk_bytes=3000)
+    producer.twice = {b"model/1/0", b"model/1/3"}
+    state = model_state()
+    published = publisher.publish(state, epoch=1)
+    assert published.chunks == 4 and keys(broker)[:6] == [b"model/1/0", b"model/1/0", b"model/1/1", b"model/1/2",
+                                                           b"model/1/3", b"model/1/3"]  # past last_offset
+    scorer = follower(broker)
+    scorer.start(timeout_s=1)
     assert same(scorer.poll().state, state)
 
 
