@@ -12,6 +12,7 @@ __all__ = [
     "OffsetOutOfRange",
     "OffsetsNotIncreasing",
     "ProduceFailed",
+    "PublishFailed",
 ]
 
 
@@ -54,3 +55,7 @@ class OffsetOutOfRange(Exception):
 
 class ProduceFailed(Exception):
     """A message could not be delivered after retries; the error is not retriable."""
+
+
+class PublishFailed(Exception):
+    """A model publication was not acknowledged in time; the next one is a full snapshot."""
