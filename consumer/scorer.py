@@ -57,6 +57,7 @@ class Scorer(Service):
         self.model: Model | None = None  # the published version scored with (None: the initial model)
         self._floors: Any = None  # a consumer of the group <group_id>-outputs, for its commits only
         self._follower_consumer: Any = None
+        self._following_since = 0.0
 
     def start(self) -> None:
         s = self.settings
@@ -72,6 +73,7 @@ class Scorer(Service):
         self._check_output_partitions()
         self._follower_consumer = self._clients.reader()
         self.follower = ModelFollower(self._follower_consumer, s.topics.model)
+        self._following_since = self.clock.now()
         self.follower.start(timeout_s=_MODEL_START_TIMEOUT_S)
         self._follow_model()
         self._floors = self._clients.consumer("outputs")
@@ -123,7 +125,8 @@ class Scorer(Service):
         self.model = model
         published_at = model.manifest["published_at"]
         self.metrics.model_version_in_use.set(model.version)
-        self.metrics.model_swap_delay.observe(max(0.0, self.clock.now() - published_at))
+        if published_at >= self._following_since:  # not a version published before this scorer started
+            self.metrics.model_swap_delay.observe(max(0.0, self.clock.now() - published_at))
         self.metrics.model_version.set(self.learner.labels_)
         log.debug("scoring with model version %d (%d labels)", model.version, self.learner.labels_)
 
