@@ -136,6 +136,7 @@ class Scorer(Service):
         if fresh and consumer is self._features:
             self._read_back(fresh)
         super()._on_assign(consumer, partitions)
+        self._share_budget(partitions)
 
     def _on_revoke(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         super()._on_revoke(consumer, partitions)
@@ -143,6 +144,15 @@ class Scorer(Service):
         # group's committed offset, with the outputs read back from their floors, not this one's.
         for tp in partitions:
             self.offsets.next.pop((tp.topic, tp.partition), None)
+        self._share_budget([])
+
+    def _share_budget(self, assigned: list[TopicPartition]) -> None:
+        """Caps per budget window are the deployment's: this scorer takes its share of partitions."""
+        controller = self.learner.budget
+        if controller is None:
+            return
+        total = len(self._partitions_seen.get(self.settings.topics.features, [])) or 1
+        controller.set_share(min(1.0, len(assigned) / total))
 
     def _read_back(self, fresh: list[TopicPartition]) -> None:
         """Keep the decisions already produced for the records of ``fresh`` past their committed offset."""

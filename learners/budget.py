@@ -534,6 +534,16 @@ class BudgetController(Parameterized):
         self.recent_ = np.zeros(self.burst_span)  # record numbers of the requests among the last burst_span
         return self
 
+    def set_share(self, share: float) -> None:
+        """Hold the hard caps at ``share`` of their configured values, from the next decision on.
+
+        A scorer replica owning that share of the stream's partitions gets that share of the caps,
+        so the replicas' caps add up to at most the configured ones whatever the assignment (a
+        rate target is a fraction of records and needs no sharing)."""
+        Interval(0, 1).check("share", share)
+        self.cp_[_CAP] = math.inf if self.max_cost is None else self.max_cost * share
+        self.cp_[_NCAP] = math.inf if self.max_requests is None else self.max_requests * share
+
     def clone(self, **overrides: Any) -> BudgetController:
         return type(self)(**{**self.get_params(), **overrides})
 
@@ -572,9 +582,9 @@ class BudgetController(Parameterized):
         inside = ring[0, at] > cs[_CLOCK] - cp[_SPAN]
         left = [math.inf]
         if self.max_requests is not None:
-            left.append(float(self.max_requests - np.count_nonzero(inside)))
+            left.append(float(math.floor(cp[_NCAP] + 1e-9) - np.count_nonzero(inside)))
         if self.max_cost is not None:
-            left.append(math.floor((self.max_cost - ring[1, at][inside].sum()) / cs[_CHAT] + 1e-9))
+            left.append(math.floor((cp[_CAP] - ring[1, at][inside].sum()) / cs[_CHAT] + 1e-9))
         return max(0.0, min(left))
 
     def recent_rate(self) -> float:

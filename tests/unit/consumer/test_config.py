@@ -52,6 +52,9 @@ def test_kafka_json_mapping(monkeypatch):
     ("ACTIVESTREAM_LABELS__TTL_S", "0"),
     ("ACTIVESTREAM_N_FEATURES", "0"),
     ("ACTIVESTREAM_QUERY_RATE_TARGET", "1.5"),
+    ("ACTIVESTREAM_ROLE", "leader"),
+    ("ACTIVESTREAM_MODEL__PUBLISH_EVERY_S", "0"),
+    ("ACTIVESTREAM_MODEL__CHUNK_BYTES", "2000000000"),
 ])
 def test_a_bad_value_names_its_variable(monkeypatch, name, value):
     monkeypatch.setenv(name, value)
@@ -100,6 +103,23 @@ def test_topics_must_be_distinct(monkeypatch):
     monkeypatch.setenv("ACTIVESTREAM_TOPICS__LABELS", "features")
     with pytest.raises(ConfigError, match="ACTIVESTREAM_TOPICS"):
         load_settings()
+
+
+def test_the_model_and_lease_topics_are_distinct_from_the_others(monkeypatch):
+    monkeypatch.setenv("ACTIVESTREAM_TOPICS__MODEL", "predictions")
+    with pytest.raises(ConfigError, match="ACTIVESTREAM_TOPICS.*distinct"):
+        load_settings()
+
+
+def test_the_scale_out_settings_are_read(monkeypatch):
+    monkeypatch.setenv("ACTIVESTREAM_ROLE", "scorer")
+    monkeypatch.setenv("ACTIVESTREAM_TOPICS__MODEL", "fraud-model")
+    monkeypatch.setenv("ACTIVESTREAM_MODEL__PUBLISH_EVERY_S", "0.5")
+    monkeypatch.setenv("ACTIVESTREAM_MODEL__PUBLISH_EVERY_LABELS", "200")
+    s = load_settings()
+    assert (s.role, s.topics.model, s.topics.lease) == ("scorer", "fraud-model", "trainer-lease")
+    assert (s.model.publish_every_s, s.model.publish_every_labels, s.model.full_every) == (0.5, 200, 50)
+    assert load_settings(role="all").role == "all"
 
 
 def test_learner_errors_name_their_variable():

@@ -9,7 +9,7 @@ import time
 import numpy as np
 import orjson
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from consumer import service as service_module
 from consumer.errors import CheckpointError, ConfigError, IncompatibleCheckpoint, ProduceFailed
@@ -854,3 +854,74 @@ def test_feature_key_not_its_id_is_counted_and_still_scored(harness):
     assert h.service.totals.get("records_scored") == 5
     assert h.service.totals.get("key_id_mismatches") == 2
     assert h.service.metrics.key_id_mismatches._value.get() == 2
+
+
+def test_a_lost_trainer_lease_stops_the_service_with_1_and_writes_nothing_more(tmp_path, caplog):
+    h = Harness(tmp_path)
+    lease = _scripted_lease(h)
+    feed(h, 10)
+    lease.grant(0)  # partition 0 at the first poll, then taken away at the third: mid-run
+    lease.revoke_at = 3
+    assert h.service.run() == 1
+    assert "trainer lease" in caplog.text and "taken away" in caplog.text
+    assert not h.service.store.paths()  # no final checkpoint: another process may be restoring the model
+    assert h.service.metrics.trainer_active._value.get() == 0.0
+    assert lease.closed
+
+
+def test_a_standby_in_role_all_consumes_nothing_until_it_holds_the_lease(tmp_path):
+    h = Harness(tmp_path)
+    standby = h.service
+    lease = _scripted_lease(h)
+    runner = threading.Thread(target=standby.start)
+    runner.start()
+    wait_until(lambda: lease.polls >= 3, "the standby joined and waits")
+    assert standby._features is None and standby._labels is None and not standby.health.ready()[0]
+    assert standby.metrics.trainer_active._value.get() == 0.0
+    lease.grant(0)  # the active process left the group
+    runner.join(10)
+    assert standby._features is not None and standby.lease.held and standby.health.restored
+    standby._shutdown()
+
+
+def _scripted_lease(h: Harness) -> _ScriptedLease:
+    made = _ScriptedLease()
+    make = h.clients.consumer
+    h.clients.consumer = lambda role: made if role == "lease" else make(role)
+    return made
+
+
+class _ScriptedLease:
+    """A lease consumer whose group gives partition 0 to another member until :meth:`grant`, and
+    takes it away at poll number ``revoke_at``."""
+
+    def __init__(self) -> None:
+        self.polls, self.revoke_at, self.closed = 0, None, False
+        self._granted: int | None = None
+
+    def subscribe(self, topics, on_assign=None, on_revoke=None, on_lost=None) -> None:
+        self.topics, self._assign, self._revoke = topics, on_assign, on_revoke
+
+    def grant(self, partition: int) -> None:
+        self._granted = partition
+
+    def poll(self, timeout: float = 0):
+        self.polls += 1
+        if self._granted is not None:
+            self._assign(self, [TopicPartition(self.topics[0], self._granted)])
+            self._granted = None
+        elif self.polls == self.revoke_at:
+            self._revoke(self, [TopicPartition(self.topics[0], 0)])
+        elif timeout:
+            time.sleep(min(timeout, 0.01))  # a poll with a timeout waits, as librdkafka's does
+        return None
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def wait_until(condition, what: str, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)

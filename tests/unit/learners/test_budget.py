@@ -278,3 +278,20 @@ def test_budget_with_online_scaling_is_refused_naming_both():
     with pytest.raises(ValueError, match="budget controller with scale='rms'"):
         learner.budget = BudgetController(target=0.1)
     assert learner.budget is None
+
+
+@pytest.mark.parametrize("share", [0.25, 0.5])
+def test_a_share_of_the_caps_holds_in_every_window_and_shares_add_up_to_the_cap(share):
+    """Scorer replicas each hold their share of partitions' part of the caps: their requests add up
+    to at most the configured cap in any window."""
+    rng = np.random.default_rng(2)
+    times = np.sort(rng.uniform(0, 3000, 6000))
+    learner = make("paa-1", n_features=D)
+    learner.budget = BudgetController(max_requests=40, window_s=300.0)
+    learner.budget.set_share(share)
+    assert learner.budget.remaining() == 40 * share
+    asked, _ = request_times(learner, times)
+    assert most_in_any_window(asked, 300.0) <= 40 * share
+    assert asked.size >= 0.5 * 40 * share * 10  # the share is used, not starved
+    with pytest.raises(ValueError, match="share"):
+        learner.budget.set_share(1.5)
