@@ -82,5 +82,6 @@ def test_every_alert_has_summary_description_and_a_runbook_in_the_docs():
 
 
 def test_the_kubernetes_prometheusrule_holds_exactly_these_rules():
-    rule = next(d for d in load_yaml_all(DEPLOY / "k8s" / "prometheusrule.yaml") if d["kind"] == "PrometheusRule")
+    path = DEPLOY / "k8s" / "common" / "prometheusrule.yaml"
+    rule = next(d for d in load_yaml_all(path) if d["kind"] == "PrometheusRule")
     assert rule["spec"]["groups"] == load_yaml(PROMETHEUS_DIR / "alerts.yml")["groups"]
