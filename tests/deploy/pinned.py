@@ -29,7 +29,7 @@ SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), 
 def declared() -> dict[str, tuple[str, tuple[str, ...]]]:
     """The families the service's metrics declare: name -> (type, label names)."""
     found = {}
-    for collector in set(Metrics().registry._collector_to_names):  # noqa: SLF001 (labels of empty families)
+    for collector in set(Metrics().registry._collector_to_names):  # the label names of families with no child yet
         for family in collector.describe() if hasattr(collector, "describe") else collector.collect():
             found[family.name] = (family.type, tuple(getattr(collector, "_labelnames", ())))
     return found
