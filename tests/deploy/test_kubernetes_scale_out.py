@@ -163,3 +163,18 @@ def test_the_scale_out_settings_are_the_pinned_ones(monkeypatch, tmp_path):
         monkeypatch.setenv("ACTIVESTREAM_CHECKPOINT_DIR", str(tmp_path))  # the pod's volume, here
         settings = load_settings()
         assert str(getattr(settings.role, "value", settings.role)) == env(workload)["ACTIVESTREAM_ROLE"]["value"]
+
+
+def test_the_scale_out_page_documents_what_the_manifests_set():
+    page = (DEPLOY.parent / "docs" / "scale-out.md").read_text()
+    for key in one("ConfigMap", "activestream")["data"]:
+        if key.startswith(("ACTIVESTREAM_MODEL__", "ACTIVESTREAM_TOPICS__")):
+            assert f"`{key}`" in page, key
+    for topic in ("model", "trainer-lease"):
+        assert f"| `{topic}` (`ACTIVESTREAM_TOPICS__" in page and "| **1** |" in page, topic
+    assert "cleanup.policy=compact" in page
+    (rule,) = load_yaml(ADAPTER)["rules"]["external"]
+    assert f"`{rule['name']['as']}`" in page and "prometheus-adapter-values.yaml" in page
+    for alert in ("ActivestreamNoActiveTrainer", "ActivestreamModelStale", "ActivestreamLabelsUnknown"):
+        assert f"metrics.md#{alert.lower()}" in page
+    assert "`benchmarks/results/scale_out.md`" in page
