@@ -10,6 +10,9 @@ Why generated: the SDK's builders are typed from Grafana's own dashboard schema,
 option or a panel of the wrong shape fails here rather than in a browser, and each panel is a few
 lines of PromQL instead of ~60 lines of hand-kept JSON.
 
+The "Scale-out" row reads the metrics of the scorer/trainer split (docs/scale-out.md); on a single
+process (``ACTIVESTREAM_ROLE=all``) its model panels stay empty.
+
 Template variables: ``datasource``, ``job`` (default ``activestream``), ``instance`` (one, several
 or all replicas), ``window`` (how far back accuracy, F1 and stat totals look).
 """
@@ -222,6 +225,43 @@ def kafka() -> list:
     ]
 
 
+# The scale-out topology (docs/scale-out.md): how far each scorer's model is behind the trainer's last
+# publication, in versions; max() over the trainers, as only the active one publishes.
+MODEL_VERSION_LAG = (f"scalar(max({m('activestream_model_published_version')}))"
+                     f" - max by (instance) ({m('activestream_model_version_in_use')})")
+UNKNOWN, CONSUMED = 'outcome="unknown"', 'outcome!="defaulted"'  # defaulted: requests expired, no label came
+UNKNOWN_SHARE = (f"sum({rate('activestream_labels_total', UNKNOWN)})"
+                 f" / sum({rate('activestream_labels_total', CONSUMED)})")
+
+
+def scale_out() -> list:
+    return [
+        graph("Model version lag per scorer", "Versions between the trainer's last publication and the model each "
+              "scorer scores with (empty on a single process)", "short",
+              query(MODEL_VERSION_LAG, "{{instance}}")),
+        graph("Model age per scorer", "Time since the model each scorer scores with was published; "
+              "ActivestreamModelStale fires above 5 minutes while labels are applied", "s",
+              query(f"max by (instance) ({m('activestream_model_age_seconds')})", "{{instance}}")),
+        graph("Model publications per kind", "Publications per second of the trainer: full snapshots, deltas, "
+              "checkpoints", "short",
+              query(f"sum by (kind) ({rate('activestream_model_publications_total')})", "{{kind}}")),
+        graph("Model bytes published", "Bytes per second the trainer writes to the model topic, and the p99 size "
+              "of one publication", "bytes",
+              query(f"sum({rate('activestream_model_published_bytes_sum')})", "bytes / s"),
+              query(f"histogram_quantile(0.99, sum by (le) ({rate('activestream_model_published_bytes_bucket')}))",
+                    "p99 publication")),
+        graph("Trainer active per instance", "1 on the process holding the trainer lease, 0 on a standby; "
+              "ActivestreamNoActiveTrainer fires when none is 1", "short",
+              query(f"max by (instance) ({m('activestream_trainer_active')})", "{{instance}}")),
+        graph("Model swap delay", "From a model's publication to a scorer scoring with it", "s",
+              *(query(f"histogram_quantile({q}, sum by (le) ({rate('activestream_model_swap_delay_seconds_bucket')}))",
+                      f"p{round(q * 100)}") for q in (0.5, 0.99))),
+        graph("Labels matching no request", "Share of the labels consumed that answer no known label request "
+              "(ActivestreamLabelsUnknown fires above 1 %)", "percentunit",
+              query(UNKNOWN_SHARE, "unknown share")),
+    ]
+
+
 def variables() -> list:
     return [
         dash.DatasourceVariable("datasource").label("Data source").type("prometheus")
@@ -249,7 +289,7 @@ def build() -> dash.Dashboard:
     ids = iter(range(1, 1000))  # stable panel ids: links to a panel survive regeneration
     for title, panels in (("Overview", overview()), ("Throughput and queries", throughput()),
                           ("Labels and cost", labels()), ("Quality", quality()), ("Latency", latency()),
-                          ("Kafka, checkpoints and process", kafka())):
+                          ("Kafka, checkpoints and process", kafka()), ("Scale-out", scale_out())):
         board = board.with_row(dash.Row(title).id(next(ids)))
         for panel in panels:
             board = board.with_panel(panel.id(next(ids)))

@@ -47,3 +47,20 @@ def load_yaml_all(path: Path) -> list:
 def alert_rules() -> list[dict]:
     groups = load_yaml(DEPLOY / "prometheus" / "alerts.yml")["groups"]
     return [rule for group in groups for rule in group["rules"] if "alert" in rule]
+
+
+def kustomization_documents(directory: Path) -> list[dict]:
+    """The objects a kustomization makes, as far as deploy/k8s uses kustomize: its resources (files,
+    and directories with their own kustomization) and patches that add ConfigMap data."""
+    kustomization = load_yaml(directory / "kustomization.yaml")
+    docs: list[dict] = []
+    for resource in kustomization["resources"]:
+        path = directory / resource
+        docs += kustomization_documents(path) if path.is_dir() else load_yaml_all(path)
+    for entry in kustomization.get("patches", []):
+        patch = yaml.safe_load(entry["patch"])
+        assert patch["kind"] == "ConfigMap" and set(patch) == {"apiVersion", "kind", "metadata", "data"}, patch
+        name = patch["metadata"]["name"]
+        target = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == name)
+        target["data"] = {**target["data"], **patch["data"]}
+    return docs

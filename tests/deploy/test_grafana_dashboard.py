@@ -87,3 +87,27 @@ def test_provisioning_points_at_the_dashboard_and_the_datasource_uid():
     assert current["value"] == "prometheus"
     provider = load_yaml(GRAFANA / "provisioning" / "dashboards" / "activestream.yml")["providers"][0]
     assert provider["type"] == "file" and provider["options"]["path"] == "/var/lib/grafana/dashboards/activestream"
+
+
+def test_the_scale_out_row_shows_the_role_split():
+    """The last row follows the scorers and trainers: model version lag and age per scorer,
+    publications and their bytes, which trainer is active, and the share of labels matching no request."""
+    rows = [p for p in board()["panels"] if p["type"] == "row"]
+    assert rows[-1]["title"] == "Scale-out"
+    after = [p for p in board()["panels"] if p["gridPos"]["y"] > rows[-1]["gridPos"]["y"]]
+    exprs = {p["title"]: [t["expr"].replace("$__rate_interval", "1m") for t in p["targets"]] for p in after}
+    read = {title: set().union(*(metric_names(e) for e in targets)) for title, targets in exprs.items()}
+    wanted = {
+        "Model version lag per scorer": {"activestream_model_published_version", "activestream_model_version_in_use"},
+        "Model age per scorer": {"activestream_model_age_seconds"},
+        "Model publications per kind": {"activestream_model_publications_total"},
+        "Model bytes published": {"activestream_model_published_bytes_sum",
+                                  "activestream_model_published_bytes_bucket"},
+        "Trainer active per instance": {"activestream_trainer_active"},
+        "Labels matching no request": {"activestream_labels_total"},
+    }
+    for title, metrics in wanted.items():
+        assert metrics <= read[title], title
+    assert "by (kind)" in exprs["Model publications per kind"][0]
+    assert 'outcome="unknown"' in exprs["Labels matching no request"][0]
+    assert all("by (instance)" in exprs[t][0] for t in ("Model version lag per scorer", "Trainer active per instance"))

@@ -3,21 +3,25 @@ field), and wired as the service needs (probes, static membership, volume, grace
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+
 import kubernetes_validate
 import pytest
+import yaml
 
 from consumer import service
 from consumer.config import Settings
-from tests.deploy.conftest import DEPLOY, load_yaml, load_yaml_all
+from tests.deploy.conftest import DEPLOY, kustomization_documents, load_yaml
 
 K8S = DEPLOY / "k8s"
 KUBERNETES_VERSION = "1.30"
 OPERATOR_KINDS = {"ServiceMonitor", "PrometheusRule"}  # CRDs: no schema in kubernetes-validate
+KUSTOMIZATIONS = (K8S, K8S / "common", K8S / "scale-out")
 
 
 def documents() -> list[dict]:
-    files = load_yaml(K8S / "kustomization.yaml")["resources"]
-    return [doc for name in files for doc in load_yaml_all(K8S / name)]
+    return kustomization_documents(K8S)
 
 
 def one(kind: str, name: str = "activestream") -> dict:
@@ -30,12 +34,33 @@ def container() -> dict:
     return one("StatefulSet")["spec"]["template"]["spec"]["containers"][0]
 
 
-def test_every_file_is_listed_in_the_kustomization():
-    listed = set(load_yaml(K8S / "kustomization.yaml")["resources"])
-    assert listed == {p.name for p in K8S.glob("*.yaml")} - {"kustomization.yaml"}
+@pytest.mark.parametrize("directory", KUSTOMIZATIONS, ids=lambda d: d.name)
+def test_every_file_is_listed_in_its_kustomization(directory):
+    listed = {r for r in load_yaml(directory / "kustomization.yaml")["resources"] if r.endswith(".yaml")}
+    not_resources = {"kustomization.yaml", "prometheus-adapter-values.yaml"}  # the adapter's own settings
+    assert listed == {p.name for p in directory.glob("*.yaml")} - not_resources
 
 
-@pytest.mark.parametrize("doc", [d for d in documents() if d["kind"] not in OPERATOR_KINDS],
+def test_kubectl_kustomize_renders_both_topologies_as_the_tests_read_them():
+    """The tests read the kustomizations themselves (resources and ConfigMap patches); kubectl's
+    kustomize must make the same objects of them."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not on PATH")
+    for directory in (K8S, K8S / "scale-out"):
+        out = subprocess.run([kubectl, "kustomize", str(directory)], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        rendered = [d for d in yaml.safe_load_all(out.stdout) if d]
+        assert sorted((d["kind"], d["metadata"]["name"]) for d in rendered) == \
+            sorted((d["kind"], d["metadata"]["name"]) for d in kustomization_documents(directory))
+        config = next(d for d in rendered if d["kind"] == "ConfigMap")
+        assert config["data"] == next(d for d in kustomization_documents(directory) if d["kind"] == "ConfigMap")["data"]
+        for doc in rendered:
+            assert doc["metadata"]["labels"]["app.kubernetes.io/part-of"] == "activestream"
+
+
+@pytest.mark.parametrize("doc", [d for d in documents() + kustomization_documents(K8S / "scale-out")
+                                 if d["kind"] not in OPERATOR_KINDS],
                          ids=lambda d: f"{d['kind']}-{d['metadata']['name']}")
 def test_manifest_is_valid_against_the_kubernetes_schema(doc):
     kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)

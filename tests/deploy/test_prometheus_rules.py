@@ -7,6 +7,7 @@ import subprocess
 
 from consumer.metrics import Metrics
 from tests.deploy.conftest import DEPLOY, ROOT, alert_rules, load_yaml, load_yaml_all
+from tests.deploy.pinned import PINNED, declared, undeclared_sample_names
 from tests.deploy.promql import metric_names
 
 PROMETHEUS_DIR = DEPLOY / "prometheus"
@@ -14,7 +15,8 @@ SCRAPED_BY_PROMETHEUS = {"up"}
 
 
 def exported_names() -> set[str]:
-    """Every sample name the service's /metrics can carry (counters' _total, histograms' series)."""
+    """Every sample name the service's /metrics can carry (counters' _total, histograms' series), and
+    those of the scorer/trainer split pinned in tests/deploy/pinned.py that it does not declare yet."""
     names = set()
     for family in Metrics().registry.collect():
         if family.type == "counter":
@@ -23,7 +25,18 @@ def exported_names() -> set[str]:
             names.update(family.name + suffix for suffix in ("_bucket", "_sum", "_count"))
         else:
             names.add(family.name)
-    return names
+    return names | undeclared_sample_names()
+
+
+def test_pinned_metrics_are_declared_as_pinned():
+    """A scale-out metric the service declares has the type and labels the alerts and the dashboard
+    were written against."""
+    found = declared()
+    for name, spec in PINNED.items():
+        if name in found:
+            assert found[name] == spec, f"{name}: declared as {found[name]}, pinned as {spec}"
+    assert found["activestream_labels"] == ("counter", ("outcome",))
+    assert found["activestream_consumer_lag_records"] == ("gauge", ("topic", "partition"))
 
 
 def promtool_run(promtool: str, *args: str) -> subprocess.CompletedProcess:
@@ -82,5 +95,6 @@ def test_every_alert_has_summary_description_and_a_runbook_in_the_docs():
 
 
 def test_the_kubernetes_prometheusrule_holds_exactly_these_rules():
-    rule = next(d for d in load_yaml_all(DEPLOY / "k8s" / "prometheusrule.yaml") if d["kind"] == "PrometheusRule")
+    path = DEPLOY / "k8s" / "common" / "prometheusrule.yaml"
+    rule = next(d for d in load_yaml_all(path) if d["kind"] == "PrometheusRule")
     assert rule["spec"]["groups"] == load_yaml(PROMETHEUS_DIR / "alerts.yml")["groups"]
