@@ -954,6 +954,8 @@ class Service:
             m.labels.labels(outcome)
         for topic in (topics.predictions, topics.label_requests, topics.dead_letters):
             m.produce_errors.labels(topic=topic)
+        for kind in ("full", "delta", "checkpoint"):
+            m.model_publications.labels(kind=kind)
         classes = [str(c) for c in self.learner.classes]
         for c in classes:
             m.predictions.labels(c)
