@@ -107,7 +107,7 @@ def test_topics_must_be_distinct(monkeypatch):
 
 def test_the_model_and_lease_topics_are_distinct_from_the_others(monkeypatch):
     monkeypatch.setenv("ACTIVESTREAM_TOPICS__MODEL", "predictions")
-    with pytest.raises(ConfigError, match="ACTIVESTREAM_TOPICS.*distinct"):
+    with pytest.raises(ConfigError, match=r"ACTIVESTREAM_TOPICS.*distinct"):
         load_settings()
 
 
