@@ -328,6 +328,11 @@ class Service:
         self.metrics.role.labels(role=s.role).set(1.0)
         self._publish_settings()
         self._initialise_series()
+        params = self.learner.get_params()
+        if s.role != "all" and params.get("scale", "none") != "none" and params.get("scale_from") == "scored":
+            raise ConfigError("ACTIVESTREAM_LEARNER_PARAMS: scale_from=scored learns the scales from scored records, "
+                              f"which a {s.role} does not share with the other role; use scale_from=labelled, "
+                              "or ACTIVESTREAM_ROLE=all")
         if s.labels.on_expiry == "default" and s.labels.expiry_label not in self.learner._codes:
             raise ConfigError(f"ACTIVESTREAM_LABELS__EXPIRY_LABEL: {s.labels.expiry_label!r} is not one of "
                               f"the classes {list(self.learner.classes)}")

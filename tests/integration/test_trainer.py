@@ -1,0 +1,96 @@
+"""The trainer role against a real broker: labels that come before their requests, labels that
+match none, bad requests, and a second trainer restoring the first one's checkpoint from the model
+topic with its pending requests and parked labels."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import orjson
+from confluent_kafka import Producer
+
+from consumer.demo.broker import create_topics
+from consumer.service import service_for
+from consumer.trainer import Trainer
+from tests.kafka_helpers import read_all, run_until, settings_for, unique_topics
+
+
+def topics_for(bootstrap: str) -> dict[str, str]:
+    topics = unique_topics(bootstrap, partitions=2)
+    tag = uuid.uuid4().hex[:8]
+    topics.update(model=f"model-{tag}", lease=f"lease-{tag}")
+    create_topics(bootstrap, [topics["model"], topics["lease"]], 1)
+    return topics
+
+
+def request(rid: str, x: list[float], prediction: int = 1) -> bytes:
+    now = time.time()
+    return orjson.dumps({"v": 1, "id": rid, "features": x, "prediction": prediction, "score": 0.1,
+                         "probability": 0.5, "uncertainty": 0.9, "cost": 1.0, "requested_at": now,
+                         "expires_at": now + 3600, "model_version": 0, "source": "features:0:0"})
+
+
+def send(bootstrap: str, topic: str, *messages: tuple[str, bytes | None]) -> None:
+    p = Producer({"bootstrap.servers": bootstrap})
+    for key, value in messages:
+        p.produce(topic, key=key.encode(), value=value)
+    assert p.flush(10) == 0
+
+
+def label(rid: str, y: int) -> tuple[str, bytes]:
+    return rid, orjson.dumps({"id": rid, "label": y})
+
+
+def trainer(bootstrap, topics, tmp_path) -> Trainer:
+    made = service_for(settings_for(bootstrap, topics, tmp_path, role="trainer", model={"publish_every_s": 0.1}),
+                       serve_http=False)
+    assert isinstance(made, Trainer)
+    return made
+
+
+def test_labels_wait_for_their_requests_and_a_label_without_one_is_counted_unknown(kafka_bootstrap, tmp_path):
+    topics = topics_for(kafka_bootstrap)
+    send(kafka_bootstrap, topics["labels"], label("a", 1), label("ghost", -1))
+    t = trainer(kafka_bootstrap, topics, tmp_path)
+    t.start()
+    try:
+        totals = t.totals
+        run_until(t, lambda: "a" in t._parked and "ghost" in t._parked, what="labels parked")
+        assert totals.get("labels.unknown") == 0  # the requests consumer has not caught up: nothing is known yet
+        send(kafka_bootstrap, topics["label_requests"], ("a", request("a", [1.0] * 8)), ("tomb", None),
+             ("bad", b'{"id": "bad", "features": "none"}'))
+        run_until(t, lambda: totals.get("labels.applied") == 1, what="the parked label applied")
+        assert t.learner.labels_ == 1
+        run_until(t, lambda: totals.get("labels.unknown") == 1, timeout_s=30, what="ghost counted unknown")
+        assert not t._parked
+    finally:
+        t.request_stop()
+        t._shutdown()
+    dead = [m.value() for m in read_all(kafka_bootstrap, topics["dead_letters"], expect=1)]
+    assert len(dead) == 1 and b"bad" in dead[0]
+
+
+def test_a_second_trainer_restores_the_model_pending_requests_and_parked_labels(kafka_bootstrap, tmp_path):
+    topics = topics_for(kafka_bootstrap)
+    first = trainer(kafka_bootstrap, topics, tmp_path)
+    first.start()
+    send(kafka_bootstrap, topics["label_requests"], ("a", request("a", [1.0] * 8)), ("b", request("b", [-1.0] * 8)))
+    run_until(first, lambda: len(first.pending) == 2, what="requests pending")
+    send(kafka_bootstrap, topics["labels"], label("a", 1), label("c", -1))
+    run_until(first, lambda: first.totals.get("labels.applied") == 1 and "c" in first._parked, what="a applied")
+    first.request_stop()
+    first._shutdown()  # the final checkpoint goes to the model topic, then the lease is released
+
+    second = trainer(kafka_bootstrap, topics, tmp_path)
+    second.start()
+    try:
+        assert second.restored_version is not None and second.epoch == first.epoch + 1
+        assert second.learner.labels_ == 1 and list(second.pending.ids()) == ["b"] and list(second._parked) == ["c"]
+        send(kafka_bootstrap, topics["labels"], label("b", -1))
+        send(kafka_bootstrap, topics["label_requests"], ("c", request("c", [0.5] * 8, prediction=-1)))
+        run_until(second, lambda: second.totals.get("labels.applied") == 3, what="b and c applied")
+        assert second.learner.labels_ == 3 and second.totals.get("labels.duplicate") == 0
+    finally:
+        second.request_stop()
+        second._shutdown()
