@@ -53,7 +53,14 @@ def read_tail(make_consumer: Callable[[], Any], topic: str, start: Mapping[int, 
         return []
     consumer = make_consumer()
     try:
-        consumer.assign([TopicPartition(topic, p, start.get(p, 0)) for p in partitions])
+        begin = {}
+        for p in partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)
+            at = start.get(p, 0)
+            # a start outside the log: the log was truncated or re-created (a broker that lost its
+            # data), and what it holds now was all written after the start
+            begin[p] = at if low <= at <= high else low
+        consumer.assign([TopicPartition(topic, p, begin[p]) for p in partitions])
         at_end: set[int] = set()
         out = []
         deadline = time.monotonic() + timeout_s

@@ -57,7 +57,6 @@ class Scorer(Service):
         self.model: Model | None = None  # the published version scored with (None: the initial model)
         self._floors: Any = None  # a consumer of the group <group_id>-outputs, for its commits only
         self._follower_consumer: Any = None
-        self._following_since = 0.0
 
     def start(self) -> None:
         s = self.settings
@@ -73,7 +72,6 @@ class Scorer(Service):
         self._check_output_partitions()
         self._follower_consumer = self._clients.reader()
         self.follower = ModelFollower(self._follower_consumer, s.topics.model)
-        self._following_since = self.clock.now()
         self.follower.start(timeout_s=_MODEL_START_TIMEOUT_S)
         self._follow_model()
         self._floors = self._clients.consumer("outputs")
@@ -82,6 +80,7 @@ class Scorer(Service):
                                            s.topics.features)
         self._features.subscribe([s.topics.features], on_assign=self._on_assign, on_revoke=self._on_revoke)
         self._warm_up()
+        self._follow_model()  # what was published while this scorer started is a catch-up, not a swap
         self.health.restored = True
         self._started = True
         self._publish_gauges()
@@ -125,7 +124,7 @@ class Scorer(Service):
         self.model = model
         published_at = model.manifest["published_at"]
         self.metrics.model_version_in_use.set(model.version)
-        if published_at >= self._following_since:  # not a version published before this scorer started
+        if self._started:  # a swap, not the catch-up of a scorer starting
             self.metrics.model_swap_delay.observe(max(0.0, self.clock.now() - published_at))
         self.metrics.model_version.set(self.learner.labels_)
         log.debug("scoring with model version %d (%d labels)", model.version, self.learner.labels_)

@@ -58,7 +58,7 @@ from consumer.metrics import Metrics
 from consumer.pending import Entry, PendingStore, pack_strings, unpack_strings
 from consumer.preflight import check_security
 from consumer.rdkafka import BatchProducer
-from consumer.records import REASONS, Label, encode_predictions, pack_keys
+from consumer.records import REASONS, Label, decode_feature_batch, encode_predictions, pack_keys
 from consumer.recovery import Recovery, read_tail
 from consumer.totals import Totals
 from learners import make
@@ -326,6 +326,12 @@ class Service:
         self._features: Any = None
         self._labels: Any = None
         self.metrics.role.labels(role=s.role).set(1.0)
+        # the other role's model gauges: NaN, so that per-scorer panels and lags show scorers only
+        if s.role != "scorer":
+            self.metrics.model_version_in_use.set(math.nan)
+            self.metrics.model_age.set(math.nan)
+        if s.role != "trainer":
+            self.metrics.model_published_version.set(math.nan)
         self._publish_settings()
         self._initialise_series()
         params = self.learner.get_params()
@@ -441,6 +447,10 @@ class Service:
         once), so readiness comes after the wait instead of the first records paying for it."""
         empty = Rows.stack([], self.settings.n_features)
         steps.decode_features([], self.settings.n_features, 0.0)
+        # repeated indices and named features: the kernels that sum a row's repeated indices
+        decode_feature_batch([b'{"id":"w","features":{"indices":[0,0],"values":[1,2]}}',
+                              b'{"id":"v","features":{"warm-up":1}}'], self.settings.n_features,
+                             lambda ks: np.zeros(len(ks)))
         steps.decode_labels([], self.learner._codes, 0.0)
         self.learner.score(empty)
         state = self.learner.state_dict()
@@ -977,6 +987,8 @@ class Service:
         controller = self.learner.budget
         if controller is None:
             m.budget_remaining.set(self.budget.remaining())
+            for gauge in (m.query_knob, m.query_rate_aimed, m.query_rate_recent):
+                gauge.set(math.nan)  # nothing aimed at: no alert may compare against it
         else:
             m.budget_remaining.set(controller.remaining())
             m.query_knob.set(controller.knob_value)

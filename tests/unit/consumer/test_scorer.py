@@ -33,7 +33,7 @@ def published(version: int, at: float, **settings) -> Model:
 
 def test_a_compatible_model_is_scored_with_and_the_scorers_own_counts_stay(tmp_path):
     s = scorer(tmp_path, query_rate_target=0.1)
-    s._following_since = s.clock.now()
+    s._started = True  # a swap while serving, not the catch-up at start
     s.learner.decide(Rows.stack([(np.array([0]), np.array([1.0]))] * 50, 4), ids=[f"r{i}" for i in range(50)])
     rounds, budget = s.learner.rounds_, s.learner.budget.state_dict()
     s.clock.advance(0.3)
