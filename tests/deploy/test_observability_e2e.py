@@ -216,11 +216,13 @@ class Running(threading.Thread):
 
 def warm_up(directory: Path) -> None:
     """Compile the service's kernels in this process first (an in-memory service, the same learner):
-    a first compile inside the timed scenario would let every label request expire before its label."""
+    a first compile inside the timed scenario would let every label request expire before its label.
+    The records are the stream's own: their hashed indices need sorting, a kernel of its own
+    (``fastjson.sum_duplicates``) that the service's warm-up does not compile."""
     h = Harness(directory, learner_params={})
     h.service.start()
-    for i in range(20):
-        h.feature(f"w{i}", {"f0": i / 10, "segment": "AB"[i % 2]})
+    for i, value in enumerate(drifting_stream(20, seed=0).values):
+        h.feature(f"w{i}", orjson.loads(value)["features"])
     h.service.run_once()
     for rid in h.requested_ids():
         h.label(rid, 1)
@@ -422,11 +424,12 @@ def active_alerts(scenario: Scenario) -> set[str]:
     return {a["labels"]["alertname"] for a in scenario.prometheus.api("alerts")["alerts"]}
 
 
-def test_each_target_and_operand_is_checked_on_exactly_one_scenario():
-    """The split's series are all read on the scale scenario, and nothing is left out."""
-    assert all(signals(rule["expr"]) for rule in alert_rules()), "an alert with no operand"
-    assert len(TARGETS) + len(SCALE_TARGETS) == len(dashboard_targets())
-    assert len(OPERANDS) + len(SCALE_OPERANDS) == len(alert_operands())
+def test_every_alert_has_operands_and_the_scale_scenario_reads_every_series_of_the_split():
+    """Each target and operand is checked on one scenario (by construction): an alert without an
+    operand would go unchecked, and a family of the split that nothing routed to the scale scenario
+    reads would go unexercised."""
+    for rule in alert_rules():
+        assert signals(rule["expr"]), f"{rule['alert']}: no operand found in {rule['expr']}"
     read = set().union(*(metric_names(fill(t[2]["expr"], ".*", "1m")) for t in SCALE_TARGETS),
                        *(metric_names(o[2]) for o in SCALE_OPERANDS))
     for family, spec in PINNED.items():
