@@ -1,11 +1,9 @@
-"""The metrics of the scorer/trainer split, pinned by name, type and labels before the service
-declares them all.
+"""The metrics of the scorer/trainer split, pinned by name, type and labels.
 
-The alerts, the dashboard and docs/scale-out.md read them; until ``consumer/metrics.py`` declares a
-family, the static checks accept it from this list, and the end-to-end test skips what reads it
-(a running service cannot show a series it does not export). Once declared, its type and labels must
-be these (``test_pinned_metrics_are_declared_as_pinned``), and the end-to-end test reads it like any
-other: a family may then leave this list.
+The alerts, the dashboard and docs/scale-out.md were written against them: ``consumer/metrics.py``
+must declare each with this type and these labels (``test_pinned_metrics_are_declared_as_pinned``).
+Only scorers and trainers export data for them, so the end-to-end test reads what uses them on a
+scorer and a trainer rather than on a single process.
 """
 
 from __future__ import annotations
@@ -35,15 +33,6 @@ def declared() -> dict[str, tuple[str, tuple[str, ...]]]:
     return found
 
 
-def undeclared() -> dict[str, tuple[str, tuple[str, ...]]]:
-    names = declared()
-    return {name: spec for name, spec in PINNED.items() if name not in names}
-
-
 def sample_names(families: dict[str, tuple[str, tuple[str, ...]]]) -> set[str]:
     return {name + suffix for name, (kind, _) in families.items() for suffix in SUFFIXES[kind]}
 
-
-def undeclared_sample_names() -> set[str]:
-    """The sample names of the pinned families the service does not declare yet."""
-    return sample_names(undeclared())
