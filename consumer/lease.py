@@ -29,13 +29,11 @@ log = logging.getLogger(__name__)
 
 def ensure_lease_topic(admin_config: dict[str, Any], topic: str, timeout_s: float = 10.0) -> None:
     """Create the lease topic with one partition if it does not exist (a lease topic needs no data
-    and no retention). A broker that refuses (no permission to create topics) is a
+    and no retention). Brokers that cannot be reached raise ``KafkaException`` (the caller waits for
+    them); a broker that refuses to create it (no permission to create topics) is a
     :class:`ConfigError` naming the setting: create it by hand, or point the setting at one."""
     admin = AdminClient(admin_config)
-    try:
-        listed = admin.list_topics(topic, timeout=timeout_s)
-    except KafkaException as exc:
-        raise ConfigError(f"ACTIVESTREAM_TOPICS__LEASE: cannot reach the brokers to check {topic!r}: {exc}") from None
+    listed = admin.list_topics(topic, timeout=timeout_s)
     info = listed.topics.get(topic)
     if info is not None and info.error is None and info.partitions:
         return

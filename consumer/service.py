@@ -182,7 +182,7 @@ class KafkaClients:
         """Create the one-partition lease topic if it does not exist."""
         conf = {k: v for k, v in producer_config(self.settings).items()
                 if k == "bootstrap.servers" or k.startswith(("security.", "ssl.", "sasl."))}
-        ensure_lease_topic(conf, topic)
+        ensure_lease_topic(conf, topic, timeout_s=5.0)
 
     def reader(self) -> Consumer:
         """A group-less consumer that reads a topic's tail to its end (recovery)."""
@@ -295,7 +295,7 @@ class Service:
         self._stop_requested = False
         self._stopped = threading.Event()  # the same request, for waits that should end on it
         self._partitions_seen: dict[str, list[int]] = {}
-        self.recovery_attempts = 0
+        self.recovery_attempts = 0  # start-up attempts to reach the brokers (lease topic, read-back)
         self._batch: _Batch | None = None
         # the next batch, consumed while this one is decided; its compiled scan runs meanwhile in a
         # thread of its own (the scan releases the GIL), off the loop's critical path
@@ -414,7 +414,19 @@ class Service:
     def _take_lease(self) -> bool:
         """Wait until this process is the active trainer of its group; False if asked to stop first."""
         s = self.settings
-        self._clients.ensure_lease_topic(s.topics.lease)
+        backoff = 1.0
+        while True:  # brokers that are away are waited for, as the restore's read-back does
+            try:
+                self._clients.ensure_lease_topic(s.topics.lease)
+                break
+            except KafkaException as exc:
+                self.recovery_attempts += 1
+                log.warning("cannot reach the brokers to check the lease topic %s (%s); retrying in %.0f s",
+                            s.topics.lease, exc, backoff)
+                self.health.beat()
+                if self._stopped.wait(backoff):
+                    return False
+                backoff = min(30.0, 2 * backoff)
         self.lease = Lease(lambda: self._clients.consumer("lease"), s.topics.lease)
         self.lease.join()
         waited_since, told_at = self.clock.monotonic(), -math.inf

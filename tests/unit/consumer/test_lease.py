@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Future
+from types import SimpleNamespace
+
 import pytest
-from confluent_kafka import TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from consumer.errors import ConfigError
 from consumer.lease import Lease, ensure_lease_topic
@@ -79,7 +82,25 @@ def test_a_standby_never_held_the_lease_so_a_revocation_loses_nothing():
     assert not lease.held and not lease.lost
 
 
-def test_brokers_that_cannot_be_reached_fail_naming_the_setting():
-    with pytest.raises(ConfigError, match="ACTIVESTREAM_TOPICS__LEASE"):
+def test_brokers_that_cannot_be_reached_are_a_kafka_error_to_wait_on_not_a_configuration_error():
+    with pytest.raises(KafkaException):
         ensure_lease_topic({"bootstrap.servers": "127.0.0.1:1", "socket.connection.setup.timeout.ms": 1000},
                            "lease", timeout_s=1.0)
+
+
+def test_a_lease_topic_that_cannot_be_created_fails_naming_the_setting(monkeypatch):
+    class Refusing:
+        def __init__(self, conf) -> None:
+            pass
+
+        def list_topics(self, topic, timeout):
+            return SimpleNamespace(topics={})
+
+        def create_topics(self, topics, operation_timeout):
+            future = Future()
+            future.set_exception(KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)))
+            return {topics[0].topic: future}
+
+    monkeypatch.setattr("consumer.lease.AdminClient", Refusing)
+    with pytest.raises(ConfigError, match="ACTIVESTREAM_TOPICS__LEASE: 'lease' does not exist and cannot be created"):
+        ensure_lease_topic({}, "lease")
