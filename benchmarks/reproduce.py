@@ -333,7 +333,7 @@ RESULTS: tuple[Entry, ...] = (
     Entry("service-throughput", "performance", ("service_throughput.md",), ("-m", "benchmarks.service_throughput"),
           {"records": 1_000_000, "repetitions": 5}, timing=True),
     Entry("scale-out", "performance", ("scale_out.md", "scale_out.json"), ("-m", "benchmarks.scale_out"),
-          {"records": 600_000, "scorers": [1, 2, 3], "repetitions": 2, "failovers": 3, "dimensions": "2^16 2^20 2^24"},
+          {"records": 600_000, "scorers": [1, 2, 3], "repetitions": 3, "failovers": 3, "dimensions": "2^16 2^20 2^24"},
           quick=("-m", "benchmarks.scale_out", "--quick"), minutes=8, timing=True),
     Entry("replay-throughput", "performance", ("throughput.md",), ("-m", "benchmarks.throughput"), {"runs": 3},
           timing=True),
