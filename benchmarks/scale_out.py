@@ -646,12 +646,14 @@ def write(results: dict[str, Any], out: Path, stem: str = "scale_out") -> None:
         "annotator and this script). Records: "
         f"{a['records']:,} feature records from {a['source']} ({DIMENSIONS} dimensions, "
         f"{a['nnz_mean']:.1f} non-zeros on average; {a['passes']} passes over its {a['rows']:,} rows, fresh ids "
-        "each pass), JSON `{indices, values}`, pre-loaded on a 4-partition features topic before any service "
-        "process starts. Learner paa-1; each scorer holds a 10 % query rate (`ACTIVESTREAM_QUERY_RATE_TARGET`); "
+        "each pass), JSON `{indices, values}`, on a 4-partition features topic. Learner paa-1; each scorer "
+        "holds a 10 % query rate (`ACTIVESTREAM_QUERY_RATE_TARGET`); "
         "an annotator in a process of its own answers each label request 0.5 s after reading it. Service "
         "settings are the defaults (model published every 1 s or 1,000 labels, batches of up to 2,000 records) "
         "except the client settings of the test broker (`consumer.demo.broker.CLIENT_SETTINGS`: "
-        "`session.timeout.ms` 2000, `fetch.wait.max.ms` 10).",
+        "`session.timeout.ms` 2000, `fetch.wait.max.ms` 10). The machine is shared with other work, which "
+        "comes and goes: the spread between repetitions below is mostly that, and \"machine busy\" counts "
+        "everything that ran.",
         "",
         "## Throughput and CPU per role",
         "",
@@ -693,27 +695,30 @@ def write(results: dict[str, Any], out: Path, stem: str = "scale_out") -> None:
         "",
         "### Beyond this machine",
         "",
-        f"On {n_cores} cores the processes compete for the same CPU: the scorers, the trainer and the broker "
-        "together already keep the machine busy with one scorer, so adding scorers cannot add records/s here "
-        "(it adds their per-process overhead: polling, heartbeats, model swaps). What predicts throughput on a "
-        "larger machine or cluster is the CPU each role spends per record. With one scorer (the cleanest "
-        f"figures): a scorer spends {scorer_us:.1f} µs per record, the broker {broker_us:.1f} µs (features read, "
-        f"predictions and label requests written), the trainer {trainer_us:.1f} µs (at a "
-        f"{one['query_ratio']:.0%} query ratio, so {1000 * c1['trainer'] / max(one['query_ratio'], 1e-9):.0f} "
-        "µs per label). Scorers are independent (one consumer group, partitions split between them), so on N "
-        f"cores given to scorers the ceiling is N × 1,000,000 / {scorer_us:.1f} ≈ "
-        f"N × {1e6 / scorer_us:,.0f} records/s, up to the number of features partitions (one scorer per "
-        "partition at most: add partitions to go further). The single active trainer bounds the label rate at "
-        f"about 1,000,000 / {1000 * c1['trainer'] / max(one['query_ratio'], 1e-9):.0f} ≈ "
-        f"{1e6 / (1000 * c1['trainer'] / max(one['query_ratio'], 1e-9)):,.0f} labels/s per core (it does not "
-        "scale out: one lease), i.e. "
-        f"{1e6 / (1000 * c1['trainer']):,.0f} records/s at this query ratio. The broker needs "
-        f"{broker_us:.1f} µs of CPU per record on top, wherever it runs (Tansu here; a Kafka cluster spreads "
-        "it over its brokers). Example: 8 cores for scorers, 1 for the trainer, brokers elsewhere → "
-        f"min(8 × {1e6 / scorer_us:,.0f}, {1e6 / (1000 * c1['trainer']):,.0f}) = "
-        f"{min(8e6 / scorer_us, 1e6 / (1000 * c1['trainer'])):,.0f} records/s. These are CPU-bound ceilings: "
-        "they assume the broker and the network keep up, and they are measured on a shared machine (a scorer's "
-        "CPU per record grows slightly with contention and with more scorers, as the table shows).",
+        f"On {n_cores} cores every process competes for the same CPU. With one scorer the machine was "
+        f"{one['machine_busy_share']:.0%} busy over the drain (a scorer's loop is one thread; the broker, the "
+        "trainer and the annotator share the rest). "
+        + "; ".join(f"{row['scorers']} scorers reached {row['records_per_s'] / one['records_per_s']:.2f} × its "
+                    f"records/s, the machine {row['machine_busy_share']:.0%} busy" for row in s[1:])
+        + ". Once every core is busy, another scorer only adds its own overhead (its polling, heartbeats, model "
+        "swaps) and takes CPU from the broker and the trainer it depends on, so records/s cannot keep scaling "
+        "with scorers here. What predicts throughput on N cores is the CPU each role spends per record. With one "
+        f"scorer (the least contention): a scorer spends {scorer_us:.1f} µs per record, the broker "
+        f"{broker_us:.1f} µs (features read, predictions and label requests written, labels and the model "
+        f"topic), the trainer {trainer_us:.1f} µs (at a {one['query_ratio']:.0%} query ratio: "
+        f"{1000 * c1['trainer'] / max(one['query_ratio'], 1e-9):.0f} µs per label, its polling while idle "
+        "included, so an upper estimate). Scorers are independent (one consumer group, partitions split "
+        f"between them), so N cores given to scorers sustain about N × 1,000,000 / {scorer_us:.1f} ≈ "
+        f"N × {1e6 / scorer_us:,.0f} records/s, up to one scorer per features partition (4 here: add "
+        "partitions to go further). The one active trainer does not scale out (one lease): on a core of its "
+        f"own it keeps up with about 1,000,000 / {trainer_us:.1f} ≈ {1e6 / trainer_us:,.0f} records/s at this "
+        "query ratio (divide by the query ratio's growth if it is higher). The broker needs "
+        f"{broker_us:.1f} µs per record on top, wherever it runs (Tansu here; Kafka spreads it over its "
+        "brokers). Example: 8 cores for scorers, 1 for the trainer, the brokers elsewhere → "
+        f"min(8 × {1e6 / scorer_us:,.0f}, {1e6 / trainer_us:,.0f}) = "
+        f"{min(8e6 / scorer_us, 1e6 / trainer_us):,.0f} records/s. These are CPU-bound ceilings: they "
+        "assume the brokers and the network keep up, and they come from a shared 2-core machine (the CPU per "
+        "record of each role at 2 and 3 scorers, in the table above, shows how much contention adds).",
         "",
         "## Model version lag",
         "",
@@ -721,7 +726,9 @@ def write(results: dict[str, Any], out: Path, stem: str = "scale_out") -> None:
         "scorer swaps a complete version in between two batches): each scorer's "
         "`activestream_model_swap_delay_seconds` histogram, the scorers of every repetition of a count summed; "
         "p50 and p99 interpolated linearly inside the bucket that holds them (buckets 10, 25, 50, 100, 250, "
-        "500 ms, 1, 2, 5 s …), so they are known to within their bucket. The clocks are the same machine's.",
+        "500 ms, 1, 2, 5 s …), so they are known to within their bucket. The clocks are the same machine's. "
+        "A scorer looks for a new version between two batches, so the lag grows as its batches take longer "
+        "on a machine with more processes per core.",
         "",
         "| scorers | swaps observed | p50 | p99 | within 2 s |",
         "|---|---|---|---|---|",
