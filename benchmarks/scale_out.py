@@ -390,8 +390,10 @@ def drain(values: Sequence[bytes], truth: dict[str, int], scorers: int, director
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"the backlog was not all scored\n{cluster.logs()}")
                 time.sleep(0.1)
-            cpu1 = {role: sum(cpu_s(p) for p in pids[role]) for role in ("scorers", "broker")}
+            cpu1 = {role: sum(cpu_s(p) for p in ps) for role, ps in pids.items()}
             machine1 = machine_s()
+            # everything else that ran over the drain: this script, and other work on the machine
+            rest = (machine1[0] - machine0[0]) - sum(cpu1[role] - cpu0[role] for role in pids)
             last = LastTimestamp(broker.bootstrap, topics["predictions"])
             try:
                 t1 = last.read()
@@ -423,6 +425,7 @@ def drain(values: Sequence[bytes], truth: dict[str, int], scorers: int, director
         "cpu_s": {role: cpu1[role] - cpu0[role] for role in cpu0},
         "cpu_s_per_1000": {role: 1000 * (cpu1[role] - cpu0[role]) / records for role in cpu0},
         "machine_busy_share": busy / (busy + idle) if busy + idle else None,
+        "rest_cpu_s_per_1000": 1000 * rest / records,
         "swap_delay_buckets": swaps, "swaps": swaps[-1][1] if swaps else 0,
         "swap_p50_s": quantile(swaps, 0.5), "swap_p99_s": quantile(swaps, 0.99),
         "publications": publications, "exit_codes": codes,
@@ -616,6 +619,7 @@ def summarise(drains: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "cpu_s_per_1000": {role: _median([r["cpu_s_per_1000"][role] for r in runs])
                                for role in runs[0]["cpu_s_per_1000"]},
             "machine_busy_share": _median([r["machine_busy_share"] for r in runs]),
+            "rest_cpu_s_per_1000": _median([r["rest_cpu_s_per_1000"] for r in runs]),
             "swaps": swaps[-1][1] if swaps else 0, "swap_p50_s": quantile(swaps, 0.5),
             "swap_p99_s": quantile(swaps, 0.99), "swap_le_2s_share": _share_within(swaps, 2.0),
             "publications": _median([r["publications"] for r in runs]),
@@ -679,15 +683,17 @@ def write(results: dict[str, Any], out: Path, stem: str = "scale_out") -> None:
         "",
         "CPU seconds per 1,000 records over the same window, read from /proc/<pid>/stat (user + system, every "
         "thread of the process); all the scorers together, and the trainer until it has applied every label "
-        "the window's records asked for:",
+        "the window's records asked for. The rest of the machine: its busy time over the drain (/proc/stat) "
+        "less these processes' — this script, and whatever other work shared the machine then:",
         "",
-        "| scorers | scorers (all) | trainer | broker | annotator | sum | machine busy |",
-        "|---|---|---|---|---|---|---|",
+        "| scorers | scorers (all) | trainer | broker | annotator | sum | the rest of the machine | machine busy |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for row in s:
         c = row["cpu_s_per_1000"]
         lines.append(f"| {row['scorers']} | {c['scorers']:.4f} | {c['trainer']:.4f} | {c['broker']:.4f} | "
-                     f"{c['annotator']:.4f} | {sum(c.values()):.4f} | {row['machine_busy_share']:.0%} |")
+                     f"{c['annotator']:.4f} | {sum(c.values()):.4f} | {row['rest_cpu_s_per_1000']:.4f} | "
+                     f"{row['machine_busy_share']:.0%} |")
     one = s[0]
     c1 = one["cpu_s_per_1000"]
     scorer_us, broker_us, trainer_us = (1000 * c1["scorers"], 1000 * c1["broker"], 1000 * c1["trainer"])

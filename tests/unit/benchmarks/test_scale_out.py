@@ -62,7 +62,8 @@ def test_the_summary_takes_medians_per_scorer_count_and_sums_the_swap_histograms
         return {"scorers": k, "records_per_s": rate, "window_s": 2.0, "records": 1000, "predicted_before_ready": 100,
                 "label_requests": 100, "cpu_s_per_1000": {"scorers": 0.01, "trainer": 0.002, "broker": 0.004,
                                                           "annotator": 0.001},
-                "machine_busy_share": 0.9, "swap_delay_buckets": [(0.1, swaps), (math.inf, swaps)], "publications": 5}
+                "machine_busy_share": 0.9, "rest_cpu_s_per_1000": 0.001,
+                "swap_delay_buckets": [(0.1, swaps), (math.inf, swaps)], "publications": 5}
 
     rows = summarise([run(2, 30.0, 1.0), run(1, 10.0, 2.0), run(1, 20.0, 4.0), run(1, 60.0, 0.0)])
     assert [r["scorers"] for r in rows] == [1, 2]
