@@ -17,8 +17,9 @@ from confluent_kafka import Producer
 
 from consumer.checkpoint import read_checkpoint
 from consumer.clock import ManualClock
+from consumer.demo.broker import create_topics
 from consumer.records import REASONS
-from consumer.service import Service
+from consumer.service import Service, service_for
 from tests.bad_records import BAD_LABELS, bad_features
 from tests.kafka_helpers import (
     Annotator,
@@ -259,14 +260,17 @@ def test_metrics_and_probes_are_served_over_http(kafka_bootstrap, tmp_path):
 
 
 def two_replicas(bootstrap: str, tmp_path, n: int) -> tuple[dict, dict, Service, Service]:
-    """n records on a two-partition features topic; a replica that has scored 500 of them, and a
-    second one of the same group that has joined: a partition each."""
+    """n records on a two-partition features topic; a scorer that has scored 500 of them, and a
+    second scorer of the same group that has joined: a partition each. (Two processes in role
+    ``all`` never share a group's partitions: the second waits on the trainer lease.)"""
     topics = unique_topics(bootstrap, partitions=2)
+    topics["model"] = f"model-{uuid.uuid4().hex[:8]}"
+    create_topics(bootstrap, [topics["model"]], 1)
     records, truth = stream(n)
     produce_features(bootstrap, topics["features"], records)
     group = f"g-{uuid.uuid4().hex[:8]}"
-    first, second = (Service(settings_for(bootstrap, topics, tmp_path / name, batch_size=100, group_id=group),
-                             serve_http=False) for name in ("a", "b"))
+    first, second = (service_for(settings_for(bootstrap, topics, tmp_path / name, batch_size=100, group_id=group,
+                                              role="scorer"), serve_http=False) for name in ("a", "b"))
     first.start()
     assert first._reader is not None  # the features are read as columns, the path under test
     run_until(first, lambda: first.totals.get("records_scored") >= 500, what="500 scored by the first replica")
