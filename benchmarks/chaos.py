@@ -1,0 +1,568 @@
+"""Fault scenarios for the single-process service (``ACTIVESTREAM_ROLE=all``), counted.
+
+    python -m benchmarks.chaos                      # every scenario at full size (SIGKILL x 50 over 200,000 records)
+    python -m benchmarks.chaos --quick              # reduced sizes (e.g. 20,000 records, 5 kills)
+    python -m benchmarks.chaos --only sigkill outage --quick
+    python -m benchmarks.chaos --only properties    # the property tests with the long Hypothesis profile
+
+For each scenario: the records, the labels, the faults injected, and four counts whose target is 0:
+predictions missing (a record with no prediction), decisions changed (a record predicted twice with
+different decisions), labels lost (answered but not in the model) and labels applied twice. The
+counts are measured from the outputs read back from the broker and from the newest checkpoint's
+counters, as ``tests/reliability/test_crash_recovery.py`` does.
+
+Writes ``benchmarks/results/chaos.json`` and ``chaos.md``. A run of some scenarios (``--only``)
+replaces those scenarios' entries and keeps the others', each with the command and size it ran at.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from confluent_kafka import KafkaError
+
+from consumer.checkpoint import CheckpointStore
+from consumer.demo.broker import CLIENT_SETTINGS, Broker, create_topics, free_port
+from consumer.errors import LeaseLost
+from consumer.service import Service
+from tests.integration.test_faults import TOPIC_KEYS
+from tests.kafka_helpers import produce_features, read_all, run_until, settings_for, stream, unique_topics
+from tests.rdmock import ApiKey, MockCluster
+from tests.reliability.test_crash_recovery import DedupAnnotator, metric, start_service
+
+__all__ = ["SCENARIOS", "Outcome", "main", "run_scenarios"]
+
+RESULTS = Path(__file__).parent / "results"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What one scenario injected and what it counted. A count is None when the scenario could not
+    measure it (the note says why): never a 0 that was not counted."""
+
+    name: str
+    title: str
+    size: str  # "full", "quick" or "tiny" (the test's settings)
+    records: int
+    labels: int  # labels answered by the annotator
+    injected: str
+    missing: int | None
+    changed: int | None
+    lost: int | None
+    doubled: int | None
+    note: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+    command: str = ""
+    made: str = ""
+
+    @property
+    def clean(self) -> bool:
+        return all(c == 0 for c in (self.missing, self.changed, self.lost, self.doubled))
+
+
+# -- counting ----------------------------------------------------------------------------------------------
+
+
+def count_outputs(bootstrap: str, topics: dict[str, str], ids: set[str]) -> dict[str, Any]:
+    """From the predictions topic: the ids with no prediction, the ids predicted twice with different
+    decisions, re-emitted predictions (same decision again: allowed), and the ids whose prediction
+    asked for a label."""
+    by_id: dict[str, set[tuple]] = {}
+    total = 0
+    for m in read_all(bootstrap, topics["predictions"], timeout_s=120):
+        p = orjson.loads(m.value())
+        total += 1
+        by_id.setdefault(p["id"], set()).add((p["label"], p["probability"], p["label_requested"]))
+    requested = {rid for rid, seen in by_id.items() if any(d[2] for d in seen)}
+    return {"missing": len(ids - set(by_id)), "changed": sum(len(s) > 1 for s in by_id.values()),
+            "predictions": total, "re_emitted": total - len(by_id), "requested": requested,
+            "unexpected": len(set(by_id) - ids)}
+
+
+def count_labels(checkpoint_dir: Path, answered: int) -> dict[str, Any]:
+    """From the newest checkpoint: the labels in the model against those the annotator answered
+    (each id once), and the service's own label counters."""
+    latest = CheckpointStore(checkpoint_dir, keep=1).latest()
+    if latest is None:
+        return {"lost": None, "doubled": None, "in_model": None}
+    _, state = latest
+    totals = orjson.loads(str(state["service.totals"]))
+    in_model = int(state["learner.counters"][1])
+    return {"lost": max(0, answered - in_model), "doubled": max(0, in_model - answered), "in_model": in_model,
+            "applied": totals.get("labels.applied", 0), "duplicate": totals.get("labels.duplicate", 0),
+            "unknown": totals.get("labels.unknown", 0)}
+
+
+def _service_env(bootstrap: str, topics: dict[str, str], checkpoint_dir: Path, port: int,
+                 **extra: str) -> dict[str, str]:
+    return {**os.environ, "ACTIVESTREAM_ROLE": "all",
+            "ACTIVESTREAM_BOOTSTRAP_SERVERS": bootstrap, "ACTIVESTREAM_CHECKPOINT_DIR": str(checkpoint_dir),
+            "ACTIVESTREAM_METRICS_PORT": str(port), "ACTIVESTREAM_GROUP_ID": f"chaos-{topics['features']}",
+            "ACTIVESTREAM_N_FEATURES": "8", "ACTIVESTREAM_BATCH_SIZE": "200",
+            "ACTIVESTREAM_CHECKPOINT__EVERY_S": "0.3", "ACTIVESTREAM_CHECKPOINT__EVERY_LABELS": "25",
+            "ACTIVESTREAM_LEARNER_PARAMS": '{"delta": 0.3}',
+            "ACTIVESTREAM_TOPICS": orjson.dumps(topics).decode(),
+            "ACTIVESTREAM_KAFKA_CONSUMER": orjson.dumps(CLIENT_SETTINGS).decode(), **extra}
+
+
+def _scored(port: int) -> float:
+    return metric(port, "activestream_records_scored_total") or 0
+
+
+def _settled(port: int, n: int, annotator: DedupAnnotator) -> bool:
+    """Every record scored, every request answered, every answer learnt."""
+    requested = metric(port, "activestream_label_requests_total") or 0
+    applied = metric(port, 'activestream_labels_total{outcome="applied"}') or 0
+    return _scored(port) >= n and requested == len(annotator.answered) == applied
+
+
+class Feeder:
+    """Records arrive through the faults at ``chunk`` per ``pace_s``, at most ``ahead`` beyond what the
+    service has scored, so the source waits while the service is down, however slow its restarts."""
+
+    def __init__(self, bootstrap: str, topic: str, records: list, port: int, chunk: int, pace_s: float,
+                 ahead: int) -> None:
+        self.stop = threading.Event()
+        self.fed = 0
+
+        def feed() -> None:
+            for start in range(0, len(records), chunk):
+                while _scored(port) < start - ahead:
+                    if self.stop.is_set():
+                        return
+                    time.sleep(0.05)  # polling another process's metrics endpoint
+                produce_features(bootstrap, topic, records[start: start + chunk])
+                self.fed = min(len(records), start + chunk)
+                time.sleep(pace_s)  # the pace of the source, not a wait for a condition
+
+        self.thread = threading.Thread(target=feed, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+# -- 1. SIGKILL ----------------------------------------------------------------------------------------------
+
+
+def sigkill(*, records: int = 200_000, kills: int = 50, seed: int = 7, workdir: Path,
+            bootstrap: str | None = None) -> Outcome:
+    """SIGKILL the service ``kills`` times, each when it has scored a random number of the records
+    (the numbers drawn uniformly over the stream), restarting it each time; labels flow throughout."""
+    rng = random.Random(seed)
+    with Broker() if bootstrap is None else _Nothing() as broker:
+        bootstrap = bootstrap or broker.bootstrap
+        topics = unique_topics(bootstrap, partitions=2)
+        data, truth = stream(records, seed=3)
+        port = free_port()
+        checkpoint_dir = workdir / "ckpt"
+        env = _service_env(bootstrap, topics, checkpoint_dir, port)
+        annotator = DedupAnnotator(bootstrap, topics, truth).start()
+        log = workdir / "service.log"
+        feeder = Feeder(bootstrap, topics["features"], data, port, chunk=max(100, records // 200), pace_s=0.1,
+                        ahead=max(300, records // 40))
+        targets = sorted(rng.randrange(1, records) for _ in range(kills))
+        at_kill: list[float] = []
+        exits: list[int] = []  # a process that ended before it was killed (a crash loop would show here)
+        proc = None
+        try:
+            for target in targets:
+                proc = start_service(env, log)
+                before = at_kill[-1] if at_kill else 0.0
+                deadline = time.monotonic() + 120
+                while _scored(port) < max(target, before + 1) and proc.poll() is None:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"no progress past {before} ({log.read_text()[-2000:]})")
+                    time.sleep(0.02)  # polling another process's metrics endpoint
+                if proc.poll() is not None:
+                    exits.append(proc.returncode)
+                    continue
+                at_kill.append(_scored(port))
+                proc.send_signal(signal.SIGKILL)
+                proc.wait()
+            proc = start_service(env, log)
+            deadline = time.monotonic() + 300
+            settled = False
+            while time.monotonic() < deadline:
+                if _settled(port, records, annotator):
+                    settled = True
+                    break
+                if proc.poll() is not None:
+                    exits.append(proc.returncode)
+                    proc = start_service(env, log)
+                time.sleep(0.2)  # polling another process's metrics endpoint
+            proc.send_signal(signal.SIGTERM)
+            final_exit = proc.wait(60)
+        finally:
+            feeder.close()
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+            annotator.close()
+        outputs = count_outputs(bootstrap, topics, set(truth))
+        labels = count_labels(checkpoint_dir, len(annotator.answered))
+    unanswered = len(outputs["requested"] - set(annotator.answered))
+    notes = []
+    if not settled:
+        notes.append("the last run did not settle within 300 s (scored, requested, answered, applied differ)")
+    if exits:
+        notes.append(f"{len(exits)} runs ended on their own (exit codes {exits})")
+    if unanswered:
+        notes.append(f"{unanswered} requested labels never reached the annotator")
+    return Outcome("sigkill", "SIGKILL at random moments, restarted each time", "", records,
+                   len(annotator.answered), f"{len(at_kill)} SIGKILLs", outputs["missing"], outputs["changed"],
+                   labels["lost"], labels["doubled"], "; ".join(notes),
+                   {"records_scored_at_each_kill": at_kill, "predictions": outputs["predictions"],
+                    "re_emitted": outputs["re_emitted"], "labels_in_model": labels["in_model"],
+                    "labels_duplicate_dropped": labels.get("duplicate"), "final_exit": final_exit,
+                    "requests_unanswered": unanswered, "self_exits": exits})
+
+
+class _Nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+# -- in-process scenarios: the service's loop turned here, as the integration tests do ------------------------
+
+
+def _in_process(bootstrap: str, topics: dict[str, str], checkpoint_dir: Path, **overrides: Any) -> Service:
+    settings = settings_for(bootstrap, topics, checkpoint_dir, batch_size=50,
+                            checkpoint={"every_s": 0.3, "every_labels": 25}, **overrides)
+    return Service(settings, serve_http=False)
+
+
+def _settle(service: Service, n: int, annotator: DedupAnnotator, timeout_s: float) -> bool:
+    """Turn the loop until every record is scored and every requested label answered and learnt;
+    False (and the counts then say what is missing) if that takes longer than ``timeout_s``."""
+    t = service.totals
+
+    def done() -> bool:
+        return (t.get("records_scored") >= n
+                and t.get("label_requests") == len(annotator.answered) == t.get("labels.applied"))
+    try:
+        run_until(service, done, timeout_s=timeout_s, what="settled")
+        return True
+    except TimeoutError:
+        return False
+
+
+def _stop(service: Service) -> None:
+    service.checkpoint()
+    service.request_stop()
+    service._shutdown()
+
+
+def _outcome(name: str, title: str, bootstrap: str, topics: dict[str, str], ids: set[str], checkpoint_dir: Path,
+             annotator: DedupAnnotator, injected: str, settled: bool, notes: list[str], **details: Any) -> Outcome:
+    outputs = count_outputs(bootstrap, topics, ids)
+    labels = count_labels(checkpoint_dir, len(annotator.answered))
+    unanswered = len(outputs["requested"] - set(annotator.answered))
+    if not settled:
+        notes.append("did not settle in time: the counts are what was there when it gave up")
+    if unanswered:
+        notes.append(f"{unanswered} requested labels never reached the annotator")
+    return Outcome(name, title, "", len(ids), len(annotator.answered), injected, outputs["missing"],
+                   outputs["changed"], labels["lost"], labels["doubled"], "; ".join(notes),
+                   {"predictions": outputs["predictions"], "re_emitted": outputs["re_emitted"],
+                    "labels_in_model": labels["in_model"], "labels_duplicate_dropped": labels.get("duplicate"),
+                    "requests_unanswered": unanswered, **details})
+
+
+def _cluster_topics(cluster: MockCluster) -> dict[str, str]:
+    tag = uuid.uuid4().hex[:6]
+    topics = {k: f"{k}-{tag}" for k in TOPIC_KEYS}
+    for name in topics.values():
+        cluster.create_topic(name, partitions=2, replication=3)
+    return topics
+
+
+# -- 2. every broker down for a while -------------------------------------------------------------------------
+
+
+def outage(*, records: int = 6_000, down_s: float = 30.0, workdir: Path) -> Outcome:
+    """Half the records scored, every broker of the mock cluster down for ``down_s`` while the loop
+    keeps turning, then up again with its data; the other half produced after."""
+    cluster = MockCluster(brokers=3)
+    try:
+        topics = _cluster_topics(cluster)
+        data, truth = stream(records, seed=5, prefix="o")
+        half = records // 2
+        produce_features(cluster.bootstraps, topics["features"], data[:half])
+        annotator = DedupAnnotator(cluster.bootstraps, topics, truth).start()
+        service = _in_process(cluster.bootstraps, topics, workdir,
+                              kafka_producer={"message.timeout.ms": "1500", "retry.backoff.ms": "50"})
+        service.start()
+        run_until(service, lambda: service.totals.get("records_scored") >= half // 2, what="first records")
+        for broker in (1, 2, 3):
+            cluster.broker_down(broker)
+        down_until = time.monotonic() + down_s
+        turns = run_until(service, lambda: time.monotonic() >= down_until, timeout_s=down_s + 30, what="outage")
+        live = service.health.live()[0]
+        for broker in (1, 2, 3):
+            cluster.broker_up(broker)
+        produce_features(cluster.bootstraps, topics["features"], data[half:])
+        settled = _settle(service, records, annotator, 180)
+        failures = service.metrics.registry.get_sample_value("activestream_produce_errors_total",
+                                                             {"topic": topics["predictions"]}) or 0
+        _stop(service)
+        annotator.close()
+        return _outcome("outage", f"every broker down for {down_s:g} s, back with its data", cluster.bootstraps,
+                        topics, set(truth), workdir, annotator, f"3 of 3 brokers down {down_s:g} s", settled, [],
+                        loop_turns_during_outage=turns, live_during_outage=live,
+                        prediction_delivery_failures=failures)
+    finally:
+        cluster.close()
+
+
+# -- 3. the broker restarted without its data ----------------------------------------------------------------
+
+
+def data_loss(*, records: int = 2_000, workdir: Path) -> Outcome:
+    """The embedded broker (memory-only) stopped after ``records`` old records were scored and their
+    labels learnt, started again on the same port with nothing, and ``records // 2`` new records
+    produced to the re-created topics: the service must log and count the reset, read the new logs
+    from their start, stop on the lost lease (exit code 1 as ``consumer run``) and, restarted from its
+    checkpoint, score every new record once. The counts are of the new broker's records."""
+    port = free_port()
+    old, old_truth = stream(records, prefix="old-")
+    new, new_truth = stream(records // 2, seed=1, prefix="new-")
+    checkpoint_dir = workdir / "ckpt"
+    with Broker(port=port) as broker:
+        topics = unique_topics(broker.bootstrap, partitions=2)
+        produce_features(broker.bootstrap, topics["features"], old)
+        annotator = DedupAnnotator(broker.bootstrap, topics, old_truth).start()
+        service = _in_process(broker.bootstrap, topics, checkpoint_dir, kafka={"reconnect.backoff.max.ms": "500"})
+        settings = service.settings
+        service.start()
+        old_settled = _settle(service, records, annotator, 120)
+        service.checkpoint()
+        annotator.close()
+    old_answered = len(annotator.answered)
+    resets_before = 0.0
+    lease_lost = False
+    with Broker(port=port) as broker:
+        create_topics(broker.bootstrap, list(topics.values()), 2)
+        produce_features(broker.bootstrap, topics["features"], new)
+        annotator = DedupAnnotator(broker.bootstrap, topics, new_truth).start()
+        try:
+            run_until(service, lambda: service.totals.get("records_scored") >= records + len(new), timeout_s=90,
+                      what="the new records scored")
+            resets = service.metrics.offset_resets
+        except LeaseLost:  # what `consumer run` turns into exit code 1; the orchestrator restarts it
+            lease_lost = True
+            resets_before = _resets(service.metrics.offset_resets, topics["features"])
+            service._close(final_checkpoint=False)
+            service = Service(settings, serve_http=False)
+            service.start()
+            resets = service.metrics.offset_resets
+        # the old records' answers are in the checkpoint; the new ones' must add to them
+        t = service.totals
+        try:
+            run_until(service, lambda: t.get("records_scored") >= records + len(new)
+                      and len(annotator.answered) == t.get("labels.applied") - old_answered, timeout_s=120,
+                      what="the new records settled")
+            settled = True
+        except TimeoutError:
+            settled = False
+        _stop(service)
+        annotator.close()
+        outputs = count_outputs(broker.bootstrap, topics, set(new_truth))
+    labels = count_labels(checkpoint_dir, old_answered + len(annotator.answered))
+    resets_after = _resets(resets, topics["features"])
+    notes = [] if settled and old_settled else ["did not settle in time: the counts are what was there"]
+    if not lease_lost:
+        notes.append("the service did not find its lease gone")
+    unanswered = len(outputs["requested"] - set(annotator.answered))
+    return Outcome("data_loss", "the broker restarted on its port without its data", "", len(new),
+                   len(annotator.answered), "broker restart, all data and groups gone", outputs["missing"],
+                   outputs["changed"], labels["lost"], labels["doubled"], "; ".join(notes),
+                   {"old_records": records, "old_labels": old_answered, "new_records": len(new),
+                    "predictions_on_new_broker": outputs["predictions"], "re_emitted": outputs["re_emitted"],
+                    "unexpected_ids_on_new_broker": outputs["unexpected"], "lease_lost_exit_1": lease_lost,
+                    "offset_resets_before_restart": resets_before, "offset_resets_after_restart": resets_after,
+                    "labels_in_model": labels["in_model"], "requests_unanswered": unanswered})
+
+
+def _resets(counter: Any, topic: str) -> float:
+    return float(counter.labels(topic=topic)._value.get())
+
+
+# -- 4. produce errors and request timeouts ------------------------------------------------------------------
+
+ERRORS = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.REQUEST_TIMED_OUT, KafkaError.NOT_ENOUGH_REPLICAS,
+          KafkaError.LEADER_NOT_AVAILABLE)
+
+
+def request_errors(*, records: int = 6_000, rounds: int = 20, workdir: Path) -> Outcome:
+    """Rounds of failing requests while records and labels flow: each round, the next produce requests
+    (predictions, label requests, dead letters, the annotator's labels: every topic) fail with
+    ERRORS, and the next fetch and offset-commit requests time out; the brokers slowed to 20 ms."""
+    cluster = MockCluster(brokers=3)
+    try:
+        topics = _cluster_topics(cluster)
+        data, truth = stream(records, seed=6, prefix="e")
+        annotator = DedupAnnotator(cluster.bootstraps, topics, truth).start()
+        service = _in_process(cluster.bootstraps, topics, workdir,
+                              kafka_producer={"retry.backoff.ms": "20", "linger.ms": "1"})
+        service.start()
+        cluster.set_rtt(20)
+        per_round = records // rounds
+        injected = 0
+        for k in range(rounds):
+            cluster.push_request_errors(ApiKey.Produce, *ERRORS)
+            cluster.push_request_errors(ApiKey.Fetch, KafkaError.REQUEST_TIMED_OUT)
+            cluster.push_request_errors(ApiKey.OffsetCommit, KafkaError.REQUEST_TIMED_OUT)
+            injected += len(ERRORS) + 2
+            produce_features(cluster.bootstraps, topics["features"], data[k * per_round: (k + 1) * per_round])
+            run_until(service, lambda k=k: service.totals.get("records_scored") >= (k + 1) * per_round,
+                      timeout_s=60, what=f"round {k}")
+        settled = _settle(service, rounds * per_round, annotator, 120)
+        reg = service.metrics.registry
+        failures = {t: reg.get_sample_value("activestream_produce_errors_total", {"topic": topics[t]}) or 0
+                    for t in ("predictions", "label_requests")}
+        _stop(service)
+        annotator.close()
+        ids = {rid for rid, _ in data[: rounds * per_round]}
+        return _outcome("request_errors", "produce errors and request timeouts on every topic", cluster.bootstraps,
+                        topics, ids, workdir, annotator, f"{injected} failed requests in {rounds} rounds", settled,
+                        [], delivery_failures_counted=failures)
+    finally:
+        cluster.close()
+
+
+# -- the registry, the table, the files ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    run: Callable[..., Outcome]
+    full: dict[str, Any]
+    quick: dict[str, Any]
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "sigkill": Scenario(sigkill, {"records": 200_000, "kills": 50}, {"records": 20_000, "kills": 5}),
+    "outage": Scenario(outage, {"records": 20_000, "down_s": 30.0}, {"records": 4_000, "down_s": 30.0}),
+    "data_loss": Scenario(data_loss, {"records": 10_000}, {"records": 2_000}),
+    "request_errors": Scenario(request_errors, {"records": 20_000, "rounds": 50}, {"records": 4_000, "rounds": 10}),
+}
+
+
+def run_scenarios(names: list[str], *, quick: bool, workdir: Path, command: str) -> list[Outcome]:
+    outcomes = []
+    for name in names:
+        scenario = SCENARIOS[name]
+        kwargs = scenario.quick if quick else scenario.full
+        where = workdir / name
+        where.mkdir(parents=True, exist_ok=True)
+        print(f"== {name} {kwargs}", flush=True)
+        started = time.perf_counter()
+        outcome = scenario.run(workdir=where, **kwargs)
+        outcome.seconds = round(time.perf_counter() - started, 1)
+        outcome.size = "quick" if quick else "full"
+        outcome.command = command
+        outcome.made = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+        outcome.details["settings"] = kwargs
+        print(row(outcome), flush=True)
+        outcomes.append(outcome)
+    return outcomes
+
+
+HEADER = ("| scenario | size | records | labels | injected | missing | changed | lost | twice | s |\n"
+          "|---|---|---|---|---|---|---|---|---|---|")
+
+
+def _n(count: int | None) -> str:
+    return "n/a" if count is None else f"{count:,}"
+
+
+def row(o: Outcome) -> str:
+    return (f"| {o.name} | {o.size} | {o.records:,} | {o.labels:,} | {o.injected} | {_n(o.missing)} | "
+            f"{_n(o.changed)} | {_n(o.lost)} | {_n(o.doubled)} | {o.seconds:.0f} |")
+
+
+def commit() -> str:
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    return head.stdout.strip() or "unknown"
+
+
+def write(outcomes: list[Outcome], results: Path = RESULTS) -> None:
+    """Merge these outcomes into chaos.json (replacing the same scenarios' entries) and render chaos.md."""
+    path = results / "chaos.json"
+    saved = json.loads(path.read_text()) if path.exists() else {}
+    entries = {k: v for k, v in saved.get("scenarios", {}).items()}
+    for o in outcomes:
+        entries[o.name] = {**asdict(o), "commit": commit()}
+    ordered = {k: entries[k] for k in [*SCENARIOS, *entries] if k in entries}
+    payload = {"provenance": saved.get("provenance", {}), "scenarios": ordered}
+    path.write_text(json.dumps(payload, indent=1, default=str) + "\n")
+    (results / "chaos.md").write_text(render(ordered))
+
+
+def render(entries: dict[str, dict]) -> str:
+    outcomes = [Outcome(**{k: v for k, v in e.items() if k != "commit"}) for e in entries.values()]
+    lines = ["# Chaos: fault scenarios against the single-process service", "",
+             "Each scenario injects its faults into `ACTIVESTREAM_ROLE=all` (the default) and counts, from the "
+             "outputs read back from the broker and the newest checkpoint's counters: predictions **missing**, "
+             "decisions **changed** (a record predicted twice with different decisions), labels **lost** "
+             "(answered but not in the model) and labels applied **twice**. The target is 0 in each; `n/a` "
+             "means the scenario could not count it (its note says why). Regenerate with "
+             "`python -m benchmarks.chaos` (full size) or `--quick`; the command of each row is below.", "",
+             HEADER, *(row(o) for o in outcomes), "", "## Each scenario", ""]
+    for o, e in zip(outcomes, entries.values(), strict=True):
+        lines += [f"### {o.name}: {o.title}", "",
+                  f"Size: **{o.size}**. Made {o.made} at commit `{e.get('commit', '?')}` by `{o.command}` "
+                  f"({o.seconds:.0f} s). Injected: {o.injected}.", ""]
+        if o.note:
+            lines += [f"Note: {o.note}", ""]
+        shown = {k: v for k, v in o.details.items()}
+        lines += ["Details: " + ", ".join(f"{k} = {json.dumps(v, default=str)}" for k, v in shown.items()), ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.chaos", description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="+", metavar="NAME", choices=list(SCENARIOS), help="these scenarios")
+    parser.add_argument("--quick", action="store_true", help="reduced sizes")
+    parser.add_argument("--properties", action="store_true", help="also run the property tests (long profile)")
+    parser.add_argument("--no-write", action="store_true", help="print the table, leave the results files")
+    args = parser.parse_args(argv)
+    names = list(args.only or [n for n in SCENARIOS if n != "properties" or args.properties])
+    if args.properties and "properties" in SCENARIOS and "properties" not in names:
+        names.append("properties")
+    command = "python -m benchmarks.chaos " + " ".join(sys.argv[1:] if argv is None else argv)
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="chaos-") as tmp:
+        outcomes = run_scenarios(names, quick=args.quick, workdir=Path(tmp), command=command.strip())
+    print(HEADER)
+    for o in outcomes:
+        print(row(o))
+    if not args.no_write:
+        write(outcomes)
+    return 0 if all(o.clean for o in outcomes) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
