@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import errno
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -34,11 +36,11 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from confluent_kafka import KafkaError
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from consumer.checkpoint import CheckpointStore
 from consumer.demo.broker import CLIENT_SETTINGS, Broker, create_topics, free_port
-from consumer.errors import LeaseLost
+from consumer.errors import CheckpointError, LeaseLost
 from consumer.service import Service
 from tests.integration.test_faults import TOPIC_KEYS
 from tests.kafka_helpers import produce_features, read_all, run_until, settings_for, stream, unique_topics
@@ -137,17 +139,17 @@ class Feeder:
     """Records arrive through the faults at ``chunk`` per ``pace_s``, at most ``ahead`` beyond what the
     service has scored, so the source waits while the service is down, however slow its restarts."""
 
-    def __init__(self, bootstrap: str, topic: str, records: list, port: int, chunk: int, pace_s: float,
-                 ahead: int) -> None:
+    def __init__(self, bootstrap: str, topic: str, records: list, scored: Callable[[], float], chunk: int,
+                 pace_s: float, ahead: int) -> None:
         self.stop = threading.Event()
         self.fed = 0
 
         def feed() -> None:
             for start in range(0, len(records), chunk):
-                while _scored(port) < start - ahead:
+                while scored() < start - ahead:
                     if self.stop.is_set():
                         return
-                    time.sleep(0.05)  # polling another process's metrics endpoint
+                    time.sleep(0.05)  # polling another process's metrics endpoint, or another thread's count
                 produce_features(bootstrap, topic, records[start: start + chunk])
                 self.fed = min(len(records), start + chunk)
                 time.sleep(pace_s)  # the pace of the source, not a wait for a condition
@@ -177,8 +179,8 @@ def sigkill(*, records: int = 200_000, kills: int = 50, seed: int = 7, workdir: 
         env = _service_env(bootstrap, topics, checkpoint_dir, port)
         annotator = DedupAnnotator(bootstrap, topics, truth).start()
         log = workdir / "service.log"
-        feeder = Feeder(bootstrap, topics["features"], data, port, chunk=max(100, records // 200), pace_s=0.1,
-                        ahead=max(300, records // 40))
+        feeder = Feeder(bootstrap, topics["features"], data, lambda: _scored(port),
+                        chunk=max(100, records // 200), pace_s=0.1, ahead=max(300, records // 40))
         targets = sorted(rng.randrange(1, records) for _ in range(kills))
         at_kill: list[float] = []
         exits: list[int] = []  # a process that ended before it was killed (a crash loop would show here)
@@ -252,9 +254,48 @@ def _in_process(bootstrap: str, topics: dict[str, str], checkpoint_dir: Path, **
     return Service(settings, serve_http=False)
 
 
+class Supervised:
+    """An in-process service restarted as an orchestrator restarts ``consumer run``: when it stops on
+    a lost trainer lease (exit code 1), a new one starts from the same checkpoint directory."""
+
+    def __init__(self, service: Service) -> None:
+        self.settings = service.settings
+        self.restarts = 0
+        self.service = service
+        service.start()
+
+    def until(self, condition: Callable[[Service], bool], timeout_s: float = 60.0, what: str = "") -> None:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                run_until(self.service, lambda: condition(self.service), timeout_s=deadline - time.monotonic(),
+                          what=what)
+                return
+            except LeaseLost:
+                self.service._close(final_checkpoint=False)
+                self.restarts += 1
+                self.service = Service(self.settings, serve_http=False)
+                self.service.start()
+
+    def settle(self, n: int, annotator: DedupAnnotator, timeout_s: float, labels_before: int = 0) -> bool:
+        """Until every record is scored and every requested label answered and learnt; False (the
+        counts then say what is missing) if that takes longer than ``timeout_s``."""
+        def done(service: Service) -> bool:
+            t = service.totals
+            return (t.get("records_scored") >= n
+                    and t.get("label_requests") - labels_before == len(annotator.answered)
+                    == t.get("labels.applied") - labels_before)
+        try:
+            self.until(done, timeout_s, "settled")
+            return True
+        except TimeoutError:
+            return False
+
+    def stop(self) -> None:
+        _stop(self.service)
+
+
 def _settle(service: Service, n: int, annotator: DedupAnnotator, timeout_s: float) -> bool:
-    """Turn the loop until every record is scored and every requested label answered and learnt;
-    False (and the counts then say what is missing) if that takes longer than ``timeout_s``."""
     t = service.totals
 
     def done() -> bool:
@@ -302,7 +343,9 @@ def _cluster_topics(cluster: MockCluster) -> dict[str, str]:
 
 def outage(*, records: int = 6_000, down_s: float = 30.0, workdir: Path) -> Outcome:
     """Half the records scored, every broker of the mock cluster down for ``down_s`` while the loop
-    keeps turning, then up again with its data; the other half produced after."""
+    keeps turning, then up again with its data; the other half produced after. A service that finds
+    its trainer lease gone (its lease group's session ran out during the outage) stops as
+    ``consumer run`` does (exit code 1) and is restarted from its checkpoint."""
     cluster = MockCluster(brokers=3)
     try:
         topics = _cluster_topics(cluster)
@@ -310,27 +353,26 @@ def outage(*, records: int = 6_000, down_s: float = 30.0, workdir: Path) -> Outc
         half = records // 2
         produce_features(cluster.bootstraps, topics["features"], data[:half])
         annotator = DedupAnnotator(cluster.bootstraps, topics, truth).start()
-        service = _in_process(cluster.bootstraps, topics, workdir,
-                              kafka_producer={"message.timeout.ms": "1500", "retry.backoff.ms": "50"})
-        service.start()
-        run_until(service, lambda: service.totals.get("records_scored") >= half // 2, what="first records")
+        run = Supervised(_in_process(cluster.bootstraps, topics, workdir,
+                                     kafka_producer={"message.timeout.ms": "1500", "retry.backoff.ms": "50"}))
+        run.until(lambda s: s.totals.get("records_scored") >= half // 2, what="first records")
         for broker in (1, 2, 3):
             cluster.broker_down(broker)
         down_until = time.monotonic() + down_s
-        turns = run_until(service, lambda: time.monotonic() >= down_until, timeout_s=down_s + 30, what="outage")
-        live = service.health.live()[0]
+        run.until(lambda s: time.monotonic() >= down_until, timeout_s=down_s + 60, what="outage")
+        live = run.service.health.live()[0]
         for broker in (1, 2, 3):
             cluster.broker_up(broker)
         produce_features(cluster.bootstraps, topics["features"], data[half:])
-        settled = _settle(service, records, annotator, 180)
-        failures = service.metrics.registry.get_sample_value("activestream_produce_errors_total",
-                                                             {"topic": topics["predictions"]}) or 0
-        _stop(service)
+        settled = run.settle(records, annotator, 180)
+        run.stop()
         annotator.close()
+        notes = [f"the service stopped on its lost trainer lease {run.restarts} time(s) (exit code 1 as a process)"
+                 " and was restarted from its checkpoint: the lease group's session (2 s, the embedded "
+                 "broker's setting) ran out during the outage"] if run.restarts else []
         return _outcome("outage", f"every broker down for {down_s:g} s, back with its data", cluster.bootstraps,
-                        topics, set(truth), workdir, annotator, f"3 of 3 brokers down {down_s:g} s", settled, [],
-                        loop_turns_during_outage=turns, live_during_outage=live,
-                        prediction_delivery_failures=failures)
+                        topics, set(truth), workdir, annotator, f"3 of 3 brokers down {down_s:g} s", settled, notes,
+                        restarts_on_lost_lease=run.restarts, live_at_the_end_of_the_outage=live)
     finally:
         cluster.close()
 
@@ -352,46 +394,26 @@ def data_loss(*, records: int = 2_000, workdir: Path) -> Outcome:
         topics = unique_topics(broker.bootstrap, partitions=2)
         produce_features(broker.bootstrap, topics["features"], old)
         annotator = DedupAnnotator(broker.bootstrap, topics, old_truth).start()
-        service = _in_process(broker.bootstrap, topics, checkpoint_dir, kafka={"reconnect.backoff.max.ms": "500"})
-        settings = service.settings
-        service.start()
-        old_settled = _settle(service, records, annotator, 120)
-        service.checkpoint()
+        run = Supervised(_in_process(broker.bootstrap, topics, checkpoint_dir,
+                                     kafka={"reconnect.backoff.max.ms": "500"}))
+        old_settled = run.settle(records, annotator, 120)
+        run.service.checkpoint()
         annotator.close()
     old_answered = len(annotator.answered)
-    resets_before = 0.0
-    lease_lost = False
+    first = run.service
     with Broker(port=port) as broker:
         create_topics(broker.bootstrap, list(topics.values()), 2)
         produce_features(broker.bootstrap, topics["features"], new)
         annotator = DedupAnnotator(broker.bootstrap, topics, new_truth).start()
-        try:
-            run_until(service, lambda: service.totals.get("records_scored") >= records + len(new), timeout_s=90,
-                      what="the new records scored")
-            resets = service.metrics.offset_resets
-        except LeaseLost:  # what `consumer run` turns into exit code 1; the orchestrator restarts it
-            lease_lost = True
-            resets_before = _resets(service.metrics.offset_resets, topics["features"])
-            service._close(final_checkpoint=False)
-            service = Service(settings, serve_http=False)
-            service.start()
-            resets = service.metrics.offset_resets
-        # the old records' answers are in the checkpoint; the new ones' must add to them
-        t = service.totals
-        try:
-            run_until(service, lambda: t.get("records_scored") >= records + len(new)
-                      and len(annotator.answered) == t.get("labels.applied") - old_answered, timeout_s=120,
-                      what="the new records settled")
-            settled = True
-        except TimeoutError:
-            settled = False
-        _stop(service)
+        settled = run.settle(records + len(new), annotator, 180, labels_before=old_answered)
+        resets_first = _resets(first.metrics.offset_resets, topics["features"])
+        resets_last = _resets(run.service.metrics.offset_resets, topics["features"])
+        run.stop()
         annotator.close()
         outputs = count_outputs(broker.bootstrap, topics, set(new_truth))
     labels = count_labels(checkpoint_dir, old_answered + len(annotator.answered))
-    resets_after = _resets(resets, topics["features"])
     notes = [] if settled and old_settled else ["did not settle in time: the counts are what was there"]
-    if not lease_lost:
+    if not run.restarts:
         notes.append("the service did not find its lease gone")
     unanswered = len(outputs["requested"] - set(annotator.answered))
     return Outcome("data_loss", "the broker restarted on its port without its data", "", len(new),
@@ -399,9 +421,13 @@ def data_loss(*, records: int = 2_000, workdir: Path) -> Outcome:
                    outputs["changed"], labels["lost"], labels["doubled"], "; ".join(notes),
                    {"old_records": records, "old_labels": old_answered, "new_records": len(new),
                     "predictions_on_new_broker": outputs["predictions"], "re_emitted": outputs["re_emitted"],
-                    "unexpected_ids_on_new_broker": outputs["unexpected"], "lease_lost_exit_1": lease_lost,
-                    "offset_resets_before_restart": resets_before, "offset_resets_after_restart": resets_after,
-                    "labels_in_model": labels["in_model"], "requests_unanswered": unanswered})
+                    "unexpected_ids_on_new_broker": outputs["unexpected"], "restarts_on_lost_lease": run.restarts,
+                    "offset_resets_counted_before_the_restart": resets_first,
+                    "offset_resets_counted_after_the_restart": resets_last,
+                    "labels_in_model": labels["in_model"], "labels_applied_total": labels.get("applied"),
+                    "label_requests_total": run.service.totals.get("label_requests"),
+                    "labels_unknown": labels.get("unknown"), "labels_duplicate_dropped": labels.get("duplicate"),
+                    "requests_unanswered": unanswered})
 
 
 def _resets(counter: Any, topic: str) -> float:
@@ -451,6 +477,301 @@ def request_errors(*, records: int = 6_000, rounds: int = 20, workdir: Path) -> 
         cluster.close()
 
 
+# -- 5. revocations mid-batch and mid-checkpoint --------------------------------------------------------------
+
+
+def revocation(*, records: int = 20_000, joins: int = 10, hold_s: float = 3.0, write_s: float = 3.0,
+               workdir: Path) -> Outcome:
+    """A second consumer joins the service's group on ``features`` ``joins`` times while records flow,
+    holds its partition ``hold_s`` without committing, and leaves. Every other join is timed into a
+    checkpoint: the checkpoint writer is slowed by ``write_s`` and the second consumer joins once the
+    write has begun, so the revocation waits on a checkpoint that is half done."""
+    with Broker() as broker:
+        topics = unique_topics(broker.bootstrap, partitions=2)
+        data, truth = stream(records, seed=8, prefix="v")
+        annotator = DedupAnnotator(broker.bootstrap, topics, truth).start()
+        service = _in_process(broker.bootstrap, topics, workdir)
+        seen: list[dict[str, bool]] = []
+        revoke, write = service._on_revoke, service.store.write
+        writing, slow = threading.Event(), threading.Event()
+
+        def on_revoke(consumer: Any, partitions: list) -> None:
+            if consumer is service._features and partitions:
+                pending = service._writing
+                seen.append({"batch_in_hand": service._batch is not None or service._ahead is not None,
+                             "checkpoint_being_written": pending is not None and not pending.future.done()})
+            revoke(consumer, partitions)
+
+        def slowed_write(state: Any) -> Path:
+            if slow.is_set():
+                slow.clear()
+                writing.set()
+                time.sleep(write_s)  # the disk is slow: the revocation arrives while this write is under way
+            return write(state)
+
+        # instance attributes: the subscription and the writer look these up on the service
+        service._on_revoke, service.store.write = on_revoke, slowed_write
+        service.start()
+        t = service.totals
+        feeder = Feeder(broker.bootstrap, topics["features"], data, lambda: t.get("records_scored"),
+                        chunk=max(50, records // 400), pace_s=0.05, ahead=2_000)
+        try:
+            for k in range(joins):
+                run_until(service, lambda k=k: t.get("records_scored") >= (k + 1) * records // (joins + 1),
+                          timeout_s=120, what=f"join {k}")
+                mid_checkpoint = k % 2 == 1
+                if mid_checkpoint:
+                    writing.clear()
+                    slow.set()
+                intruder = threading.Thread(target=_intrude, daemon=True,
+                                            args=(broker.bootstrap, service.settings.group_id, topics["features"],
+                                                  hold_s, writing if mid_checkpoint else None))
+                intruder.start()
+                run_until(service, lambda i=intruder: not i.is_alive() and service.health.assigned, timeout_s=120,
+                          what="the second consumer gone and the partitions back")
+            settled = _settle(service, records, annotator, 180)
+        finally:
+            feeder.close()
+        _stop(service)
+        annotator.close()
+        revocations = service._revocations
+        return _outcome("revocation", "a second consumer joins the group mid-batch and mid-checkpoint",
+                        broker.bootstrap, topics, set(truth), workdir, annotator,
+                        f"{joins} joins ({revocations} revocations)", settled, [],
+                        revocations_with_a_batch_in_hand=sum(r["batch_in_hand"] for r in seen),
+                        revocations_during_a_checkpoint_write=sum(r["checkpoint_being_written"] for r in seen),
+                        revocations_seen=len(seen))
+
+
+def _intrude(bootstrap: str, group: str, topic: str, hold_s: float, after: threading.Event | None) -> None:
+    """Join ``group`` on ``topic`` (after ``after`` is set), hold the partitions it gets without
+    committing anything, leave."""
+    if after is not None:
+        after.wait(30)
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": "false",
+                  **CLIENT_SETTINGS})
+    c.subscribe([topic])
+    until = time.monotonic() + hold_s
+    while time.monotonic() < until:
+        c.poll(0.1)
+    c.close()
+
+
+# -- 6. the checkpoint directory unwritable for a while ----------------------------------------------------
+
+
+def unwritable(*, records: int = 20_000, fail_s: float = 10.0, workdir: Path) -> Outcome:
+    """Every checkpoint write fails for ``fail_s`` (as the store fails on a full or read-only
+    directory: CheckpointError naming the errno) while records and labels flow. The committed
+    offsets of the features group are sampled throughout and compared with the newest durable
+    checkpoint's; then the directory is writable again."""
+    with Broker() as broker:
+        topics = unique_topics(broker.bootstrap, partitions=2)
+        data, truth = stream(records, seed=9, prefix="w")
+        annotator = DedupAnnotator(broker.bootstrap, topics, truth).start()
+        checkpoint_dir = workdir / "ckpt"
+        service = _in_process(broker.bootstrap, topics, checkpoint_dir)
+        write = service.store.write
+        failing = threading.Event()
+
+        def full_disk(state: Any) -> Path:
+            if failing.is_set():
+                raise CheckpointError(f"cannot write {checkpoint_dir}: [Errno {errno.ENOSPC}] "
+                                      f"{os.strerror(errno.ENOSPC)}")
+            return write(state)
+
+        service.store.write = full_disk  # an instance attribute: the loop and the writer look it up here
+        service.start()
+        t = service.totals
+        feeder = Feeder(broker.bootstrap, topics["features"], data, lambda: t.get("records_scored"),
+                        chunk=max(50, records // 400), pace_s=0.05, ahead=2_000)
+        watcher = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": service.settings.group_id,
+                            **CLIENT_SETTINGS})
+        partitions = [TopicPartition(topics["features"], p) for p in (0, 1)]
+        try:
+            run_until(service, lambda: t.get("records_scored") >= records // 4, timeout_s=120, what="first quarter")
+            failures_before = service.metrics.checkpoint_failures._value.get()
+            newest_before = service.store.paths()[0].name
+            scored_before = t.get("records_scored")
+            failing.set()
+            ends = time.monotonic() + fail_s
+            samples, past = 0, 0
+            while time.monotonic() < ends:
+                turn_for = time.monotonic() + 0.5
+                run_until(service, lambda u=turn_for: time.monotonic() >= u, what="serving")
+                durable = Service._offsets_from(CheckpointStore(checkpoint_dir, keep=1).latest()[1], "offsets")
+                for tp in watcher.committed(partitions, timeout=10):
+                    samples += 1
+                    if tp.offset >= 0 and tp.offset > durable.get((tp.topic, tp.partition), 0):
+                        past += 1
+            failing.clear()
+            failures = service.metrics.checkpoint_failures._value.get() - failures_before
+            scored_while_failing = t.get("records_scored") - scored_before
+            newest_during = service.store.paths()[0].name
+            run_until(service, lambda: service.store.paths()[0].name != newest_during, timeout_s=30,
+                      what="a checkpoint written again")
+            settled = _settle(service, records, annotator, 180)
+        finally:
+            feeder.close()
+            watcher.close()
+        _stop(service)
+        annotator.close()
+        notes = [] if newest_during == newest_before else ["a checkpoint was written while writes failed"]
+        if past:
+            notes.append(f"{past} samples found an offset committed past the durable checkpoint")
+        return _outcome("unwritable", f"checkpoint writes fail for {fail_s:g} s (full or read-only directory)",
+                        broker.bootstrap, topics, set(truth), checkpoint_dir, annotator,
+                        f"{fail_s:g} s of failing checkpoint writes", settled, notes,
+                        checkpoint_failures_counted=failures, scored_while_failing=scored_while_failing,
+                        committed_offset_samples=samples, commits_past_durable_checkpoint=past,
+                        recovered=True)
+
+
+# -- 7. the newest checkpoint truncated or corrupted --------------------------------------------------------
+
+
+def corrupt(*, records: int = 20_000, workdir: Path) -> Outcome:
+    """The service (a process) SIGKILLed at a third of the stream and its newest checkpoint truncated
+    to half; restarted, SIGKILLed again at two thirds and its newest checkpoint's payload flipped
+    in the middle; restarted each time: it must fall back to the previous file."""
+    with Broker() as broker:
+        bootstrap = broker.bootstrap
+        topics = unique_topics(bootstrap, partitions=2)
+        data, truth = stream(records, seed=10, prefix="c")
+        port = free_port()
+        checkpoint_dir = workdir / "ckpt"
+        env = _service_env(bootstrap, topics, checkpoint_dir, port)
+        annotator = DedupAnnotator(bootstrap, topics, truth).start()
+        log = workdir / "service.log"
+        feeder = Feeder(bootstrap, topics["features"], data, lambda: _scored(port), chunk=max(100, records // 200),
+                        pace_s=0.1, ahead=max(300, records // 40))
+        damaged: list[str] = []
+        proc = None
+        try:
+            for k, damage in enumerate((_truncate, _flip)):
+                proc = start_service(env, log)
+                target = (k + 1) * records // 3
+                deadline = time.monotonic() + 180
+                while _scored(port) < target:
+                    if proc.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError(f"the service stopped or stalled: {log.read_text()[-2000:]}")
+                    time.sleep(0.05)  # polling another process's metrics endpoint
+                proc.send_signal(signal.SIGKILL)
+                proc.wait()
+                newest = CheckpointStore(checkpoint_dir, keep=1).paths()[0]
+                damage(newest)
+                damaged.append(f"{newest.name} ({damage.__name__.strip('_')})")
+            proc = start_service(env, log)
+            deadline = time.monotonic() + 300
+            settled = False
+            while time.monotonic() < deadline and proc.poll() is None:
+                if _settled(port, records, annotator):
+                    settled = True
+                    break
+                time.sleep(0.2)  # polling another process's metrics endpoint
+            proc.send_signal(signal.SIGTERM)
+            final_exit = proc.wait(60)
+        finally:
+            feeder.close()
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+            annotator.close()
+        skipped = sum("skipping checkpoint" in line for line in log.read_text().splitlines())
+        return _outcome("corrupt", "the newest checkpoint truncated, then corrupted, each before a restart",
+                        bootstrap, topics, set(truth), checkpoint_dir, annotator,
+                        "2 SIGKILLs, 1 truncated + 1 corrupted newest checkpoint", settled,
+                        [] if final_exit == 0 else [f"the last run exited {final_exit}"],
+                        damaged=damaged, skipped_warnings_logged=skipped, final_exit=final_exit)
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def _flip(path: Path) -> None:
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    path.write_bytes(bytes(raw))
+
+
+# -- 8. skewed producer clocks ------------------------------------------------------------------------------
+
+DAY = 86_400.0
+YEARS_50 = 50 * 365.25 * DAY
+
+
+def clock_skew(*, records: int = 6_000, workdir: Path) -> Outcome:
+    """Records from producers whose clocks are a day behind and a day ahead, stamped in the Kafka
+    timestamp (half) or in the record's own ``ts`` (half); then one record stamped 50 years ahead
+    and one 50 years back (both ways). Labels answered as they are asked."""
+    with Broker() as broker:
+        topics = unique_topics(broker.bootstrap, partitions=2)
+        data, truth = stream(records, seed=11, prefix="k")
+        annotator = DedupAnnotator(broker.bootstrap, topics, truth).start()
+        checkpoint_dir = workdir / "ckpt"
+        service = _in_process(broker.bootstrap, topics, checkpoint_dir)
+        service.start()
+        t = service.totals
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
+        now = time.time()
+        skews = [-DAY, DAY] * (len(data) // 2 - 2) + [YEARS_50, -YEARS_50, YEARS_50, -YEARS_50]
+        for i, ((rid, x), skew) in enumerate(zip(data, skews, strict=False)):
+            at = now + skew
+            record: dict[str, Any] = {"id": rid, "features": x}
+            if i % 2:  # the record's own time; the other half carry only the Kafka timestamp
+                record["ts"] = round(at, 3)
+            producer.produce(topics["features"], key=rid.encode(), value=orjson.dumps(record),
+                             timestamp=max(0, int(at * 1000)))
+            if i % 500 == 499:
+                producer.flush(30)
+                run_until(service, lambda i=i: t.get("records_scored") >= i - 1000, timeout_s=60, what="pace")
+        producer.flush(30)
+        settled = _settle(service, records, annotator, 180)
+        dead = service.totals.get(f"dead_letters.{topics['features']}.bad_timestamp")
+        expired = service.totals.get("labels.expired")
+        _stop(service)
+        annotator.close()
+        return _outcome("clock_skew", "producer clocks a day off both ways; records stamped 50 years off",
+                        broker.bootstrap, topics, set(truth), checkpoint_dir, annotator,
+                        f"{len(data) - 4:,} records ±1 day, 4 records ±50 years", settled, [],
+                        bad_timestamp_dead_letters=dead, labels_expired=expired)
+
+
+# -- the property tests, with the long Hypothesis profile ---------------------------------------------------
+
+PROPERTY_TESTS = ("tests/unit/consumer/test_decoder_properties.py", "tests/unit/consumer/test_model_topic.py")
+
+
+def properties(*, profile: str = "long", files: tuple[str, ...] = PROPERTY_TESTS, workdir: Path) -> Outcome:
+    """The property tests through pytest in a subprocess with ``ACTIVESTREAM_HYPOTHESIS_PROFILE``
+    (tests/conftest.py: "long" is 20,000 examples a test); pass/fail and the examples each ran."""
+    env = {**os.environ, "ACTIVESTREAM_HYPOTHESIS_PROFILE": profile,
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--hypothesis-show-statistics",
+            *files]
+    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
+    out = done.stdout
+    examples: dict[str, int] = {}
+    current, phase = None, ""
+    for line in out.splitlines():
+        if line.strip().startswith("tests/") and "::" in line and line.rstrip().endswith(":"):
+            current = line.strip().rstrip(":").split("::", 1)[1]
+        elif m := re.search(r"during (\w+) phase", line):
+            phase = m.group(1)
+        elif current and phase == "generate" and (m := re.search(r"(\d+) passing, (\d+) failing", line)):
+            examples[current] = examples.get(current, 0) + int(m.group(1)) + int(m.group(2))
+    summary = next((line for line in reversed(out.splitlines()) if " passed" in line or " failed" in line), "")
+    failed = int(m.group(1)) if (m := re.search(r"(\d+) failed", summary)) else 0
+    passed = int(m.group(1)) if (m := re.search(r"(\d+) passed", summary)) else 0
+    (workdir / "pytest.out").write_text(out + done.stderr)
+    note = (f"pytest exit {done.returncode}: {summary.strip('= ')}; the four counts do not apply to property "
+            "tests (n/a): a failure is a falsified property")
+    return Outcome("properties", f"property tests, Hypothesis profile {profile!r}", "", sum(examples.values()), 0,
+                   f"{len(examples)} property tests", None, None, None, None, note,
+                   {"passed": passed, "failed": failed, "exit": done.returncode, "examples_per_test": examples,
+                    "command": f"ACTIVESTREAM_HYPOTHESIS_PROFILE={profile} python " + " ".join(argv[1:])})
+
+
 # -- the registry, the table, the files ----------------------------------------------------------------------
 
 
@@ -466,6 +787,12 @@ SCENARIOS: dict[str, Scenario] = {
     "outage": Scenario(outage, {"records": 20_000, "down_s": 30.0}, {"records": 4_000, "down_s": 30.0}),
     "data_loss": Scenario(data_loss, {"records": 10_000}, {"records": 2_000}),
     "request_errors": Scenario(request_errors, {"records": 20_000, "rounds": 50}, {"records": 4_000, "rounds": 10}),
+    "revocation": Scenario(revocation, {"records": 20_000, "joins": 10}, {"records": 4_000, "joins": 2}),
+    "unwritable": Scenario(unwritable, {"records": 20_000, "fail_s": 10.0}, {"records": 4_000, "fail_s": 5.0}),
+    "corrupt": Scenario(corrupt, {"records": 20_000}, {"records": 4_000}),
+    "clock_skew": Scenario(clock_skew, {"records": 20_000}, {"records": 4_000}),
+    # not run unless named (--properties or --only properties): the long profile takes its own time
+    "properties": Scenario(properties, {"profile": "long"}, {"profile": "long", "files": PROPERTY_TESTS[:1]}),
 }
 
 
@@ -484,7 +811,7 @@ def run_scenarios(names: list[str], *, quick: bool, workdir: Path, command: str)
         outcome.command = command
         outcome.made = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
         outcome.details["settings"] = kwargs
-        print(row(outcome), flush=True)
+        print(row(outcome), outcome.note, outcome.details, sep="\n", flush=True)
         outcomes.append(outcome)
     return outcomes
 
