@@ -796,11 +796,13 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
-def run_scenarios(names: list[str], *, quick: bool, workdir: Path, command: str) -> list[Outcome]:
+def run_scenarios(names: list[str], *, quick: bool, workdir: Path, command: str,
+                  sizes: dict[str, dict[str, Any]] | None = None) -> list[Outcome]:
+    """Run the named scenarios at their full or quick sizes (or ``sizes[name]``, for a test)."""
     outcomes = []
     for name in names:
         scenario = SCENARIOS[name]
-        kwargs = scenario.quick if quick else scenario.full
+        kwargs = (sizes or {}).get(name) or (scenario.quick if quick else scenario.full)
         where = workdir / name
         where.mkdir(parents=True, exist_ok=True)
         print(f"== {name} {kwargs}", flush=True)
