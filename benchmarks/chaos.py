@@ -29,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -40,7 +41,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from consumer.checkpoint import CheckpointStore
 from consumer.demo.broker import CLIENT_SETTINGS, Broker, create_topics, free_port
-from consumer.errors import CheckpointError, LeaseLost
+from consumer.errors import CheckpointError, ConfigError, LeaseLost
 from consumer.service import Service
 from tests.integration.test_faults import TOPIC_KEYS
 from tests.kafka_helpers import produce_features, read_all, run_until, settings_for, stream, unique_topics
@@ -261,8 +262,22 @@ class Supervised:
     def __init__(self, service: Service) -> None:
         self.settings = service.settings
         self.restarts = 0
+        self.start_failures: list[str] = []  # starts that raised ConfigError: `consumer run` exits 2 on them
         self.service = service
         service.start()
+
+    def _restart(self) -> None:
+        self.service._close(final_checkpoint=False)
+        self.restarts += 1
+        while True:
+            self.service = Service(self.settings, serve_http=False)
+            try:
+                self.service.start()
+                return
+            except ConfigError as exc:
+                self.start_failures.append(str(exc))
+                self.service._close(final_checkpoint=False)
+                time.sleep(2.0)  # an orchestrator's back-off before it starts the process again
 
     def until(self, condition: Callable[[Service], bool], timeout_s: float = 60.0, what: str = "") -> None:
         deadline = time.monotonic() + timeout_s
@@ -272,10 +287,7 @@ class Supervised:
                           what=what)
                 return
             except LeaseLost:
-                self.service._close(final_checkpoint=False)
-                self.restarts += 1
-                self.service = Service(self.settings, serve_http=False)
-                self.service.start()
+                self._restart()
 
     def settle(self, n: int, annotator: DedupAnnotator, timeout_s: float, labels_before: int = 0) -> bool:
         """Until every record is scored and every requested label answered and learnt; False (the
@@ -370,9 +382,14 @@ def outage(*, records: int = 6_000, down_s: float = 30.0, workdir: Path) -> Outc
         notes = [f"the service stopped on its lost trainer lease {run.restarts} time(s) (exit code 1 as a process)"
                  " and was restarted from its checkpoint: the lease group's session (2 s, the embedded "
                  "broker's setting) ran out during the outage"] if run.restarts else []
+        if run.start_failures:
+            notes.append(f"{len(run.start_failures)} restarts during the outage failed to start (`consumer run` "
+                         f"exits 2 on this ConfigError, so an orchestrator restarts it in a loop until the brokers "
+                         f"are back): {run.start_failures[0]}")
         return _outcome("outage", f"every broker down for {down_s:g} s, back with its data", cluster.bootstraps,
                         topics, set(truth), workdir, annotator, f"3 of 3 brokers down {down_s:g} s", settled, notes,
-                        restarts_on_lost_lease=run.restarts, live_at_the_end_of_the_outage=live)
+                        restarts_on_lost_lease=run.restarts, starts_failed_exit_2=len(run.start_failures),
+                        live_at_the_end_of_the_outage=live)
     finally:
         cluster.close()
 
@@ -807,7 +824,13 @@ def run_scenarios(names: list[str], *, quick: bool, workdir: Path, command: str,
         where.mkdir(parents=True, exist_ok=True)
         print(f"== {name} {kwargs}", flush=True)
         started = time.perf_counter()
-        outcome = scenario.run(workdir=where, **kwargs)
+        try:
+            outcome = scenario.run(workdir=where, **kwargs)
+        except Exception as exc:  # a scenario that could not finish is reported, not counted as 0
+            log = "".join(traceback.format_exception_only(exc)).strip()
+            outcome = Outcome(name, scenario.run.__doc__.split(".")[0].strip() if scenario.run.__doc__ else name,
+                              "", 0, 0, "see the note", None, None, None, None,
+                              f"the scenario did not finish: {log[:600]}")
         outcome.seconds = round(time.perf_counter() - started, 1)
         outcome.size = "quick" if quick else "full"
         outcome.command = command
