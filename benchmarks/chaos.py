@@ -110,7 +110,8 @@ def count_labels(checkpoint_dir: Path, answered: int) -> dict[str, Any]:
     in_model = int(state["learner.counters"][1])
     return {"lost": max(0, answered - in_model), "doubled": max(0, in_model - answered), "in_model": in_model,
             "applied": totals.get("labels.applied", 0), "duplicate": totals.get("labels.duplicate", 0),
-            "unknown": totals.get("labels.unknown", 0)}
+            "unknown": totals.get("labels.unknown", 0), "label_requests": totals.get("label_requests", 0),
+            "label_totals": {k: v for k, v in totals.items() if k.startswith("labels.")}}
 
 
 def _service_env(bootstrap: str, topics: dict[str, str], checkpoint_dir: Path, port: int,
@@ -338,7 +339,8 @@ def _outcome(name: str, title: str, bootstrap: str, topics: dict[str, str], ids:
     return Outcome(name, title, "", len(ids), len(annotator.answered), injected, outputs["missing"],
                    outputs["changed"], labels["lost"], labels["doubled"], "; ".join(notes),
                    {"predictions": outputs["predictions"], "re_emitted": outputs["re_emitted"],
-                    "labels_in_model": labels["in_model"], "labels_duplicate_dropped": labels.get("duplicate"),
+                    "labels_in_model": labels["in_model"], "label_requests_in_checkpoint": labels.get("label_requests"),
+                    "label_totals_in_checkpoint": labels.get("label_totals"),
                     "requests_unanswered": unanswered, **details})
 
 
@@ -370,11 +372,18 @@ def outage(*, records: int = 6_000, down_s: float = 30.0, workdir: Path) -> Outc
         run.until(lambda s: s.totals.get("records_scored") >= half // 2, what="first records")
         for broker in (1, 2, 3):
             cluster.broker_down(broker)
-        down_until = time.monotonic() + down_s
-        run.until(lambda s: time.monotonic() >= down_until, timeout_s=down_s + 60, what="outage")
+        up = threading.Event()
+
+        def back_up() -> None:
+            for broker in (1, 2, 3):
+                cluster.broker_up(broker)
+            up.set()
+
+        # on its own clock: a restart that cannot start while the brokers are away holds this thread
+        timer = threading.Timer(down_s, back_up)
+        timer.start()
+        run.until(lambda s: up.is_set(), timeout_s=down_s + 120, what="outage")
         live = run.service.health.live()[0]
-        for broker in (1, 2, 3):
-            cluster.broker_up(broker)
         produce_features(cluster.bootstraps, topics["features"], data[half:])
         settled = run.settle(records, annotator, 180)
         run.stop()
@@ -389,7 +398,7 @@ def outage(*, records: int = 6_000, down_s: float = 30.0, workdir: Path) -> Outc
         return _outcome("outage", f"every broker down for {down_s:g} s, back with its data", cluster.bootstraps,
                         topics, set(truth), workdir, annotator, f"3 of 3 brokers down {down_s:g} s", settled, notes,
                         restarts_on_lost_lease=run.restarts, starts_failed_exit_2=len(run.start_failures),
-                        live_at_the_end_of_the_outage=live)
+                        live_after_the_outage=live)
     finally:
         cluster.close()
 
@@ -497,7 +506,7 @@ def request_errors(*, records: int = 6_000, rounds: int = 20, workdir: Path) -> 
 # -- 5. revocations mid-batch and mid-checkpoint --------------------------------------------------------------
 
 
-def revocation(*, records: int = 20_000, joins: int = 10, hold_s: float = 3.0, write_s: float = 3.0,
+def revocation(*, records: int = 20_000, joins: int = 10, hold_s: float = 3.0, write_s: float = 6.0,
                workdir: Path) -> Outcome:
     """A second consumer joins the service's group on ``features`` ``joins`` times while records flow,
     holds its partition ``hold_s`` without committing, and leaves. Every other join is timed into a
@@ -509,13 +518,24 @@ def revocation(*, records: int = 20_000, joins: int = 10, hold_s: float = 3.0, w
         annotator = DedupAnnotator(broker.bootstrap, topics, truth).start()
         service = _in_process(broker.bootstrap, topics, workdir)
         seen: list[dict[str, bool]] = []
-        revoke, write = service._on_revoke, service.store.write
+        revoke, write, take = service._on_revoke, service.store.write, service._take_features
         writing, slow = threading.Event(), threading.Event()
+        reading_ahead = [False]
+
+        def take_features(wait_s: float) -> Any:
+            # the loop reads the next batch ahead (no wait) while it decides the one in hand: a
+            # revocation served by that poll arrives in the middle of a batch
+            reading_ahead[0] = wait_s == 0 and service._batch is None
+            try:
+                return take(wait_s)
+            finally:
+                reading_ahead[0] = False
 
         def on_revoke(consumer: Any, partitions: list) -> None:
             if consumer is service._features and partitions:
                 pending = service._writing
-                seen.append({"batch_in_hand": service._batch is not None or service._ahead is not None,
+                seen.append({"batch_in_hand": reading_ahead[0] or service._batch is not None
+                             or service._ahead is not None,
                              "checkpoint_being_written": pending is not None and not pending.future.done()})
             revoke(consumer, partitions)
 
@@ -527,15 +547,20 @@ def revocation(*, records: int = 20_000, joins: int = 10, hold_s: float = 3.0, w
             return write(state)
 
         # instance attributes: the subscription and the writer look these up on the service
-        service._on_revoke, service.store.write = on_revoke, slowed_write
+        service._on_revoke, service.store.write, service._take_features = on_revoke, slowed_write, take_features
         service.start()
         t = service.totals
-        feeder = Feeder(broker.bootstrap, topics["features"], data, lambda: t.get("records_scored"),
-                        chunk=max(50, records // 400), pace_s=0.05, ahead=2_000)
+        share = records // (joins + 1)
+        # a steady trickle, and at each join a burst: the group rebalances while batches are in hand
+        feeder = Feeder(broker.bootstrap, topics["features"], data[: joins * share // 2],
+                        lambda: t.get("records_scored"), chunk=max(20, records // 1000), pace_s=0.05, ahead=2_000)
+        burst = data[joins * share // 2:]
         try:
             for k in range(joins):
-                run_until(service, lambda k=k: t.get("records_scored") >= (k + 1) * records // (joins + 1),
-                          timeout_s=120, what=f"join {k}")
+                run_until(service, lambda k=k: service.health.assigned
+                          and t.get("records_scored") >= min((k + 1) * share // 2, feeder.fed), timeout_s=120,
+                          what=f"join {k}")
+                produce_features(broker.bootstrap, topics["features"], burst[k * share // 2: (k + 1) * share // 2])
                 mid_checkpoint = k % 2 == 1
                 if mid_checkpoint:
                     writing.clear()
@@ -546,6 +571,8 @@ def revocation(*, records: int = 20_000, joins: int = 10, hold_s: float = 3.0, w
                 intruder.start()
                 run_until(service, lambda i=intruder: not i.is_alive() and service.health.assigned, timeout_s=120,
                           what="the second consumer gone and the partitions back")
+            feeder.thread.join()
+            produce_features(broker.bootstrap, topics["features"], burst[joins * share // 2:])
             settled = _settle(service, records, annotator, 180)
         finally:
             feeder.close()
