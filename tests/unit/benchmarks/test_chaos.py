@@ -13,7 +13,7 @@ def test_a_cheap_scenario_counts_its_four_figures_and_the_files_record_them(tmp_
     results = tmp_path / "results"
     results.mkdir()
     chaos.write([outcome], results)
-    saved = json.loads((results / "chaos.json").read_text())["scenarios"]["request_errors"]
+    saved = json.loads((results / "chaos.json").read_text())["scenarios"]["request_errors/quick"]
     assert saved["missing"] == 0 and saved["command"] == "test"
     assert "| request_errors | quick | 400 |" in (results / "chaos.md").read_text()
 
