@@ -929,7 +929,30 @@ def render(entries: dict[str, dict]) -> str:
 
 # What other runs of a scenario measured (at this branch's commits, with the same script), when it
 # differs from the run in the table: an intermittent fault is reported, not averaged away.
-OBSERVED: dict[str, str] = {}
+OBSERVED: dict[str, str] = {
+    "data_loss": (
+        "of 4 runs at quick size, 3 stalled the same way: the service restarted after its lost lease restored "
+        "its checkpoint, read back its decisions (`recovery: 0 decisions made after the checkpoint will be "
+        "kept`) and then logged no `assigned` line for 180 s: no partition of `features` (in one run not of "
+        "`labels` either) was assigned to it, so none of the new broker's records was scored (missing = all "
+        "of them; the four counts cannot reach 0 while it waits). The other run scored every new record once "
+        "but its checkpoint held 44 fewer labels than were answered: labels answered to the first process "
+        "(which stopped without a checkpoint) were read again before the restarted one had asked again, and "
+        "the annotator here answers each record once. `tests/integration/test_broker_data_loss.py` failed 1 "
+        "of 3 runs on this busy machine (121 s, past its 90 s wait) and passed 2. What 0 would take: the "
+        "restarted process getting its assignment (whether the embedded broker's group coordinator or the "
+        "service's rejoin holds it back is not established here), and for labels, an annotator that answers "
+        "a repeated request again, or the service keeping labels that arrive before their request."),
+    "corrupt": (
+        "a first run at quick size (4,000 records) measured 13 labels lost: 986 answered, 973 in the newest "
+        "checkpoint's model, with the truncated and the flipped checkpoint each skipped (2 warnings). Three "
+        "later runs (quick twice, full once where listed above) measured 0."),
+    "outage": (
+        "in one run at quick size the restart after the lost lease came while the brokers were still down "
+        "and `Service.start` raised ConfigError (`ACTIVESTREAM_TOPICS__LEASE: cannot reach the brokers to check "
+        "'trainer-lease'`), on which `consumer run` exits 2: an orchestrator restarts it in a loop until the "
+        "brokers are back (this script retries every 2 s, as such a back-off would). Nothing was lost."),
+}
 
 
 def main(argv: list[str] | None = None) -> int:
