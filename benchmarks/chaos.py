@@ -896,7 +896,11 @@ def write(outcomes: list[Outcome], results: Path = RESULTS) -> None:
         entries[f"{o.name}/{o.size}"] = {**asdict(o), "commit": commit()}
     order = [f"{name}/{size}" for name in SCENARIOS for size in ("full", "quick", "tiny")]
     ordered = {k: entries[k] for k in [*order, *entries] if k in entries}
-    payload = {"provenance": saved.get("provenance", {}), "scenarios": ordered}
+    # the newest run's facts, as benchmarks.reproduce reads them; each scenario keeps its own
+    provenance = ({"made": outcomes[-1].made, "commit": commit(), "command": outcomes[-1].command,
+                   "note": "the latest run; each scenario's entry holds its own command and commit"}
+                  if outcomes else saved.get("provenance", {}))
+    payload = {"provenance": provenance, "scenarios": ordered}
     path.write_text(json.dumps(payload, indent=1, default=str) + "\n")
     (results / "chaos.md").write_text(render(ordered))
 
