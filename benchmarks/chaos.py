@@ -1,9 +1,16 @@
 """Fault scenarios for the single-process service (``ACTIVESTREAM_ROLE=all``), counted.
 
-    python -m benchmarks.chaos                      # every scenario at full size (SIGKILL x 50 over 200,000 records)
-    python -m benchmarks.chaos --quick              # reduced sizes (e.g. 20,000 records, 5 kills)
+    python -m benchmarks.chaos                  # every scenario at full size (SIGKILL x 50 over 200,000 records)
+    python -m benchmarks.chaos --properties     # and the property tests with the long Hypothesis profile
+    python -m benchmarks.chaos --quick          # reduced sizes (e.g. 20,000 records, 5 kills)
     python -m benchmarks.chaos --only sigkill outage --quick
-    python -m benchmarks.chaos --only properties    # the property tests with the long Hypothesis profile
+
+Scenarios: ``sigkill`` (SIGKILL at random moments), ``outage`` (every broker down, back with its
+data), ``data_loss`` (the broker back without its data), ``request_errors`` (failing produce,
+fetch and commit requests), ``revocation`` (a second consumer joining mid-batch and
+mid-checkpoint), ``unwritable`` (checkpoint writes failing), ``corrupt`` (the newest checkpoint
+truncated or corrupted), ``clock_skew`` (producer clocks a day off, records 50 years off) and
+``properties`` (pytest in a subprocess, ``ACTIVESTREAM_HYPOTHESIS_PROFILE=long``).
 
 For each scenario: the records, the labels, the faults injected, and four counts whose target is 0:
 predictions missing (a record with no prediction), decisions changed (a record predicted twice with
@@ -12,7 +19,7 @@ counts are measured from the outputs read back from the broker and from the newe
 counters, as ``tests/reliability/test_crash_recovery.py`` does.
 
 Writes ``benchmarks/results/chaos.json`` and ``chaos.md``. A run of some scenarios (``--only``)
-replaces those scenarios' entries and keeps the others', each with the command and size it ran at.
+replaces those scenarios' entries at that size and keeps the others', each with its command and size.
 """
 
 from __future__ import annotations
