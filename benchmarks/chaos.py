@@ -28,6 +28,7 @@ import argparse
 import datetime as dt
 import errno
 import json
+import logging
 import os
 import random
 import re
@@ -423,6 +424,8 @@ def data_loss(*, records: int = 2_000, workdir: Path) -> Outcome:
     old, old_truth = stream(records, prefix="old-")
     new, new_truth = stream(records // 2, seed=1, prefix="new-")
     checkpoint_dir = workdir / "ckpt"
+    errors = _Captured(logging.ERROR)
+    logging.getLogger("consumer.service").addHandler(errors)
     with Broker(port=port) as broker:
         topics = unique_topics(broker.bootstrap, partitions=2)
         produce_features(broker.bootstrap, topics["features"], old)
@@ -444,6 +447,7 @@ def data_loss(*, records: int = 2_000, workdir: Path) -> Outcome:
         run.stop()
         annotator.close()
         outputs = count_outputs(broker.bootstrap, topics, set(new_truth))
+    logging.getLogger("consumer.service").removeHandler(errors)
     labels = count_labels(checkpoint_dir, old_answered + len(annotator.answered))
     notes = [] if settled and old_settled else ["did not settle in time: the counts are what was there"]
     if not run.restarts:
@@ -455,12 +459,25 @@ def data_loss(*, records: int = 2_000, workdir: Path) -> Outcome:
                    {"old_records": records, "old_labels": old_answered, "new_records": len(new),
                     "predictions_on_new_broker": outputs["predictions"], "re_emitted": outputs["re_emitted"],
                     "unexpected_ids_on_new_broker": outputs["unexpected"], "restarts_on_lost_lease": run.restarts,
+                    "errors_logged_position_not_in_the_log": sum(
+                        topics["features"] in m and "is not in the log" in m for m in errors.messages),
                     "offset_resets_counted_before_the_restart": resets_first,
                     "offset_resets_counted_after_the_restart": resets_last,
                     "labels_in_model": labels["in_model"], "labels_applied_total": labels.get("applied"),
                     "label_requests_total": run.service.totals.get("label_requests"),
                     "labels_unknown": labels.get("unknown"), "labels_duplicate_dropped": labels.get("duplicate"),
                     "requests_unanswered": unanswered})
+
+
+class _Captured(logging.Handler):
+    """The messages logged at ``level`` or above."""
+
+    def __init__(self, level: int) -> None:
+        super().__init__(level)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
 
 
 def _resets(counter: Any, topic: str) -> float:
@@ -924,7 +941,11 @@ def render(entries: dict[str, dict]) -> str:
              "once, however often it is asked. Regenerate with `python -m benchmarks.chaos --properties` (full "
              "sizes) or `--quick`; the command of each row is in its section.", "",
              f"Ran at full size: {sizes['full'] or 'none'}. Ran at quick size: {sizes['quick'] or 'none'}.", "",
-             HEADER, *(row(o) for o in outcomes), "", "## Each scenario", ""]
+             HEADER, *(row(o) for o in outcomes), ""]
+    counted = [o for o in outcomes if o.name != "properties"]
+    off = [f"{o.name} ({o.size})" for o in counted if not o.clean]
+    lines += [f"Not at 0 in every count: {', '.join(off)}; its section says why and what 0 would take." if off
+              else "Every count of every row is 0.", "", "## Each scenario", ""]
     for o, e in zip(outcomes, entries.values(), strict=True):
         lines += [f"### {o.name} ({o.size}): {o.title}", "",
                   f"Made {o.made} at commit `{e.get('commit', '?')}` by `{o.command}` ({o.seconds:.0f} s). "
@@ -942,22 +963,24 @@ def render(entries: dict[str, dict]) -> str:
 # differs from the run in the table: an intermittent fault is reported, not averaged away.
 OBSERVED: dict[str, str] = {
     "data_loss": (
-        "of 4 runs at quick size, 3 stalled the same way: the service restarted after its lost lease restored "
-        "its checkpoint, read back its decisions (`recovery: 0 decisions made after the checkpoint will be "
-        "kept`) and then logged no `assigned` line for 180 s: no partition of `features` (in one run not of "
-        "`labels` either) was assigned to it, so none of the new broker's records was scored (missing = all "
-        "of them; the four counts cannot reach 0 while it waits). The other run scored every new record once "
-        "but its checkpoint held 44 fewer labels than were answered: labels answered to the first process "
-        "(which stopped without a checkpoint) were read again before the restarted one had asked again, and "
-        "the annotator here answers each record once. `tests/integration/test_broker_data_loss.py` failed 1 "
-        "of 3 runs on this busy machine (121 s, past its 90 s wait) and passed 2. What 0 would take: the "
-        "restarted process getting its assignment (whether the embedded broker's group coordinator or the "
-        "service's rejoin holds it back is not established here), and for labels, an annotator that answers "
-        "a repeated request again, or the service keeping labels that arrive before their request."),
+        "the scenario is intermittent. Of 5 runs, 3 at quick size stalled the same way (the quick row): the "
+        "service restarted after its lost lease restored its checkpoint, read back its decisions (`recovery: 0 "
+        "decisions made after the checkpoint will be kept`) and then logged no `assigned` line for 180 s: no "
+        "partition of `features` (in one run not of `labels` either) was assigned to it, so none of the new "
+        "broker's records was scored (missing = all of them; no count can reach 0 while it waits). One quick "
+        "run (the same flow, before the script restarted on a lost lease through `Supervised`) scored every "
+        "new record once but its checkpoint held 44 fewer labels than were answered: answers to the first "
+        "process, which stopped without a checkpoint, were read before the restarted one had asked again, "
+        "and the annotator here answers each record once. The full run (the full row) measured 0 in each. "
+        "`tests/integration/test_broker_data_loss.py` failed 1 of 3 runs on this busy machine (121 s, past its "
+        "90 s wait) and passed 2. What 0 would take: the restarted process getting its assignment (whether "
+        "the embedded broker's group coordinator or the service's rejoin holds it back is not established "
+        "here), and for labels, an annotator that answers a repeated request again, or the service keeping "
+        "labels that arrive before their request."),
     "corrupt": (
         "a first run at quick size (4,000 records) measured 13 labels lost: 986 answered, 973 in the newest "
-        "checkpoint's model, with the truncated and the flipped checkpoint each skipped (2 warnings). Three "
-        "later runs (quick twice, full once where listed above) measured 0."),
+        "checkpoint's model, with the truncated and the flipped checkpoint each skipped (2 warnings logged). "
+        "Three later runs (quick twice, full once) measured 0 in each count."),
     "outage": (
         "in one run at quick size the restart after the lost lease came while the brokers were still down "
         "and `Service.start` raised ConfigError (`ACTIVESTREAM_TOPICS__LEASE: cannot reach the brokers to check "
