@@ -901,6 +901,9 @@ def _n(count: int | None) -> str:
 
 
 def row(o: Outcome) -> str:
+    if o.name == "properties":  # examples, not records; no labels
+        return (f"| {o.name} | {o.size} | {o.records:,} examples | n/a | {o.injected} | n/a | n/a | n/a | n/a | "
+                f"{o.seconds:.0f} |")
     return (f"| {o.name} | {o.size} | {o.records:,} | {o.labels:,} | {o.injected} | {_n(o.missing)} | "
             f"{_n(o.changed)} | {_n(o.lost)} | {_n(o.doubled)} | {o.seconds:.0f} |")
 
