@@ -912,7 +912,12 @@ class Service:
             self.totals.add("labels.duplicate")
         elif status == "expired":
             self.totals.add("labels.expired")
-        elif self.recovery.expects(lab.id):
+        else:
+            self._unknown(lab)
+
+    def _unknown(self, lab: Label) -> None:
+        """A label for an id never requested here: parked if a replayed record will request it."""
+        if self.recovery.expects(lab.id):
             self.recovery.park(lab.id, {"label": lab.label, "cost": lab.cost, "ts": lab.ts})
         else:
             self.totals.add("labels.unknown")

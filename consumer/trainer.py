@@ -200,13 +200,9 @@ class Trainer(Service):
             self.offsets.store(s.topics.label_requests, partition, offset + 1)
         self._publish_gauges()
 
-    def _unmatched(self, lab: Label) -> None:
-        status = self.pending.status(lab.id)
-        if status == "applied":
-            self.totals.add("labels.duplicate")
-        elif status == "expired":
-            self.totals.add("labels.expired")
-        elif lab.id in self._parked:  # a second label for a request not read yet: the first one waits
+    def _unknown(self, lab: Label) -> None:
+        """Its request may not have been read yet: the label waits for it (see :meth:`_settle_parked`)."""
+        if lab.id in self._parked:  # a second label for a request not read yet: the first one waits
             self.totals.add("labels.duplicate")
         else:
             self._parked[lab.id] = [lab, self.clock.now(), None]
