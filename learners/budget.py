@@ -615,6 +615,14 @@ class BudgetController(Parameterized):
             cs[_RLEN] += 1
             cs[_RSUM] += cs[_CHAT]
 
+    def forget_scores(self) -> None:
+        """Empty the window of recent scores, as after the model's first update: a fresh model
+        scores every record 0, which asks always at any knob, so a window still holding those
+        scores solves the knob to its floor, and the learnt model's records (|p| > 0) then get
+        almost no requests until the window has turned over. The next solves use the new scores
+        alone, as from the first record; the ledger keeps the requests already made."""
+        self.cs_[_HEAD] = self.cs_[_FILLED] = self.cs_[_SINCE] = 0.0
+
     def observe_costs(self, costs: np.ndarray, alpha: float = 0.01) -> None:
         """Fold the costs of returned labels into the expected cost of a request (an exponential
         mean with weight ``alpha`` per label)."""
