@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from learners import ALGORITHMS, make
-from learners.budget import BudgetController, advance_clock, max_window_query_ratio
+from learners.budget import _LEDGER, BudgetController, advance_clock, max_window_query_ratio
 from learners.datasets import synthetic_shift, synthetic_sparse
 from learners.replay import Trace, replay, run
 
@@ -326,3 +326,16 @@ def test_controller_first_update_forgets_the_fresh_models_scores_so_no_window_st
     windows = np.convolve(queried, np.ones(1000), "valid") / 1000
     assert abs(queried.mean() - 0.1) <= 0.005
     assert (windows.min() >= 0.07) == forgets, windows.min()
+
+
+def test_uncount_request_takes_back_a_request_not_made_from_the_ledger_and_the_cap():
+    learner = make("paa-1", n_features=D)
+    learner.budget = BudgetController(target=0.5, max_requests=5, window_s=100.0)
+    asked, learner = request_times(learner, np.arange(0.0, 50.0, 0.1)[:250], n_batches=1)
+    controller = learner.budget
+    ledger, requests, remaining = controller.cs_[_LEDGER], controller.requests, controller.remaining()
+    assert asked.size == requests >= 2 and remaining == 5 - requests
+    for _ in range(2):  # two of those decisions were kept as "no request" (made so before a restart)
+        controller.uncount_request()
+    assert controller.requests == requests - 2 and controller.remaining() == remaining + 2
+    assert controller.cs_[_LEDGER] == ledger + 2  # owed again: the ledger holds only the requests made
