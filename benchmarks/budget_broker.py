@@ -62,10 +62,10 @@ WINDOW = 1_000  # records per window, as the budget's goal counts them
 # a second, and the kill must find a checkpoint made mid-stream to restart from (with the default,
 # 30 s, the restart would start from nothing)
 CHECKPOINT_EVERY_S = 0.05
-# the embedded broker's client settings, with a longer session: a busy 2-core machine can stall the
-# service past 2 s, and a lost trainer lease stops it (the restart then waits this long for the
-# killed process's session to end)
-CLIENTS = {**CLIENT_SETTINGS, "session.timeout.ms": "6000", "heartbeat.interval.ms": "500"}
+# the embedded broker's client settings, with a longer session: on a busy 2-core machine the broker
+# can leave a heartbeat unanswered for over 2 s, and a lost trainer lease stops the service (the
+# restart waits about this long for the killed process's session to end)
+CLIENTS = {**CLIENT_SETTINGS, "session.timeout.ms": "4000", "heartbeat.interval.ms": "400"}
 POLL_S = 0.002  # between two reads of the service's /metrics while waiting for the moment to kill
 
 
