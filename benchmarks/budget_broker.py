@@ -10,7 +10,7 @@ producer goes, before the service starts: a backlog. The service is ``python -m 
 (``ACTIVESTREAM_ROLE=all``, the default learner, ``ACTIVESTREAM_QUERY_RATE_TARGET=0.05``); an
 annotator answers each label request with the ground truth as soon as it reads it (each id once).
 
-Once the service has scored half the records it is killed with SIGKILL:
+Once the service has scored at least half the records it is killed with SIGKILL:
 a real process, so what it had not made durable is lost as in a crash (a service closed in-process
 would still flush its producer). It is started again on the same checkpoint directory and drains the
 rest. The decisions are read back from the predictions topic, in the order of the features topic:
@@ -200,11 +200,11 @@ def render(r: dict[str, Any]) -> str:
         f"(produced at {r['produced_per_s']:,.0f} records/s before the service started). The service is "
         f"`python -m consumer run` with the default learner, `ACTIVESTREAM_QUERY_RATE_TARGET={s['target']}` and a "
         f"checkpoint at least every {s['checkpoint_every_s']} s; an annotator answers each label request with the "
-        "ground truth as soon as it reads it. Once half the records were scored (its /metrics polled) the "
-        f"service was killed with SIGKILL and started again on its checkpoint directory; the newest checkpoint "
-        f"then covered {r['checkpoint_records_at_kill']:,} records. Figures from the predictions read back, in the "
-        "order of the features topic; a record is *before* the kill if its first prediction was stamped before "
-        "it.", "",
+        "ground truth as soon as it reads it. Once at least half the records were scored (its /metrics polled: "
+        f"{r['scored_seen_at_kill']:,.0f} then) the service was killed with SIGKILL and started again on its "
+        f"checkpoint directory; the newest checkpoint then covered {r['checkpoint_records_at_kill']:,} records. "
+        "Figures from the predictions read back, in the order of the features topic; a record is *before* the "
+        "kill if its first prediction was stamped before it.", "",
         "| | records | label requests / records | target ± 10 % |",
         "|---|---|---|---|",
         f"| overall | {r['predicted']:,} | {r['rate']:.2%} | {_within(r['rate'], r['target'])} |",
