@@ -818,6 +818,8 @@ class Service:
         produced[i] = recorded.prediction is not None
         decided_now = wants[i]
         wants[i] = recorded.prediction["label_requested"] if recorded.prediction else True
+        if decided_now and not wants[i] and self.learner.budget is not None:
+            self.learner.budget.uncount_request()  # no request before the restart: none counted now either
         if wants[i] and recorded.request is not None:
             r = recorded.request
             self.budget.allow(decoded.ts[i])  # it used the budget before the restart too

@@ -565,6 +565,7 @@ class Learner(Parameterized):
                 *self.rule.kernel_state(), self.rule.update_fn,
                 *self.query.kernel_state(), self.query.kernels[2],
             )
+        self._first_update(changed)
         self.labels_ += rows.n
         self.updates_ += int(changed)
         return int(changed)
@@ -611,9 +612,15 @@ class Learner(Parameterized):
         if changed and self._scaler is not None:
             self._scaler.mark_learnt(idx)
         self.query.kernels[2](*self.query.kernel_state(), guess != code)
+        self._first_update(changed)
         self.labels_ += 1
         self.updates_ += changed
         return changed
+
+    def _first_update(self, changed: int) -> None:
+        """The fresh model's scores (all 0) leave the budget controller's window once the model first changes."""
+        if changed and self.updates_ == 0 and self._budget is not None:
+            self._budget.forget_scores()
 
     # -- state -----------------------------------------------------------------------------
     def meta(self) -> dict[str, Any]:

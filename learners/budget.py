@@ -615,6 +615,30 @@ class BudgetController(Parameterized):
             cs[_RLEN] += 1
             cs[_RSUM] += cs[_CHAT]
 
+    def forget_scores(self) -> None:
+        """Empty the window of recent scores, as after the model's first update: a fresh model
+        scores every record 0, which asks always at any knob, so a window still holding those
+        scores solves the knob to its floor, and the learnt model's records (|p| > 0) then get
+        almost no requests until the window has turned over. The next solves use the new scores
+        alone, as from the first record; the ledger keeps the requests already made."""
+        self.cs_[_HEAD] = self.cs_[_FILLED] = self.cs_[_SINCE] = 0.0
+
+    def uncount_request(self) -> None:
+        """Take back a request :meth:`decide` counted but that was not made: the record was decided
+        before a restart without a request, and that decision is the one kept. The ledger and the
+        counts of requests then hold only the requests made; without this, every such record
+        after a restart would be a phantom request, repaid by asking less afterwards. The caps and
+        the burst brake drop their newest entry (one of the batch just decided)."""
+        cs, cp = self.cs_, self.cp_
+        cs[_ASKED] -= 1
+        cs[_LEDGER] += 1.0
+        if cp[_BURST] > 0 and cs[_BLEN] > 0:
+            cs[_BLEN] -= 1
+        if (cp[_CAP] < np.inf or cp[_NCAP] < np.inf) and cs[_RLEN] > 0:
+            tail = int(cs[_RHEAD] + cs[_RLEN] - 1) % self.ring_.shape[1]
+            cs[_RSUM] = max(0.0, cs[_RSUM] - self.ring_[1, tail])
+            cs[_RLEN] -= 1
+
     def observe_costs(self, costs: np.ndarray, alpha: float = 0.01) -> None:
         """Fold the costs of returned labels into the expected cost of a request (an exponential
         mean with weight ``alpha`` per label)."""

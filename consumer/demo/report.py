@@ -118,7 +118,8 @@ def line_chart(title: str, series: Sequence[Series], x_label: str, y_label: str,
     for t in _ticks(y0, y1):
         if y0 <= t <= y1:
             out.append(f'<line x1="{_LEFT}" x2="{_LEFT + plot_w}" y1="{py(t):.1f}" y2="{py(t):.1f}" class="grid"/>')
-            text = f"{t:.0%}" if percent else _label(t)
+            # every digit a tick needs: a rounded "2%" at 2.5 % would misplace the axis for a reader
+            text = f"{100 * t:.6g}%" if percent else _label(t)
             out.append(f'<text x="{_LEFT - 6}" y="{py(t) + 4:.1f}" class="tick" text-anchor="end">{text}</text>')
     for t in _ticks(x0, x1, 6):
         if x0 <= t <= x1:

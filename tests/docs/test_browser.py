@@ -43,12 +43,21 @@ PROBE = """
 window.addEventListener("load", () => {
   const box = (el) => { const r = el.getBoundingClientRect();
                         return {x: r.left + scrollX, y: r.top + scrollY, w: r.width, h: r.height}; };
+  // a point of an element's user space on the page, through the transform the browser drew it with
+  const onPage = (el, x, y) => { const m = el.getScreenCTM();
+                                 return {x: m.a * x + m.c * y + m.e + scrollX, y: m.b * x + m.d * y + m.f + scrollY}; };
   const charts = [...document.querySelectorAll("svg[role=img]")].map((svg) => ({
     title: svg.getAttribute("aria-label"), box: box(svg), viewBox: svg.viewBox.baseVal.width,
     legend: [...svg.querySelectorAll("text.legend")].map((t) => ({
       name: t.textContent, stroke: getComputedStyle(t.previousElementSibling).stroke})),
+    ticks: [...svg.querySelectorAll("text.tick")].map((t) => { const b = t.getBBox();
+      return {text: t.textContent, anchor: t.getAttribute("text-anchor"),
+              at: onPage(t, b.x + b.width / 2, b.y + b.height / 2)}; }),
+    grid: [...svg.querySelectorAll("line.grid")].map((l) => onPage(l, l.x1.baseVal.value, l.y1.baseVal.value)),
     lines: [...svg.querySelectorAll("polyline")].map((p) => ({
       stroke: getComputedStyle(p).stroke, length: p.getTotalLength(), points: p.points.numberOfItems,
+      drawn: Array.from({length: p.points.numberOfItems}, (_, k) => onPage(p, p.points.getItem(k).x,
+                                                                            p.points.getItem(k).y)),
       visible: getComputedStyle(p).visibility === "visible" && getComputedStyle(p).display !== "none"}))}));
   const images = [...document.querySelectorAll("article img")].map((img) => ({
     src: img.getAttribute("src"), complete: img.complete, natural: img.naturalWidth, box: box(img)}));
@@ -152,6 +161,94 @@ def test_the_pixel_check_fails_when_a_series_is_not_painted(demo_report, tmp_pat
     plot = shot[y0:y0 + int(PLOT_H * scale), x0:x0 + int(PLOT_W * scale)]
     assert pixels_near(plot, (0xD6, 0x27, 0x28)) < 5
     assert pixels_near(plot, (0x1F, 0x77, 0xB4)) >= 30
+
+
+# ---------------------------------------------------------------------------------------------
+# the query ratio as drawn, read back through the chart's axes
+
+TARGET = 0.1
+# "No window of 1,000 records after the first above 1.5 × target" (the label budget's goal): the
+# rolling series of the 10,000-record run is over windows of 1,000 records (records / 10), so a
+# point above 1.5 × target is such a window. Below, the mirror bound: a window at half the target
+# is as far off as one at 1.5 ×, and is what a controller starved by stale scores draws.
+FLAT = (0.5, 1.5)
+AFTER = 1_000  # records predicted: the first window, where a run without a target asks for nearly all
+
+
+@pytest.fixture(scope="module")
+def budget_report(tmp_path_factory) -> Path:
+    """A report of the demo with a query-rate target, 10,000 records: windows of 1,000 in its chart."""
+    page = tmp_path_factory.mktemp("budget") / "report.html"
+    out = subprocess.run([sys.executable, "-m", "consumer", "demo", "--records", "10000", "--query-rate-target",
+                          str(TARGET), "--report", str(page), "--json"],
+                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return page
+
+
+def tick_value(text: str) -> float:
+    return float(text.rstrip("%").replace(",", "")) / (100 if text.endswith("%") else 1)
+
+
+def axis(positions: list[float], labels: list[str]) -> np.poly1d:
+    """Value at a page coordinate, from where the browser drew the ticks and what they read; the ticks
+    must lie on one straight line (a mislabelled tick would not)."""
+    values = [tick_value(text) for text in labels]
+    assert len(values) >= 2, labels
+    fit = np.poly1d(np.polyfit(positions, values, 1))
+    step = (max(values) - min(values)) / (len(values) - 1)
+    assert max(abs(fit(p) - v) for p, v in zip(positions, values, strict=True)) < 0.01 * step, labels
+    return fit
+
+
+def drawn_series(chart: dict, name: str) -> list[tuple[float, float, dict]]:
+    """(records, value, the point on the page) of each point of series ``name`` as the browser drew it."""
+    x_ticks = [t for t in chart["ticks"] if t["anchor"] == "middle"]
+    y_ticks = [t for t in chart["ticks"] if t["anchor"] == "end"]  # one per grid line, in the same order
+    x_of = axis([t["at"]["x"] for t in x_ticks], [t["text"] for t in x_ticks])
+    y_of = axis([g["y"] for g in chart["grid"]], [t["text"] for t in y_ticks])
+    stroke = next(s["stroke"] for s in chart["legend"] if s["name"] == name)
+    return [(float(x_of(p["x"])), float(y_of(p["y"])), p) for line in chart["lines"]
+            if line["stroke"] == stroke for p in line["drawn"]]
+
+
+def off_band(points: list[tuple[float, float, dict]], target: float) -> list[tuple[float, float]]:
+    """The points after the first ``AFTER`` records outside ``FLAT`` × target."""
+    low, high = FLAT[0] * target, FLAT[1] * target
+    return [(x, y) for x, y, _ in points if x > AFTER and not low <= y <= high]
+
+
+def query_ratio_chart(page: Path, tmp: Path) -> tuple[dict, np.ndarray]:
+    """The query-ratio chart as probed, and a screenshot of the page with only its rolling series
+    painted (the overall ratio, drawn over it, is hidden: where the two meet, the rolling one shows)."""
+    hidden = tmp / "rolling-only.html"
+    hidden.write_text(page.read_text(encoding="utf-8").replace(
+        "</style>", "polyline[stroke='#d62728'] { visibility: hidden; }</style>", 1), encoding="utf-8")
+    probe, shot = render(hidden, tmp)
+    return next(c for c in probe["charts"] if c["title"] == "Query ratio over time"), shot
+
+
+def test_with_a_target_the_drawn_query_ratio_is_flat_after_the_first_1000_records(budget_report, tmp_path):
+    chart, shot = query_ratio_chart(budget_report, tmp_path)
+    rolling = drawn_series(chart, "last 1,000 records")
+    after = [(x, y) for x, y, _ in rolling if x > AFTER]
+    assert len(after) >= 10, rolling  # a curve, not two points
+    assert off_band(rolling, TARGET) == [], f"outside {FLAT} x {TARGET}: {after}"
+    overall = drawn_series(chart, "since the start")
+    assert abs(overall[-1][1] - TARGET) <= 0.01 and overall[-1][0] == pytest.approx(10_000, rel=0.01)
+    # each point read back is painted there: the rolling series' colour within 3 px of it
+    for x, y, at in rolling:
+        near = shot[int(at["y"]) - 3:int(at["y"]) + 4, int(at["x"]) - 3:int(at["x"]) + 4]
+        assert pixels_near(near, (0x1F, 0x77, 0xB4)) >= 1, f"({x:.0f}, {y:.3f}) not painted at {at}"
+
+
+def test_the_flatness_check_fails_for_a_run_without_a_target(demo_report, tmp_path):
+    """The same check on the no-target run: a fresh model asks for almost every label, then few, so
+    its rolling ratio leaves the band around its own final ratio."""
+    chart, _ = query_ratio_chart(demo_report, tmp_path)
+    rolling = drawn_series(chart, next(s["name"] for s in chart["legend"] if s["name"].startswith("last ")))
+    final = drawn_series(chart, "since the start")[-1][1]
+    assert off_band(rolling, final), rolling
 
 
 # ---------------------------------------------------------------------------------------------

@@ -106,3 +106,15 @@ def _port(service) -> int:
         assert time.monotonic() < deadline, "the service did not become ready"
         time.sleep(0.1)  # the service starts in its own thread
     return service.http.port
+
+
+def test_demo_with_a_query_rate_target_realises_it(tmp_path):
+    """`demo --query-rate-target 0.1`: a fresh model whose labels come back a second late still asks
+    for 10 % ± 1 % of 10,000 records (the report's chart is checked in tests/docs/test_browser.py)."""
+    page = tmp_path / "report.html"
+    out = demo("--records", "10000", "--query-rate-target", "0.1", "--json", "--report", str(page))
+    assert out.returncode == 0, out.stderr[-2000:]
+    report = json.loads(out.stdout)
+    assert report["records"] == report["predictions"] == 10_000
+    assert 0.09 <= report["query_ratio"] <= 0.11, report["query_ratio"]
+    assert report["labels_applied"] == report["label_requests"] and "Query ratio over time" in page.read_text()

@@ -13,6 +13,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from consumer import service as service_module
 from consumer.errors import CheckpointError, ConfigError, IncompatibleCheckpoint, ProduceFailed
+from learners.budget import BudgetController
 from tests.bad_records import BAD_LABELS, bad_features
 from tests.unit.consumer.conftest import Harness
 
@@ -925,3 +926,33 @@ def wait_until(condition, what: str, timeout_s: float = 10.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, what
         time.sleep(0.01)
+
+
+@pytest.mark.parametrize("takes_back", [True, False])
+def test_after_a_restart_the_budget_counts_only_the_requests_made(tmp_path, monkeypatch, takes_back):
+    """Records decided after the checkpoint are decided again after a restart, by a model that has
+    learnt meanwhile: where the restored controller asks but the kept decision made no request, it
+    takes that request back. Without (``takes_back`` False) it counts requests never made, and asks
+    less afterwards to repay them."""
+    if not takes_back:
+        monkeypatch.setattr(BudgetController, "uncount_request", lambda self: None)
+    h = Harness(tmp_path, query_rate_target=0.2)
+    h.service.start()
+    totals = h.service.totals
+    truth = feed(h, 400)
+    while totals.get("records_scored") < 400:
+        h.service.run_once()
+    h.service.checkpoint()
+    truth |= feed(h, 1000, prefix="s")
+    while totals.get("records_scored") < 1400:  # decided with no label back yet
+        h.service.run_once()
+    for rid in h.requested_ids():  # answered, not read before the crash
+        h.label(rid, truth[rid])
+    h.service._close(final_checkpoint=False)
+    h.service = h.new_service()
+    h.service.start()
+    while h.service.totals.get("records_scored") < 1400:  # the labels first: the 1,000 decided again
+        h.service.run_once()
+    made = len(set(h.requested_ids()))
+    assert h.service.learner.labels_ > 0 and made == h.service.totals.get("label_requests")
+    assert (h.service.learner.budget.requests == made) == takes_back, (h.service.learner.budget.requests, made)
