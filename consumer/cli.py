@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import orjson
+# NumPy, orjson and the learners are imported by the commands that use them: `--help` and the
+# service's other commands do not pay for them.
 
 __all__ = ["main"]
 
@@ -51,6 +51,9 @@ def _peak_rss_mb() -> float:
 
 
 def _replay(args: argparse.Namespace) -> int:
+    import numpy as np
+    import orjson
+
     from learners import make
     from learners.datasets import concat, resolve
     from learners.registry import paper_protocol
@@ -222,6 +225,8 @@ def _healthcheck(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    import orjson
+
     from consumer.demo.run import DemoOptions, run_demo
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 
 from learners import drivers
 from learners.budget import decide_rows as budget_decide_rows
@@ -575,6 +574,8 @@ class Learner(Parameterized):
         if self._budget is not None:  # the controller's state lives with the batch driver
             self._ensure_allocated(self.n_features)
             idx, val = as_row(x, self.n_features)
+            import scipy.sparse as sp  # only this path needs it; importing it costs start-up
+
             row = sp.csr_matrix((val, idx, [0, idx.size]), shape=(1, self.n_features))
             d = self.decide(row, ids=None if record_id is None else [record_id])
             return d.label[0].item(), float(d.probability[0]), bool(d.query[0])

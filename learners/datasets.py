@@ -371,11 +371,23 @@ def _trim_to(a: np.ndarray) -> np.ndarray:
     return a if a.size >= 0.9 * base.size else a.copy()
 
 
+def _is_canonical(rows: Rows) -> bool:
+    """Whether every row's indices strictly increase (SciPy's canonical CSR format). O(nnz)."""
+    indices = rows.indices[: rows.nnz]
+    if indices.size < 2:
+        return True
+    increasing = indices[1:] > indices[:-1]
+    starts = rows.indptr[1:-1]
+    starts = starts[(starts > 0) & (starts < indices.size)]
+    increasing[starts - 1] = True  # a row's first index need not exceed the previous row's last
+    return bool(increasing.all())
+
+
 def _canonical(rows: Rows) -> Rows:
     """Sum duplicate indices within rows (LIBSVM files normally have none; this checks cheaply)."""
-    csr = rows.to_csr()
-    if csr.has_canonical_format:
+    if _is_canonical(rows):
         return rows
+    csr = rows.to_csr()
     csr.sum_duplicates()
     return Rows.from_arrays(csr.indptr, csr.indices, csr.data, rows.n_features)
 
