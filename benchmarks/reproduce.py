@@ -337,6 +337,8 @@ RESULTS: tuple[Entry, ...] = (
           quick=("-m", "benchmarks.scale_out", "--quick"), minutes=5.5, timing=True),
     Entry("replay-throughput", "performance", ("throughput.md",), ("-m", "benchmarks.throughput"), {"runs": 3},
           timing=True),
+    Entry("replay-startup", "performance", ("startup.md",), ("-m", "benchmarks.startup"), {"repeats": 5},
+          timing=True),
     Entry("update-cost", "performance", ("update_cost.md", "update_cost.png"),
           ("-m", "benchmarks.update_cost", "--rows", "200000", "--nnz", "20", "--repeats", "3"),
           {"rows": 200_000, "nnz": 20, "repeats": 3}, timing=True),
