@@ -55,14 +55,24 @@ def _replay(args: argparse.Namespace) -> int:
     import orjson
 
     from learners import make
-    from learners.datasets import concat, resolve
+    from learners.datasets import LibsvmStream, concat, is_libsvm_file, resolve, scan_libsvm
     from learners.registry import paper_protocol
-    from learners.replay import find_budget, run
+    from learners.replay import find_budget, run, run_stream
 
     started = time.perf_counter()
-    data = concat([resolve(spec, zero_based=args.zero_based) for spec in args.data])
-    read_seconds = time.perf_counter() - started
     params = {**(paper_protocol(args.learner) if args.paper_protocol else {}), **_params(args.param)}
+    # In file order, LIBSVM files are replayed as a stream, chunk by chunk; a permutation or a budget
+    # search needs every row at hand.
+    stream: LibsvmStream | None = None
+    if args.in_order and args.query_rate is None and all(is_libsvm_file(spec) for spec in args.data):
+        summary = scan_libsvm(args.data, zero_based=args.zero_based)
+        data = summary.as_dataset()
+        stream = LibsvmStream(args.data, zero_based=args.zero_based,
+                              n_features=params.get("n_features", summary.n_features),
+                              integral_labels=summary.integral_labels)
+    else:
+        data = concat([resolve(spec, zero_based=args.zero_based) for spec in args.data])
+    read_seconds = time.perf_counter() - started
     params.setdefault("n_features", data.rows.n_features)
     probe = make(args.learner, **params)
     if probe.multiclass:
@@ -80,25 +90,29 @@ def _replay(args: argparse.Namespace) -> int:
             learner.budget = BudgetController(target=args.budget_rate)
         except ValueError as exc:
             raise SystemExit(f"--budget-rate: {exc}") from None
-        result = run(learner, data, **options)
-    elif args.query_rate is not None:
+    if args.query_rate is not None:
         budget = learner.query.budget_param
         if budget in params:
             raise SystemExit(f"--query-rate sets {budget}; do not pass --param {budget}= as well")
         learner, result = find_budget(learner, data, args.query_rate, **options)
+    elif stream is not None:
+        result = run_stream(learner, stream, permutations=args.permutations, delay=args.delay, costs=costs,
+                            warmup=args.warmup)
+        read_seconds += stream.read_seconds
     else:
         result = run(learner, data, **options)
+    examples = data.n if stream is None else stream.rows
     total_seconds = time.perf_counter() - started
 
     keys = ("f1", "accuracy", "mistake_rate", "query_ratio", "precision", "recall", "sensitivity",
             "specificity", "weighted_sum", "cost", "mistakes", "queries", "auc_roc")
-    report: dict[str, Any] = {"learner": learner.name, "data": [d for d in args.data], "examples": data.n,
+    report: dict[str, Any] = {"learner": learner.name, "data": [d for d in args.data], "examples": examples,
                               "permutations": args.permutations, "warmup": args.warmup}
     for key in keys:
         report[key] = result.mean(key)
         report[f"{key}_std"] = result.std(key)
     seconds = np.asarray(result.seconds)
-    speed = data.n / seconds
+    speed = examples / seconds
     report.update(
         seconds=float(seconds.mean()), seconds_std=float(seconds.std()),
         examples_per_second=float(speed.mean()), examples_per_second_std=float(speed.std()),

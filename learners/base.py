@@ -480,6 +480,17 @@ class Learner(Parameterized):
         mapped = self._features.transform(transform(rows, normalize=self.normalize, bias=0.0))
         return transform(mapped, normalize=False, bias=self.bias)
 
+    def _rows_and_intercept(self, X) -> tuple[Rows, float, int]:
+        """:meth:`_rows` without the intercept coordinate, and (bias, the intercept's index): for the
+        replay drivers, which append it to each row as they reach it instead of to a copy of the batch."""
+        rows = as_rows(X, self.n_features)
+        self._ensure_allocated(rows.n_features)
+        if self._features is None:
+            view = transform(rows, normalize=self.normalize and self._scaler is None, bias=0.0)
+        else:
+            view = self._features.transform(transform(rows, normalize=self.normalize, bias=0.0))
+        return view, float(self.bias), view.n_features
+
     def _row(self, x) -> tuple[np.ndarray, np.ndarray]:
         self._ensure_allocated(self.n_features)
         idx, val = as_row(x, self.n_features)
