@@ -55,21 +55,26 @@ def _replay(args: argparse.Namespace) -> int:
     import orjson
 
     from learners import make
-    from learners.datasets import LibsvmStream, concat, is_libsvm_file, resolve, scan_libsvm
+    from learners.datasets import LibsvmStream, StreamSummary, concat, is_libsvm_file, resolve, scan_libsvm
     from learners.registry import paper_protocol
     from learners.replay import find_budget, run, run_stream
 
     started = time.perf_counter()
     params = {**(paper_protocol(args.learner) if args.paper_protocol else {}), **_params(args.param)}
     # In file order, LIBSVM files are replayed as a stream, chunk by chunk; a permutation or a budget
-    # search needs every row at hand.
+    # search needs every row at hand. The model's dimension and classes come from a first pass over
+    # the stream, unless both are given.
     stream: LibsvmStream | None = None
     if args.in_order and args.query_rate is None and all(is_libsvm_file(spec) for spec in args.data):
-        summary = scan_libsvm(args.data, zero_based=args.zero_based)
+        if "n_features" in params and "classes" in params:
+            summary = StreamSummary(0, int(params["n_features"]), np.asarray(params["classes"]), "")  # no pass
+            integral = None
+        else:
+            summary = scan_libsvm(args.data, zero_based=args.zero_based)
+            integral = summary.integral_labels
         data = summary.as_dataset()
         stream = LibsvmStream(args.data, zero_based=args.zero_based,
-                              n_features=params.get("n_features", summary.n_features),
-                              integral_labels=summary.integral_labels)
+                              n_features=params.get("n_features", summary.n_features), integral_labels=integral)
     else:
         data = concat([resolve(spec, zero_based=args.zero_based) for spec in args.data])
     read_seconds = time.perf_counter() - started

@@ -164,3 +164,19 @@ def test_cli_in_order_replay_streams_and_reports_the_in_memory_metrics(tmp_path,
     for key in ("f1", "accuracy", "query_ratio", "auc_roc", "cost", "mistakes", "queries"):
         assert report[key] == expected.mean(key), key
         assert report[f"{key}_std"] == expected.std(key), key
+
+
+def test_cli_stream_with_dimension_and_classes_given_skips_the_first_pass(tmp_path, capsys, monkeypatch):
+    from consumer.cli import main
+    from learners import datasets
+
+    path = tmp_path / "rows.svm.gz"
+    path.write_bytes(gzip.compress(TEXT * 3))
+    args = ["replay", "--learner", "paa-1", "--data", str(path), "--in-order", "--json"]
+    assert main(args) == 0
+    scanned = json.loads(capsys.readouterr().out)
+    monkeypatch.setattr(datasets, "scan_libsvm", lambda *a, **k: pytest.fail("scanned"))
+    assert main([*args, "--param", f"n_features={scanned['params']['n_features']}", "--param", "classes=[-1, 1]"]) == 0
+    given = json.loads(capsys.readouterr().out)
+    for key in ("examples", "f1", "accuracy", "query_ratio", "auc_roc", "mistakes", "queries", "params"):
+        assert given[key] == scanned[key], key
