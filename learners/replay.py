@@ -108,6 +108,30 @@ class _Outputs:
         return out
 
 
+class _Trail:
+    """Per-round outputs of a stream, chunk after chunk, in arrays that grow by doubling (sized at
+    once when the stream's length is known)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.out = _Outputs.empty(max(capacity, 1))
+        self.n = 0
+
+    def append(self, out: _Outputs, first: int) -> None:
+        """The rounds of ``out`` after its first ``first`` (those carried from the previous chunk)."""
+        m = len(out.yhat) - first
+        if self.n + m > len(self.out.yhat):
+            grown = _Outputs.empty(max(2 * len(self.out.yhat), self.n + m))
+            for name in _Outputs.__slots__:
+                getattr(grown, name)[: self.n] = getattr(self.out, name)[: self.n]
+            self.out = grown
+        for name in _Outputs.__slots__:
+            getattr(self.out, name)[self.n : self.n + m] = getattr(out, name)[first:]
+        self.n += m
+
+    def arrays(self) -> list[np.ndarray]:
+        return [getattr(self.out, name)[: self.n] for name in _Outputs.__slots__]
+
+
 def _drive(learner: Learner, prep: _Prepared, order: np.ndarray, delay: int, first: int, final: bool,
            out: _Outputs) -> int:
     """One call of the learner's replay driver; returns the updates that changed the model."""
@@ -148,17 +172,17 @@ def replay(learner: Learner, data: Dataset, *, order: np.ndarray | None = None, 
     return _replay_prepared(learner, prep, order, delay)
 
 
-def replay_stream(learner: Learner, chunks: Iterable[Dataset], *, delay: int = 0) -> Trace:
+def replay_stream(learner: Learner, chunks: Iterable[Dataset], *, delay: int = 0, rows: int = 0) -> Trace:
     """:func:`replay` in file order of the rows of ``chunks`` one after the other, bit for bit, holding
     one chunk at a time: a file read as a stream (:func:`learners.datasets.iter_libsvm`).
 
     The chunks must share their ``n_features`` (the stream's). Besides the chunk, memory holds the
     last ``delay`` rows (their labels may still be on the way) and the per-round outputs the metrics
-    read (34 bytes a row).
+    read (34 bytes a row), allocated once if ``rows`` says how many the stream holds.
     """
     if delay < 0:
         raise ValueError(f"delay must be ≥ 0, got {delay}")
-    codes, parts = [], []
+    codes, trail = [], _Trail(rows)
     carry: _Prepared | None = None  # the previous chunk's last rows, their labels possibly pending
     carried: _Outputs | None = None
     n = changed = 0
@@ -176,7 +200,7 @@ def replay_stream(learner: Learner, chunks: Iterable[Dataset], *, delay: int = 0
         start = time.perf_counter()
         changed += _drive(learner, prep, np.arange(size, dtype=np.int64), delay, first, False, out)
         seconds += time.perf_counter() - start
-        parts.append(_Outputs(out.yhat[first:], out.p[first:], out.prob[first:], out.queried[first:]))
+        trail.append(out, first)
         keep = min(delay, size)
         carry, carried = (prep.tail(keep), out) if keep else (None, None)
         n += chunk.n
@@ -186,8 +210,7 @@ def replay_stream(learner: Learner, chunks: Iterable[Dataset], *, delay: int = 0
         start = time.perf_counter()
         changed += _drive(learner, carry, np.arange(k, dtype=np.int64), delay, k, True, out)
         seconds += time.perf_counter() - start
-    joined = [np.concatenate([getattr(o, name) for o in parts]) if parts else getattr(_Outputs.empty(0), name)
-              for name in ("yhat", "p", "prob", "queried")]
+    joined = trail.arrays()
     learner.rounds_ += n
     learner.labels_ += int(np.count_nonzero(joined[3]))
     learner.updates_ += changed
@@ -244,15 +267,17 @@ def run(learner: Learner, data: Dataset, *, permutations: int = 1, seed: int = 0
 
 
 def run_stream(learner: Learner, chunks: Callable[[], Iterable[Dataset]], *, permutations: int = 1,
-               delay: int = 0, costs: dict | None = None, warmup: int = 0) -> Run:
+               delay: int = 0, costs: dict | None = None, warmup: int = 0, rows: int = 0) -> Run:
     """:func:`run` in file order (``shuffle=False``), bit for bit, over a stream: ``chunks()`` yields
-    the rows again for each pass (:func:`replay_stream`), so memory follows a chunk, not the data."""
+    the rows again for each pass (:func:`replay_stream`), so memory follows a chunk, not the data.
+    ``rows``: how many rows the stream holds, if known."""
     if permutations < 1:
         raise ValueError(f"permutations must be ≥ 1, got {permutations}")
     metrics, seconds, windows = [], [], []
     for k in range(permutations):
         fresh = learner.clone(seed=learner.seed + k)
-        trace = replay_stream(fresh, chunks(), delay=delay)
+        trace = replay_stream(fresh, chunks(), delay=delay, rows=rows)
+        rows = trace.y_true.size  # the next pass's length
         metrics.append(trace.after(warmup).metrics(fresh, **(costs or {})))
         seconds.append(trace.seconds)
         windows.append(budget.max_window_query_ratio(trace.queried))
