@@ -22,6 +22,8 @@ import gzip
 import inspect
 import lzma
 import os
+import queue
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -312,14 +314,14 @@ STREAM_BYTES = 1 << 22
 
 def iter_libsvm(path: str | os.PathLike, *, zero_based: bool = False, n_features: int | None = None,
                 integral_labels: bool | None = None, block_bytes: int = STREAM_BYTES,
-                name: str | None = None) -> Iterator[Dataset]:
+                name: str | None = None, threads: int | None = None) -> Iterator[Dataset]:
     """The rows of a LIBSVM file as consecutive datasets of about ``block_bytes`` of text each, read
     as a stream (a compressed file is decompressed as it goes): memory follows the block, not the file.
 
     Rows and errors are those of :func:`read_libsvm`, block by block. ``n_features`` (default: each
     block's largest index + 1) should be the file's, which :func:`scan_libsvm` finds;
     ``integral_labels`` says whether labels are int64 (the whole file's are integers) or float64
-    (None: decided per block).
+    (None: decided per block). ``threads`` parse a block at once (default: as :func:`read_libsvm`).
     """
     name = name or _name_of(path)
     lines = 0
@@ -337,7 +339,7 @@ def iter_libsvm(path: str | os.PathLike, *, zero_based: bool = False, n_features
             else:
                 text, rest = rest, b""
             if text.strip():
-                rows, labels = _parse_text(text, name, zero_based, n_features, None, lines)
+                rows, labels = _parse_text(text, name, zero_based, n_features, threads, lines)
                 if integral_labels is None:
                     labels = _labels(labels)
                 elif integral_labels:
@@ -367,6 +369,46 @@ class StreamSummary:
         return Dataset(Rows.concatenate([], [], self.n_features), self.labels, self.name)
 
 
+def _prefetched(chunks: Iterator[Dataset]) -> Iterator[Dataset]:
+    """``chunks``, the next one read, decompressed and parsed in a thread while the caller works on
+    the current one: all three release the GIL, as the compiled replay does. At most two chunks are
+    held at once; an error in the thread is raised here, in order."""
+    ready: queue.Queue = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def hand_over(item: tuple[str, object]) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for chunk in chunks:
+                if not hand_over(("chunk", chunk)):
+                    return
+            hand_over(("end", None))
+        except BaseException as exc:  # re-raised in the caller's thread
+            hand_over(("error", exc))
+
+    worker = threading.Thread(target=produce, name="libsvm-reader", daemon=True)
+    worker.start()
+    try:
+        while True:
+            kind, item = ready.get()
+            if kind == "end":
+                return
+            if kind == "error":
+                raise item
+            yield item
+    finally:
+        stop.set()
+        worker.join()
+
+
 class LibsvmStream:
     """LIBSVM files read one after the other as one stream of chunks, afresh on every call (a replay
     reads it once per pass); counts the rows of the last pass and the seconds spent reading.
@@ -384,8 +426,8 @@ class LibsvmStream:
     def __call__(self) -> Iterator[Dataset]:
         self.rows = 0
         for path in self.paths:
-            chunks = iter_libsvm(path, zero_based=self.zero_based, n_features=self.n_features,
-                                 integral_labels=self.integral_labels, block_bytes=self.block_bytes)
+            chunks = _prefetched(iter_libsvm(path, zero_based=self.zero_based, n_features=self.n_features,
+                                             integral_labels=self.integral_labels, block_bytes=self.block_bytes))
             while True:
                 start = time.perf_counter()
                 chunk = next(chunks, None)
@@ -412,7 +454,8 @@ def scan_libsvm(paths: Sequence[str | os.PathLike], *, zero_based: bool = False)
     files one after the other, as :func:`concat` joins them)."""
     n, width, labels = 0, 0, []
     for path in paths:
-        for chunk in iter_libsvm(path, zero_based=zero_based):
+        # nothing else runs meanwhile: every core parses
+        for chunk in _prefetched(iter_libsvm(path, zero_based=zero_based, threads=os.cpu_count() or 1)):
             n += chunk.n
             width = max(width, chunk.rows.n_features)
             labels.append(np.unique(chunk.labels.astype(np.float64)))

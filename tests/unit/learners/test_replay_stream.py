@@ -134,6 +134,12 @@ def test_iter_libsvm_names_the_line_of_a_malformed_row(tmp_path):
     with pytest.raises(ValueError, match="line 41") as streamed:
         list(iter_libsvm(path, block_bytes=50))
     assert str(streamed.value) == str(whole.value)
+    stream = LibsvmStream([path], n_features=3, block_bytes=50)
+    rows = []
+    with pytest.raises(ValueError, match="line 41") as prefetched:  # raised by the reading thread
+        for chunk in stream():
+            rows.append(chunk.n)
+    assert str(prefetched.value) == str(whole.value) and sum(rows) == 35  # the blocks before the bad one
 
 
 def test_libsvm_stream_joins_files_and_counts_rows(tmp_path):
