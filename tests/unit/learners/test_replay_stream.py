@@ -186,3 +186,13 @@ def test_cli_stream_with_dimension_and_classes_given_skips_the_first_pass(tmp_pa
     given = json.loads(capsys.readouterr().out)
     for key in ("examples", "f1", "accuracy", "query_ratio", "auc_roc", "mistakes", "queries", "params"):
         assert given[key] == scanned[key], key
+
+
+def test_in_memory_replay_holds_the_rows_once_with_the_intercept_appended_by_the_loop():
+    from learners.replay import _prepare
+
+    data = dataset(False)
+    prep = _prepare(learner("paa-1"), data)
+    assert (prep.bias, prep.column) == (1.0, D)
+    for field in ("indptr", "indices", "data"):
+        assert getattr(prep.rows, field) is getattr(data.rows, field)
