@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import resource
 import signal
 import sys
@@ -22,8 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import orjson
+# NumPy, orjson and the learners are imported by the commands that use them: `--help` and the
+# service's other commands do not pay for them.
 
 __all__ = ["main"]
 
@@ -51,15 +52,33 @@ def _peak_rss_mb() -> float:
 
 
 def _replay(args: argparse.Namespace) -> int:
+    import numpy as np
+    import orjson
+
     from learners import make
-    from learners.datasets import concat, resolve
+    from learners.datasets import LibsvmStream, StreamSummary, concat, is_libsvm_file, resolve, scan_libsvm
     from learners.registry import paper_protocol
-    from learners.replay import find_budget, run
+    from learners.replay import find_budget, run, run_stream
 
     started = time.perf_counter()
-    data = concat([resolve(spec, zero_based=args.zero_based) for spec in args.data])
-    read_seconds = time.perf_counter() - started
     params = {**(paper_protocol(args.learner) if args.paper_protocol else {}), **_params(args.param)}
+    # In file order, LIBSVM files are replayed as a stream, chunk by chunk; a permutation or a budget
+    # search needs every row at hand. The model's dimension and classes come from a first pass over
+    # the stream, unless both are given.
+    stream: LibsvmStream | None = None
+    if args.in_order and args.query_rate is None and all(is_libsvm_file(spec) for spec in args.data):
+        if "n_features" in params and "classes" in params:
+            summary = StreamSummary(0, int(params["n_features"]), np.asarray(params["classes"]), "")  # no pass
+            integral = None
+        else:
+            summary = scan_libsvm(args.data, zero_based=args.zero_based)
+            integral = summary.integral_labels
+        data = summary.as_dataset()
+        stream = LibsvmStream(args.data, zero_based=args.zero_based,
+                              n_features=params.get("n_features", summary.n_features), integral_labels=integral)
+    else:
+        data = concat([resolve(spec, zero_based=args.zero_based) for spec in args.data])
+    read_seconds = time.perf_counter() - started
     params.setdefault("n_features", data.rows.n_features)
     probe = make(args.learner, **params)
     if probe.multiclass:
@@ -77,25 +96,29 @@ def _replay(args: argparse.Namespace) -> int:
             learner.budget = BudgetController(target=args.budget_rate)
         except ValueError as exc:
             raise SystemExit(f"--budget-rate: {exc}") from None
-        result = run(learner, data, **options)
-    elif args.query_rate is not None:
+    if args.query_rate is not None:
         budget = learner.query.budget_param
         if budget in params:
             raise SystemExit(f"--query-rate sets {budget}; do not pass --param {budget}= as well")
         learner, result = find_budget(learner, data, args.query_rate, **options)
+    elif stream is not None:
+        result = run_stream(learner, stream, permutations=args.permutations, delay=args.delay, costs=costs,
+                            warmup=args.warmup, rows=summary.n)
+        read_seconds += stream.read_seconds
     else:
         result = run(learner, data, **options)
+    examples = data.n if stream is None else stream.rows
     total_seconds = time.perf_counter() - started
 
     keys = ("f1", "accuracy", "mistake_rate", "query_ratio", "precision", "recall", "sensitivity",
             "specificity", "weighted_sum", "cost", "mistakes", "queries", "auc_roc")
-    report: dict[str, Any] = {"learner": learner.name, "data": [d for d in args.data], "examples": data.n,
+    report: dict[str, Any] = {"learner": learner.name, "data": [d for d in args.data], "examples": examples,
                               "permutations": args.permutations, "warmup": args.warmup}
     for key in keys:
         report[key] = result.mean(key)
         report[f"{key}_std"] = result.std(key)
     seconds = np.asarray(result.seconds)
-    speed = data.n / seconds
+    speed = examples / seconds
     report.update(
         seconds=float(seconds.mean()), seconds_std=float(seconds.std()),
         examples_per_second=float(speed.mean()), examples_per_second_std=float(speed.std()),
@@ -222,6 +245,8 @@ def _healthcheck(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    import orjson
+
     from consumer.demo.run import DemoOptions, run_demo
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -344,7 +369,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        code = args.func(args)
     except ValueError as exc:
         print(f"activestream {args.command}: {exc}", file=sys.stderr)
-        return 2
+        code = 2
+    if argv is None and args.command == "replay":
+        # The process ends here and a replay holds nothing to close or flush but the output, while
+        # finalising an interpreter with numba's compiled code loaded costs a few tenths of a second.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 
 from learners import drivers
 from learners.budget import decide_rows as budget_decide_rows
@@ -481,6 +480,17 @@ class Learner(Parameterized):
         mapped = self._features.transform(transform(rows, normalize=self.normalize, bias=0.0))
         return transform(mapped, normalize=False, bias=self.bias)
 
+    def _rows_and_intercept(self, X) -> tuple[Rows, float, int]:
+        """:meth:`_rows` without the intercept coordinate, and (bias, the intercept's index): for the
+        replay drivers, which append it to each row as they reach it instead of to a copy of the batch."""
+        rows = as_rows(X, self.n_features)
+        self._ensure_allocated(rows.n_features)
+        if self._features is None:
+            view = transform(rows, normalize=self.normalize and self._scaler is None, bias=0.0)
+        else:
+            view = self._features.transform(transform(rows, normalize=self.normalize, bias=0.0))
+        return view, float(self.bias), view.n_features
+
     def _row(self, x) -> tuple[np.ndarray, np.ndarray]:
         self._ensure_allocated(self.n_features)
         idx, val = as_row(x, self.n_features)
@@ -576,6 +586,8 @@ class Learner(Parameterized):
         if self._budget is not None:  # the controller's state lives with the batch driver
             self._ensure_allocated(self.n_features)
             idx, val = as_row(x, self.n_features)
+            import scipy.sparse as sp  # only this path needs it; importing it costs start-up
+
             row = sp.csr_matrix((val, idx, [0, idx.size]), shape=(1, self.n_features))
             d = self.decide(row, ids=None if record_id is None else [record_id])
             return d.label[0].item(), float(d.probability[0]), bool(d.query[0])

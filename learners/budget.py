@@ -62,7 +62,7 @@ import numpy as np
 from numba import njit, types
 
 from learners.coin import draw
-from learners.drivers import B1, I64, U64, _driver, _predict
+from learners.drivers import B1, I64, U64, _driver, _predict, pending_rounds, row_of, widest
 from learners.kernels import IDX, LABEL_FN, PROB_FN, ROUND_FN, SCORE_FN, STATE, UPDATE_FN, VAL, VEC
 from learners.params import Interval, Parameterized
 
@@ -335,29 +335,33 @@ def decide_rows(
 @_driver(
     types.int64(
         types.int64[::1], IDX, VAL, I64, I64, U64, types.uint64, types.int64, types.boolean, types.int64,
+        types.float64, types.int64, types.int64, types.boolean,
         STATE, VEC, VEC, SCORE_FN, UPDATE_FN, VEC, PROB_FN, ROUND_FN, LABEL_FN,
         VEC, VEC, STATE, STATE, VEC, VEC,
         I64, VEC, VEC, B1,
     )
 )
 def replay_rows(
-    indptr, indices, data, order, y, keys, seed, tie, multiclass, delay,
+    indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column, first, final,
     S, a, P, score, update, qs, probability, after_round, after_label,
     cs, cp, win, ring, recent, qw,
     out_yhat, out_p, out_prob, out_query,
 ):
-    """:func:`learners.drivers.replay_rows` with the controller; round t's clock is t."""
+    """:func:`learners.drivers.replay_rows` with the controller; the clock counts the rounds the
+    controller has seen."""
     n = order.size
     fifo = np.empty(n, dtype=np.int64)  # rounds whose label is on its way, oldest first
+    width = widest(indptr) + 1
+    idx_buf, val_buf = np.empty(width, dtype=np.int32), np.empty(width)
     head = 0
-    tail = 0
+    tail = pending_rounds(out_query, first, fifo)
     changed = 0
-    start = cs[_SEEN]
-    for t in range(n + delay):
+    start = cs[_SEEN] - first
+    for t in range(first, n + delay if final else n):
         if t < n:
             i = order[t]
-            lo, hi = indptr[i], indptr[i + 1]
-            p, gap, v, top = score(S, a, P, indices[lo:hi], data[lo:hi])
+            idx, val = row_of(indptr, indices, data, i, bias, column, idx_buf, val_buf)
+            p, gap, v, top = score(S, a, P, idx, val)
             q, free = _step(cs, cp, win, ring, recent, qw, qs, probability, p, gap, v, start + t)
             after_round(qw, qs)
             u = draw(seed, keys[i])
@@ -374,8 +378,8 @@ def replay_rows(
             s = fifo[head]
             head += 1
             i = order[s]
-            lo, hi = indptr[i], indptr[i + 1]
-            if update(S, a, P, indices[lo:hi], data[lo:hi], y[i]):
+            idx, val = row_of(indptr, indices, data, i, bias, column, idx_buf, val_buf)
+            if update(S, a, P, idx, val, y[i]):
                 changed += 1
             after_label(qw, qs, out_yhat[s] != y[i])
     return changed

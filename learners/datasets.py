@@ -22,6 +22,10 @@ import gzip
 import inspect
 import lzma
 import os
+import queue
+import threading
+import time
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import pairwise
@@ -34,7 +38,8 @@ from numba import njit, types
 from learners.inputs import Rows
 from learners.kernels import kernel, ready
 
-__all__ = ["Dataset", "concat", "read_libsvm", "resolve", "synthetic_shift", "synthetic_sparse", "usps_shift"]
+__all__ = ["STREAM_BYTES", "Dataset", "LibsvmStream", "StreamSummary", "concat", "is_libsvm_file", "iter_libsvm",
+           "read_libsvm", "resolve", "scan_libsvm", "synthetic_shift", "synthetic_sparse", "usps_shift"]
 
 _POW10 = np.array([10.0**k for k in range(23)])
 _MAX_FAST_MANTISSA = 2**53
@@ -244,16 +249,25 @@ class Dataset:
         return Dataset(Rows(r.indptr, r.indices, r.data, n_features), self.labels, self.name, self.ordered)
 
 
-def _read_bytes(path: str | os.PathLike) -> bytes:
+def _open(path: str | os.PathLike):
+    """The file's bytes as a stream, decompressed as they are read (.xz, .lzma, .gz, .bz2)."""
     p = Path(path)
     opener = {".xz": lzma.open, ".lzma": lzma.open, ".gz": gzip.open, ".bz2": bz2.open}.get(p.suffix, open)
-    with opener(p, "rb") as f:
+    return opener(p, "rb")
+
+
+def _read_bytes(path: str | os.PathLike) -> bytes:
+    with _open(path) as f:
         return f.read()
 
 
 def _labels(values: np.ndarray) -> np.ndarray:
     as_int = values.astype(np.int64)
     return as_int if np.array_equal(as_int, values) else values
+
+
+def _name_of(source: str | os.PathLike | bytes) -> str:
+    return "bytes" if isinstance(source, bytes) else Path(source).name.split(".xz")[0]
 
 
 def read_libsvm(source: str | os.PathLike | bytes, *, zero_based: bool = False,
@@ -266,14 +280,20 @@ def read_libsvm(source: str | os.PathLike | bytes, *, zero_based: bool = False,
     the CPU count, at most 4; the compiled parser releases the GIL).
     """
     raw = source if isinstance(source, bytes) else _read_bytes(source)
-    if name is None:
-        name = "bytes" if isinstance(source, bytes) else Path(source).name.split(".xz")[0]
+    rows, labels = _parse_text(raw, name or _name_of(source), zero_based, n_features, threads, 0)
+    return Dataset(rows, _labels(labels), name or _name_of(source))
+
+
+def _parse_text(raw: bytes, name: str, zero_based: bool, n_features: int | None, threads: int | None,
+                lines_before: int) -> tuple[Rows, np.ndarray]:
+    """Rows (over ``n_features``, default the largest index + 1) and float labels of whole lines of
+    LIBSVM text; ``lines_before``: lines of the file before ``raw``, for the error messages."""
     if threads is None:
         threads = min(os.cpu_count() or 1, 4) if len(raw) > _PARALLEL_BYTES else 1
     parsed = _parse_chunks(raw, _chunks(raw, threads), 0 if zero_based else 1)
     if parsed.error:
         err, at = parsed.error
-        line = raw.count(b"\n", 0, at) + 1
+        line = lines_before + raw.count(b"\n", 0, at) + 1
         text = raw[at : raw.find(b"\n", at) if raw.find(b"\n", at) >= 0 else None][:60].decode(errors="replace")
         raise ValueError(f"{name}, line {line}: {_ERRORS[err]} at {text!r}")
     labels, data, indices = parsed.labels, parsed.data, parsed.indices
@@ -284,8 +304,163 @@ def read_libsvm(source: str | os.PathLike | bytes, *, zero_based: bool = False,
     width = int(indices.max()) + 1 if indices.size else 0
     if n_features is not None and width > n_features:
         raise ValueError(f"{name} has feature index {width - 1}, beyond n_features={n_features}")
-    rows_ = Rows(parsed.indptr, indices, data, n_features or width)
-    return Dataset(_canonical(rows_), _labels(labels), name)
+    return _canonical(Rows(parsed.indptr, indices, data, n_features or width)), labels
+
+
+# Text parsed at a time when a file is read as a stream: the rows it makes (CSR arrays take two to
+# three times the text's bytes) stay a few tens of MB, and a replay's per-chunk cost is negligible.
+STREAM_BYTES = 1 << 22
+
+
+def iter_libsvm(path: str | os.PathLike, *, zero_based: bool = False, n_features: int | None = None,
+                integral_labels: bool | None = None, block_bytes: int = STREAM_BYTES,
+                name: str | None = None, threads: int | None = None) -> Iterator[Dataset]:
+    """The rows of a LIBSVM file as consecutive datasets of about ``block_bytes`` of text each, read
+    as a stream (a compressed file is decompressed as it goes): memory follows the block, not the file.
+
+    Rows and errors are those of :func:`read_libsvm`, block by block. ``n_features`` (default: each
+    block's largest index + 1) should be the file's, which :func:`scan_libsvm` finds;
+    ``integral_labels`` says whether labels are int64 (the whole file's are integers) or float64
+    (None: decided per block). ``threads`` parse a block at once (default: as :func:`read_libsvm`).
+    """
+    name = name or _name_of(path)
+    lines = 0
+    rest = b""
+    with _open(path) as f:
+        while True:
+            block = f.read(block_bytes)
+            if block:
+                text = rest + block
+                cut = text.rfind(b"\n") + 1
+                if cut == 0:  # a line longer than a block: read on
+                    rest = text
+                    continue
+                text, rest = text[:cut], text[cut:]
+            else:
+                text, rest = rest, b""
+            if text.strip():
+                rows, labels = _parse_text(text, name, zero_based, n_features, threads, lines)
+                if integral_labels is None:
+                    labels = _labels(labels)
+                elif integral_labels:
+                    labels = labels.astype(np.int64)
+                yield Dataset(rows, labels, name)
+            lines += text.count(b"\n")
+            if not block:
+                return
+
+
+@dataclass(frozen=True, slots=True)
+class StreamSummary:
+    """What a replay must know of LIBSVM files before their first row: rows, the width, the labels."""
+
+    n: int
+    n_features: int
+    labels: np.ndarray  # the distinct labels, sorted, as :func:`read_libsvm` would type them
+    name: str  # as :func:`concat` names the files read and joined
+
+    @property
+    def integral_labels(self) -> bool:
+        return self.labels.dtype.kind in "iu"
+
+    def as_dataset(self) -> Dataset:
+        """A dataset with no rows and these labels, for :meth:`Dataset.classes` and
+        :meth:`Dataset.binary_classes`."""
+        return Dataset(Rows.concatenate([], [], self.n_features), self.labels, self.name)
+
+
+def _prefetched(chunks: Iterator[Dataset]) -> Iterator[Dataset]:
+    """``chunks``, the next one read, decompressed and parsed in a thread while the caller works on
+    the current one: all three release the GIL, as the compiled replay does. At most two chunks are
+    held at once; an error in the thread is raised here, in order."""
+    ready: queue.Queue = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def hand_over(item: tuple[str, object]) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for chunk in chunks:
+                if not hand_over(("chunk", chunk)):
+                    return
+            hand_over(("end", None))
+        except BaseException as exc:  # re-raised in the caller's thread
+            hand_over(("error", exc))
+
+    worker = threading.Thread(target=produce, name="libsvm-reader", daemon=True)
+    worker.start()
+    try:
+        while True:
+            kind, item = ready.get()
+            if kind == "end":
+                return
+            if kind == "error":
+                raise item
+            yield item
+    finally:
+        stop.set()
+        worker.join()
+
+
+class LibsvmStream:
+    """LIBSVM files read one after the other as one stream of chunks, afresh on every call (a replay
+    reads it once per pass); counts the rows of the last pass and the seconds spent reading.
+
+    ``n_features`` and ``integral_labels`` are the whole stream's (:func:`scan_libsvm`).
+    """
+
+    def __init__(self, paths: Sequence[str | os.PathLike], *, zero_based: bool = False, n_features: int,
+                 integral_labels: bool | None = None, block_bytes: int = STREAM_BYTES) -> None:
+        self.paths, self.zero_based, self.n_features = list(paths), zero_based, n_features
+        self.integral_labels, self.block_bytes = integral_labels, block_bytes
+        self.rows = 0
+        self.read_seconds = 0.0
+
+    def __call__(self) -> Iterator[Dataset]:
+        self.rows = 0
+        for path in self.paths:
+            chunks = _prefetched(iter_libsvm(path, zero_based=self.zero_based, n_features=self.n_features,
+                                             integral_labels=self.integral_labels, block_bytes=self.block_bytes))
+            while True:
+                start = time.perf_counter()
+                chunk = next(chunks, None)
+                self.read_seconds += time.perf_counter() - start
+                if chunk is None:
+                    break
+                self.rows += chunk.n
+                yield chunk
+
+
+def is_libsvm_file(spec: str) -> bool:
+    """Whether :func:`resolve` reads ``spec`` as a LIBSVM file (no transform, no generated stream)."""
+    prefix = spec.partition(":")[0]
+    if prefix in ("ovr", "synthetic", "usps-shift") or prefix in _TRANSFORM_PREFIXES:
+        return False
+    return Path(spec).is_file()
+
+
+_TRANSFORM_PREFIXES = ("scale", "maxabs")  # learners.transforms.TRANSFORMS, without importing it
+
+
+def scan_libsvm(paths: Sequence[str | os.PathLike], *, zero_based: bool = False) -> StreamSummary:
+    """One streaming pass over LIBSVM files, keeping only their row count, width and label set (the
+    files one after the other, as :func:`concat` joins them)."""
+    n, width, labels = 0, 0, []
+    for path in paths:
+        # nothing else runs meanwhile: every core parses
+        for chunk in _prefetched(iter_libsvm(path, zero_based=zero_based, threads=os.cpu_count() or 1)):
+            n += chunk.n
+            width = max(width, chunk.rows.n_features)
+            labels.append(np.unique(chunk.labels.astype(np.float64)))
+    distinct = np.unique(np.concatenate(labels)) if labels else np.empty(0)
+    return StreamSummary(n, width, _labels(distinct), "+".join(_name_of(p) for p in paths))
 
 
 _PARALLEL_BYTES = 1 << 22  # below this, one thread parses the whole buffer
@@ -371,11 +546,23 @@ def _trim_to(a: np.ndarray) -> np.ndarray:
     return a if a.size >= 0.9 * base.size else a.copy()
 
 
+def _is_canonical(rows: Rows) -> bool:
+    """Whether every row's indices strictly increase (SciPy's canonical CSR format). O(nnz)."""
+    indices = rows.indices[: rows.nnz]
+    if indices.size < 2:
+        return True
+    increasing = indices[1:] > indices[:-1]
+    starts = rows.indptr[1:-1]
+    starts = starts[(starts > 0) & (starts < indices.size)]
+    increasing[starts - 1] = True  # a row's first index need not exceed the previous row's last
+    return bool(increasing.all())
+
+
 def _canonical(rows: Rows) -> Rows:
     """Sum duplicate indices within rows (LIBSVM files normally have none; this checks cheaply)."""
-    csr = rows.to_csr()
-    if csr.has_canonical_format:
+    if _is_canonical(rows):
         return rows
+    csr = rows.to_csr()
     csr.sum_duplicates()
     return Rows.from_arrays(csr.indptr, csr.indices, csr.data, rows.n_features)
 

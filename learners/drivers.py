@@ -33,7 +33,8 @@ from learners.kernels import (
     Lazy,
 )
 
-__all__ = ["decide_rows", "learn_rows", "probabilities", "replay_rows", "score_rows"]
+__all__ = ["decide_rows", "learn_rows", "pending_rounds", "probabilities", "replay_rows", "row_of", "score_rows",
+           "widest"]
 
 I64 = types.int64[::1]
 U64 = types.uint64[::1]
@@ -119,35 +120,79 @@ def learn_rows(indptr, indices, data, rows, y, mistakes, S, a, P, update, qp, qs
     return changed
 
 
+@njit(cache=True, nogil=True)
+def widest(indptr):
+    """The most non-zeros of any row (at least 1): the size of a row buffer."""
+    width = 1
+    for i in range(indptr.size - 1):
+        width = max(width, indptr[i + 1] - indptr[i])
+    return width
+
+
+@njit(cache=True, nogil=True, inline="always")
+def row_of(indptr, indices, data, i, bias, column, idx_buf, val_buf):
+    """Row ``i`` as the kernels take it: with ``bias != 0``, followed by the intercept coordinate
+    ``column`` = ``bias``, built in the row buffers, so no copy of the whole batch holds it. O(nnz)."""
+    lo, hi = indptr[i], indptr[i + 1]
+    if bias == 0.0:
+        return indices[lo:hi], data[lo:hi]
+    m = hi - lo
+    for j in range(m):
+        idx_buf[j] = indices[lo + j]
+        val_buf[j] = data[lo + j]
+    idx_buf[m] = column
+    val_buf[m] = bias
+    return idx_buf[: m + 1], val_buf[: m + 1]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def pending_rounds(out_query, first, fifo):
+    """Put the carried rounds ``0 .. first-1`` that were queried (their labels still on the way) in
+    the queue; returns its length."""
+    tail = 0
+    for s in range(first):
+        if out_query[s]:
+            fifo[tail] = s
+            tail += 1
+    return tail
+
+
 @_driver(
     types.int64(
         INDPTR, IDX, VAL, I64, I64, U64, types.uint64, types.int64, types.boolean, types.int64,
+        types.float64, types.int64, types.int64, types.boolean,
         STATE, VEC, VEC, SCORE_FN, UPDATE_FN, VEC, VEC, PROB_FN, ROUND_FN, LABEL_FN,
         I64, VEC, VEC, B1,
     )
 )
 def replay_rows(
-    indptr, indices, data, order, y, keys, seed, tie, multiclass, delay,
+    indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column, first, final,
     S, a, P, score, update, qp, qs, probability, after_round, after_label,
     out_yhat, out_p, out_prob, out_query,
 ):
     """Prequential replay: predict, decide, and learn from queried labels after ``delay`` rounds.
 
-    Round t handles row ``order[t]``. Its label, if queried, is applied once round t + delay has
-    been predicted (delay 0: right after its own prediction). Labels still pending at the end are
-    applied in order. Outputs are in stream order. Returns the number of updates that changed
-    the model.
+    Round t handles row ``order[t]``; with ``bias != 0`` the row is followed by the intercept
+    coordinate ``column``. Its label, if queried, is applied once round t + delay has been
+    predicted (delay 0: right after its own prediction). Outputs are in stream order. Returns the
+    number of updates that changed the model.
+
+    A stream replayed in chunks: rounds ``0 .. first-1`` are the previous chunk's last rounds,
+    already predicted (their outputs filled in), carried so their pending labels can be applied;
+    labels still pending at the end are applied in order only if ``final``.
     """
     n = order.size
     fifo = np.empty(n, dtype=np.int64)  # rounds whose label is on its way, oldest first
+    width = widest(indptr) + 1
+    idx_buf, val_buf = np.empty(width, dtype=np.int32), np.empty(width)
     head = 0
-    tail = 0
+    tail = pending_rounds(out_query, first, fifo)
     changed = 0
-    for t in range(n + delay):
+    for t in range(first, n + delay if final else n):
         if t < n:
             i = order[t]
-            lo, hi = indptr[i], indptr[i + 1]
-            p, gap, v, top = score(S, a, P, indices[lo:hi], data[lo:hi])
+            idx, val = row_of(indptr, indices, data, i, bias, column, idx_buf, val_buf)
+            p, gap, v, top = score(S, a, P, idx, val)
             q = probability(p, gap, v, qp, qs)
             after_round(qp, qs)
             out_yhat[t] = _predict(p, top, tie, multiclass)
@@ -162,9 +207,8 @@ def replay_rows(
             s = fifo[head]
             head += 1
             i = order[s]
-            lo, hi = indptr[i], indptr[i + 1]
-            if update(S, a, P, indices[lo:hi], data[lo:hi], y[i]):
+            idx, val = row_of(indptr, indices, data, i, bias, column, idx_buf, val_buf)
+            if update(S, a, P, idx, val, y[i]):
                 changed += 1
             after_label(qp, qs, out_yhat[s] != y[i])
     return changed
-

@@ -22,7 +22,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy.stats import rankdata
 
 __all__ = ["Metrics", "auc_roc", "binary_metrics", "multiclass_metrics"]
 
@@ -56,6 +55,19 @@ def _ratio(num: float, den: float) -> float:
     return num / den if den else 0.0
 
 
+def _mid_ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks 1..n of ``x``, tied values sharing the mean of their ranks (``scipy.stats.rankdata``'s
+    default, without importing SciPy's statistics for it)."""
+    order = np.argsort(x, kind="stable")
+    ordered = x[order]
+    first = np.concatenate([[True], ordered[:-1] != ordered[1:]])
+    starts = np.flatnonzero(first)
+    counts = np.diff(starts, append=x.size)
+    ranks = np.empty(x.size)
+    ranks[order] = np.repeat(starts + 1.0 + (counts - 1.0) / 2.0, counts)
+    return ranks
+
+
 def auc_roc(y_true: np.ndarray, scores: np.ndarray) -> float:
     """Area under the ROC curve of ``scores`` for the positive class (code +1): the Mann-Whitney
     statistic with mid-ranks for ties. NaN unless both classes are present. O(n log n)."""
@@ -64,7 +76,7 @@ def auc_roc(y_true: np.ndarray, scores: np.ndarray) -> float:
     n_n = pos.size - n_p
     if n_p == 0 or n_n == 0:
         return float("nan")
-    ranks = rankdata(np.asarray(scores, dtype=np.float64))
+    ranks = _mid_ranks(np.asarray(scores, dtype=np.float64))
     return float((ranks[pos].sum() - n_p * (n_p + 1) / 2.0) / (n_p * n_n))
 
 

@@ -15,15 +15,19 @@ Duplicate coordinates within a row (hash collisions, careless producers) are sum
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 from numba import types
 
 from learners.hashing import hash_features
 from learners.kernels import kernel, ready
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 __all__ = ["Rows", "as_row", "as_rows", "transform", "transform_row"]
 
@@ -62,6 +66,8 @@ class Rows:
         return Rows(indptr, self.indices[at], self.data[at], self.n_features)
 
     def to_csr(self) -> sp.csr_matrix:
+        import scipy.sparse as sp
+
         return sp.csr_matrix((self.data, self.indices, self.indptr), shape=(self.n, self.n_features))
 
     @classmethod
@@ -114,6 +120,13 @@ class Rows:
         return cls(indptr, np.empty(0, np.int32), np.empty(0, np.float64), n_features)
 
 
+def _issparse(x) -> bool:
+    """Whether ``x`` is a SciPy sparse matrix or array. SciPy is imported only by callers that use
+    it (its import is a large part of a replay's start-up): if nobody has, ``x`` cannot be one."""
+    sparse = sys.modules.get("scipy.sparse")
+    return sparse is not None and sparse.issparse(x)
+
+
 def _check_values(data: np.ndarray, indptr: np.ndarray) -> None:
     bad = ~np.isfinite(data)
     if bad.any():
@@ -144,7 +157,9 @@ def as_rows(X, n_features: int | None = None) -> Rows:
         if n_features is not None and X.n_features != n_features:
             raise ValueError(f"rows have {X.n_features} features, the model has {n_features}")
         return X
-    if sp.issparse(X):
+    if _issparse(X):
+        import scipy.sparse as sp
+
         csr = sp.csr_matrix(X)
         if csr.shape[1] > _MAX_FEATURES:
             raise ValueError(f"{csr.shape[1]} features exceed the supported {_MAX_FEATURES}")
@@ -163,6 +178,8 @@ def as_rows(X, n_features: int | None = None) -> Rows:
         if dense.ndim != 2:
             raise ValueError(f"expected a 2-D batch of rows, got an array of shape {dense.shape}")
         width = dense.shape[1]
+        import scipy.sparse as sp
+
         csr = sp.csr_matrix(dense)
         indptr, indices, data = csr.indptr, csr.indices, csr.data
     if n_features is not None and width > n_features:
@@ -179,7 +196,7 @@ def as_row(x, n_features: int) -> tuple[np.ndarray, np.ndarray]:
     Accepts a dense sequence (its length must equal ``n_features``), a SciPy sparse row,
     ``{"indices": [...], "values": [...]}``, or a mapping of integer coordinates or names to values.
     """
-    if sp.issparse(x):
+    if _issparse(x):
         rows = as_rows(x, n_features)
         if rows.n != 1:
             raise ValueError(f"expected one row, got {rows.n}")

@@ -18,6 +18,8 @@ A row of input is ``idx`` (int32, the non-zero coordinates) and ``val`` (float64
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit, types
 from numba.core.dispatcher import Dispatcher
@@ -89,9 +91,36 @@ def kernel(signature):
     return wrap
 
 
+def _defer_numba_blas_probe() -> None:
+    """Let numba set up its CPU target without importing ``scipy.linalg`` first.
+
+    On first use numba imports its array implementations, which probe for BLAS by importing
+    ``scipy.linalg.cython_blas``: a quarter of a second of a replay's start-up, for code none of
+    our kernels calls. SciPy is a dependency, so the probe's answer is known; the probe is answered
+    yes without the import, and numba's own ``ensure_blas`` still imports SciPy when it compiles
+    code that calls BLAS. Nothing changes if numba's array implementations are already imported
+    or laid out differently.
+    """
+    if "numba.np.arraymath" in sys.modules:
+        return
+    try:
+        from numba.np import linalg
+    except ImportError:
+        return
+    probe = getattr(linalg, "ensure_blas", None)
+    if probe is None:
+        return
+    linalg.ensure_blas = lambda: None  # read once, by numba.np.arraymath's import-time probe
+    try:
+        import numba.np.arraymath  # noqa: F401
+    finally:
+        linalg.ensure_blas = probe
+
+
 def ready(dispatcher):
     """The kernel, compiled for its signature (from the cache after the first time ever)."""
     if not dispatcher.signatures:
+        _defer_numba_blas_probe()
         dispatcher.compile(dispatcher.kernel_signature)
         dispatcher.disable_compile()
     return dispatcher

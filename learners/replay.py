@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,8 +28,9 @@ from learners import budget, drivers
 from learners.base import Learner
 from learners.datasets import Dataset
 from learners.evaluation import Metrics, binary_metrics, multiclass_metrics
+from learners.inputs import Rows
 
-__all__ = ["Run", "Trace", "find_budget", "replay", "run"]
+__all__ = ["Run", "Trace", "find_budget", "replay", "replay_stream", "run", "run_stream"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,37 +61,102 @@ class Trace:
 
 @dataclass(frozen=True, slots=True)
 class _Prepared:
-    rows: object
+    """Rows as the drivers take them (the intercept, ``bias`` at index ``column``, appended by the
+    drivers), their labels' codes and their coins' keys."""
+
+    rows: Rows
     codes: np.ndarray
     keys: np.ndarray
+    bias: float
+    column: int
+
+    def tail(self, k: int) -> _Prepared:
+        """The last ``k`` rows."""
+        rows = self.rows.take(np.arange(self.rows.n - k, self.rows.n))
+        return _Prepared(rows, self.codes[-k:], self.keys[-k:], self.bias, self.column)
+
+    def then(self, later: _Prepared) -> _Prepared:
+        """These rows followed by ``later``'s."""
+        return _Prepared(Rows.vstack([self.rows, later.rows]), np.concatenate([self.codes, later.codes]),
+                         np.concatenate([self.keys, later.keys]), self.bias, self.column)
 
 
-def _prepare(learner: Learner, data: Dataset) -> _Prepared:
-    rows = learner._rows(data.rows)
+def _prepare(learner: Learner, data: Dataset, first_key: int = 0) -> _Prepared:
+    rows, bias, column = learner._rows_and_intercept(data.rows)
     codes = np.ascontiguousarray(learner.encode(data.labels), dtype=np.int64)
-    return _Prepared(rows, codes, np.arange(data.n, dtype=np.uint64))
+    return _Prepared(rows, codes, np.arange(first_key, first_key + data.n, dtype=np.uint64), bias, column)
+
+
+@dataclass(slots=True)
+class _Outputs:
+    """Per-round outputs of a driver call, in stream order."""
+
+    yhat: np.ndarray
+    p: np.ndarray
+    prob: np.ndarray
+    queried: np.ndarray
+
+    @classmethod
+    def empty(cls, n: int) -> _Outputs:
+        return cls(np.empty(n, dtype=np.int64), np.empty(n), np.empty(n), np.empty(n, dtype=np.bool_))
+
+    def carried(self, k: int, n: int) -> _Outputs:
+        """Outputs for ``n`` rounds whose first ``k`` are this call's last ``k``."""
+        out = _Outputs.empty(n)
+        for name in ("yhat", "p", "prob", "queried"):
+            getattr(out, name)[:k] = getattr(self, name)[len(self.yhat) - k:]
+        return out
+
+
+class _Trail:
+    """Per-round outputs of a stream, chunk after chunk, in arrays that grow by doubling (sized at
+    once when the stream's length is known)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.out = _Outputs.empty(max(capacity, 1))
+        self.n = 0
+
+    def append(self, out: _Outputs, first: int) -> None:
+        """The rounds of ``out`` after its first ``first`` (those carried from the previous chunk)."""
+        m = len(out.yhat) - first
+        if self.n + m > len(self.out.yhat):
+            grown = _Outputs.empty(max(2 * len(self.out.yhat), self.n + m))
+            for name in _Outputs.__slots__:
+                getattr(grown, name)[: self.n] = getattr(self.out, name)[: self.n]
+            self.out = grown
+        for name in _Outputs.__slots__:
+            getattr(self.out, name)[self.n : self.n + m] = getattr(out, name)[first:]
+        self.n += m
+
+    def arrays(self) -> list[np.ndarray]:
+        return [getattr(self.out, name)[: self.n] for name in _Outputs.__slots__]
+
+
+def _drive(learner: Learner, prep: _Prepared, order: np.ndarray, delay: int, first: int, final: bool,
+           out: _Outputs) -> int:
+    """One call of the learner's replay driver; returns the updates that changed the model."""
+    rows = prep.rows
+    common = (rows.indptr, rows.indices, rows.data, order, prep.codes, prep.keys, np.uint64(learner.seed),
+              learner._tie, learner.multiclass, int(delay), prep.bias, prep.column, int(first), bool(final),
+              *learner.rule.kernel_state(), learner.rule.score_fn, learner.rule.update_fn)
+    outputs = (out.yhat, out.p, out.prob, out.queried)
+    if learner.budget is not None:  # the online controller, between probability and coin
+        return int(budget.replay_rows(*common, learner.query.qs_, *learner.query.kernels,
+                                      *learner.budget.arrays(), *outputs))
+    loop = drivers.replay_rows if learner._scaler is None else learner._scaler.replay_rows
+    return int(loop(*common, *learner.query.kernel_state(), *learner.query.kernels, *outputs))
 
 
 def _replay_prepared(learner: Learner, prep: _Prepared, order: np.ndarray, delay: int) -> Trace:
     n = order.size
-    yhat, p, prob = np.empty(n, dtype=np.int64), np.empty(n), np.empty(n)
-    queried = np.empty(n, dtype=np.bool_)
-    rows = prep.rows
+    out = _Outputs.empty(n)
     start = time.perf_counter()
-    common = (rows.indptr, rows.indices, rows.data, order, prep.codes, prep.keys, np.uint64(learner.seed),
-              learner._tie, learner.multiclass, int(delay),
-              *learner.rule.kernel_state(), learner.rule.score_fn, learner.rule.update_fn)
-    if learner.budget is not None:  # the online controller, between probability and coin
-        changed = budget.replay_rows(*common, learner.query.qs_, *learner.query.kernels,
-                                     *learner.budget.arrays(), yhat, p, prob, queried)
-    else:
-        loop = drivers.replay_rows if learner._scaler is None else learner._scaler.replay_rows
-        changed = loop(*common, *learner.query.kernel_state(), *learner.query.kernels, yhat, p, prob, queried)
+    changed = _drive(learner, prep, order, delay, 0, True, out)
     seconds = time.perf_counter() - start
     learner.rounds_ += n
-    learner.labels_ += int(np.count_nonzero(queried))
-    learner.updates_ += int(changed)
-    return Trace(prep.codes[order], yhat, p, prob, queried, int(changed), seconds)
+    learner.labels_ += int(np.count_nonzero(out.queried))
+    learner.updates_ += changed
+    return Trace(prep.codes[order], out.yhat, out.p, out.prob, out.queried, changed, seconds)
 
 
 def replay(learner: Learner, data: Dataset, *, order: np.ndarray | None = None, delay: int = 0) -> Trace:
@@ -104,6 +170,52 @@ def replay(learner: Learner, data: Dataset, *, order: np.ndarray | None = None, 
     prep = _prepare(learner, data)
     order = np.arange(data.n, dtype=np.int64) if order is None else np.ascontiguousarray(order, dtype=np.int64)
     return _replay_prepared(learner, prep, order, delay)
+
+
+def replay_stream(learner: Learner, chunks: Iterable[Dataset], *, delay: int = 0, rows: int = 0) -> Trace:
+    """:func:`replay` in file order of the rows of ``chunks`` one after the other, bit for bit, holding
+    one chunk at a time: a file read as a stream (:func:`learners.datasets.iter_libsvm`).
+
+    The chunks must share their ``n_features`` (the stream's). Besides the chunk, memory holds the
+    last ``delay`` rows (their labels may still be on the way) and the per-round outputs the metrics
+    read (34 bytes a row), allocated once if ``rows`` says how many the stream holds.
+    """
+    if delay < 0:
+        raise ValueError(f"delay must be ≥ 0, got {delay}")
+    codes, trail = [], _Trail(rows)
+    carry: _Prepared | None = None  # the previous chunk's last rows, their labels possibly pending
+    carried: _Outputs | None = None
+    n = changed = 0
+    seconds = 0.0
+    for chunk in chunks:
+        if chunk.n == 0:
+            continue
+        prep = _prepare(learner, chunk, first_key=n)
+        codes.append(prep.codes)
+        first = 0 if carry is None else carry.rows.n
+        if carry is not None:
+            prep = carry.then(prep)
+        size = prep.rows.n
+        out = _Outputs.empty(size) if carried is None else carried.carried(first, size)
+        start = time.perf_counter()
+        changed += _drive(learner, prep, np.arange(size, dtype=np.int64), delay, first, False, out)
+        seconds += time.perf_counter() - start
+        trail.append(out, first)
+        keep = min(delay, size)
+        carry, carried = (prep.tail(keep), out) if keep else (None, None)
+        n += chunk.n
+    if carry is not None:  # the labels still on their way arrive after the last record
+        k = carry.rows.n
+        out = carried.carried(k, k)
+        start = time.perf_counter()
+        changed += _drive(learner, carry, np.arange(k, dtype=np.int64), delay, k, True, out)
+        seconds += time.perf_counter() - start
+    joined = trail.arrays()
+    learner.rounds_ += n
+    learner.labels_ += int(np.count_nonzero(joined[3]))
+    learner.updates_ += changed
+    y_true = np.concatenate(codes) if codes else np.empty(0, dtype=np.int64)
+    return Trace(y_true, *joined, changed, seconds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +260,24 @@ def run(learner: Learner, data: Dataset, *, permutations: int = 1, seed: int = 0
         fresh = learner.clone(seed=learner.seed + k)
         fresh._ensure_allocated(template.n_features)
         trace = _replay_prepared(fresh, prep, order, delay)
+        metrics.append(trace.after(warmup).metrics(fresh, **(costs or {})))
+        seconds.append(trace.seconds)
+        windows.append(budget.max_window_query_ratio(trace.queried))
+    return Run(metrics, learner.get_params(), seconds, windows)
+
+
+def run_stream(learner: Learner, chunks: Callable[[], Iterable[Dataset]], *, permutations: int = 1,
+               delay: int = 0, costs: dict | None = None, warmup: int = 0, rows: int = 0) -> Run:
+    """:func:`run` in file order (``shuffle=False``), bit for bit, over a stream: ``chunks()`` yields
+    the rows again for each pass (:func:`replay_stream`), so memory follows a chunk, not the data.
+    ``rows``: how many rows the stream holds, if known."""
+    if permutations < 1:
+        raise ValueError(f"permutations must be ≥ 1, got {permutations}")
+    metrics, seconds, windows = [], [], []
+    for k in range(permutations):
+        fresh = learner.clone(seed=learner.seed + k)
+        trace = replay_stream(fresh, chunks(), delay=delay, rows=rows)
+        rows = trace.y_true.size  # the next pass's length
         metrics.append(trace.after(warmup).metrics(fresh, **(costs or {})))
         seconds.append(trace.seconds)
         windows.append(budget.max_window_query_ratio(trace.queried))

@@ -45,7 +45,7 @@ import numpy as np
 from numba import njit, types
 
 from learners.coin import draw
-from learners.drivers import B1, I64, U64, _driver, _predict
+from learners.drivers import B1, I64, U64, _driver, _predict, pending_rounds, row_of, widest
 from learners.kernels import IDX, LABEL_FN, PROB_FN, ROUND_FN, SCORE_FN, STATE, UPDATE_FN, VAL, VEC, kernel
 
 __all__ = [
@@ -364,34 +364,35 @@ def learn_scaled_rows(indptr, indices, data, y, mistakes, level, Z, zs, zp, S, a
 @_driver(
     types.int64(
         I64, IDX, VAL, I64, I64, U64, types.uint64, types.int64, types.boolean, types.int64,
-        types.int64, types.int64,
+        types.float64, types.int64, types.int64, types.boolean, types.int64, types.int64,
         STATE, VEC, VEC, STATE, VEC, VEC, VEC, SCORE_FN, UPDATE_FN, RESCALE_FN,
         VEC, VEC, PROB_FN, ROUND_FN, LABEL_FN,
         I64, VEC, VEC, B1,
     )
 )
 def replay_scaled_rows(
-    indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, score_level, learn_level,
+    indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column, first, final,
+    score_level, learn_level,
     Z, zs, zp, S, a, P, R, score, update, rescale, qp, qs, probability, after_round, after_label,
     out_yhat, out_p, out_prob, out_query,
 ):
     """:func:`learners.drivers.replay_rows` on x̃: a round observes its row at ``score_level``
     before scoring it, a label observes its row at ``learn_level`` before the update."""
     n = order.size
-    width = _widest(indptr)
+    width = widest(indptr) + 1
     out, changed, ratio = np.empty(width), np.empty(width, dtype=np.int32), np.empty(width)
+    idx_buf, val_buf = np.empty(width, dtype=np.int32), np.empty(width)
     fifo = np.empty(n, dtype=np.int64)
     head = 0
-    tail = 0
+    tail = pending_rounds(out_query, first, fifo)
     n_changed = 0
-    for t in range(n + delay):
+    for t in range(first, n + delay if final else n):
         if t < n:
             i = order[t]
-            lo, hi = indptr[i], indptr[i + 1]
-            x = out[: hi - lo]
-            _prepare(Z, zs, zp, score_level, indices[lo:hi], data[lo:hi], S, a, P, R, rescale,
-                     changed, ratio, x)
-            p, gap, v, top = score(S, a, P, indices[lo:hi], x)
+            idx, val = row_of(indptr, indices, data, i, bias, column, idx_buf, val_buf)
+            x = out[: idx.size]
+            _prepare(Z, zs, zp, score_level, idx, val, S, a, P, R, rescale, changed, ratio, x)
+            p, gap, v, top = score(S, a, P, idx, x)
             q = probability(p, gap, v, qp, qs)
             after_round(qp, qs)
             out_yhat[t] = _predict(p, top, tie, multiclass)
@@ -406,13 +407,12 @@ def replay_scaled_rows(
             s = fifo[head]
             head += 1
             i = order[s]
-            lo, hi = indptr[i], indptr[i + 1]
-            x = out[: hi - lo]
-            _prepare(Z, zs, zp, learn_level, indices[lo:hi], data[lo:hi], S, a, P, R, rescale,
-                     changed, ratio, x)
-            if update(S, a, P, indices[lo:hi], x, y[i]):
+            idx, val = row_of(indptr, indices, data, i, bias, column, idx_buf, val_buf)
+            x = out[: idx.size]
+            _prepare(Z, zs, zp, learn_level, idx, val, S, a, P, R, rescale, changed, ratio, x)
+            if update(S, a, P, idx, x, y[i]):
                 n_changed += 1
-                mark_learnt(Z, zp, indices[lo:hi])
+                mark_learnt(Z, zp, idx)
             after_label(qp, qs, out_yhat[s] != y[i])
     return n_changed
 
@@ -510,13 +510,13 @@ class Scaler:
         """Record that an update changed the rule's state at ``idx`` (one record's ``learn``)."""
         mark_learnt(self.Z, self.zp, np.ascontiguousarray(idx, dtype=np.int32))
 
-    def replay_rows(self, indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, S, a, P,
-                    score, update, qp, qs, probability, after_round, after_label, *outputs) -> int:
+    def replay_rows(self, indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column, first,
+                    final, S, a, P, score, update, qp, qs, probability, after_round, after_label, *outputs) -> int:
         """:func:`learners.drivers.replay_rows`'s arguments, run on x̃."""
-        return int(replay_scaled_rows(indptr, indices, data, order, y, keys, seed, tie, multiclass, delay,
-                                      self.score_level, self.learn_level, self.Z, self.zs, self.zp, S, a, P,
-                                      self.R, score, update, self._rescale, qp, qs, probability, after_round,
-                                      after_label, *outputs))
+        return int(replay_scaled_rows(indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias,
+                                      column, first, final, self.score_level, self.learn_level, self.Z, self.zs,
+                                      self.zp, S, a, P, self.R, score, update, self._rescale, qp, qs, probability,
+                                      after_round, after_label, *outputs))
 
     # -- the three places a row goes through the scaler ------------------------------------------
     @property

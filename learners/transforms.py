@@ -25,10 +25,14 @@ Examples
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
 
 from learners.inputs import Rows
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 __all__ = ["TRANSFORMS", "maxabs", "one_vs_rest", "parse_label", "scale"]
 
@@ -74,6 +78,8 @@ def scale(data):
     lo, hi = X.min(axis=0), X.max(axis=0)
     span = np.where(hi > lo, hi - lo, 1.0)
     Z = np.where(hi > lo, -1.0 + 2.0 * (X - lo) / span, 0.0)
+    import scipy.sparse as sp  # a replay without transforms does not pay for SciPy
+
     return _with_matrix(data, sp.csr_matrix(Z), "scale")
 
 

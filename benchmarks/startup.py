@@ -1,0 +1,206 @@
+"""Start-up of ``activestream replay``: where the time goes before and around the first row.
+
+One command writes ``benchmarks/results/startup.md``::
+
+    python -m benchmarks.startup            # --repeats 5 by default
+
+It replays a 10-row LIBSVM file with ``paa-1 --in-order``, numba's kernels taken from the on-disk
+cache and Python's modules from their bytecode cache (one replay before timing fills both; the
+timed processes run without ``PYTHONDONTWRITEBYTECODE``, as an installed package does), and reports
+the median of ``--repeats`` runs of:
+
+* the whole command and ``activestream --help``, each one process measured from outside (wall;
+  user+sys CPU and peak RSS from GNU time), and ``python -c pass`` (the interpreter alone);
+* the same replay in a probe process (``python -X importtime``) that times its phases: the imports
+  the command needs (by package, from ``-X importtime``), loading the compiled kernels (every
+  ``Dispatcher.compile``, which loads from the cache; before the first, numba's array
+  implementations are imported and the first load sets up numba's CPU target, importing its
+  implementation registries), and the replay itself (read, learn, evaluate, print).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+from benchmarks.throughput import BIN, RESULTS, timed
+
+__all__ = ["main"]
+
+TEN_ROWS = b"""+1 3:1 11:1 14:1 19:1 39:1 42:1 55:1 64:1 67:1 73:1 75:1 76:1 80:1 83:1
+-1 3:1 6:1 17:1 27:1 35:1 40:1 57:1 63:1 69:1 73:1 74:1 76:1 81:1 103:1
+-1 4:1 6:1 15:1 21:1 35:1 40:1 57:1 63:1 67:1 73:1 74:1 77:1 80:1 83:1
++1 5:1 6:1 15:1 22:1 36:0.5 41:1 47:1 66:1 67:1 72:1 74:1 76:1 80:1 83:1
+-1 2:1 6:1 16:1 22:1 36:1 40:1 54:1 63:1 67:1 73:1 75:1 76:1 80:1 83:1
+-1 2:1 6:1 18:1 19:1 39:1 40:1 52:1 61:1 71:1 72:1 74:1 76:1 80:1 95:1
++1 1:1 6:1 14:1 22:1 36:1 42:1 49:1 64:1 67:1 72:1 74:1 77:1 80:1 83:1
+-1 1:1 6:1 17:1 19:1 39:1 40:1 51:1 63:1 67:1 73:1 74:1 76:1 80:1 83:1
+-1 5:1 6:1 14:1 22:1 36:1 42:1 55:1 63:1 67:1 73:1 74:1 76:1 78:1 83:1
++1 2:1 8:1 18:1 20:1 37:-0.25 42:1 49:1 64:1 67:1 72:1 75:1 76:1 80:1 83:1
+"""
+
+MARKER = "activestream-startup: imports done"
+
+# The probe, run as ``python -X importtime -c PROBE ARGV...``: it imports what ``replay`` imports,
+# then runs it with every numba compile (here: a load from the on-disk cache) timed, and prints
+# its phases as JSON on the last line of stdout.
+PROBE = f"""
+import sys, time, json
+w0, c0 = time.perf_counter(), time.process_time()
+import numpy, orjson
+import consumer.cli, learners, learners.datasets, learners.registry, learners.replay
+w1, c1 = time.perf_counter(), time.process_time()
+print({MARKER!r}, file=sys.stderr, flush=True)
+from numba.core.dispatcher import Dispatcher
+compile_ = Dispatcher.compile
+loads = []
+def timed_compile(self, sig):
+    w, c = time.perf_counter(), time.process_time()
+    try:
+        return compile_(self, sig)
+    finally:
+        loads.append((self.py_func.__module__ + "." + self.py_func.__name__,
+                      time.perf_counter() - w, time.process_time() - c))
+Dispatcher.compile = timed_compile
+import learners.kernels
+set_up = learners.kernels._defer_numba_blas_probe
+def timed_set_up():  # numba's array implementations imported before the first load, part of its set-up
+    w, c = time.perf_counter(), time.process_time()
+    try:
+        return set_up()
+    finally:
+        loads.append(("numba's array implementations", time.perf_counter() - w, time.process_time() - c))
+learners.kernels._defer_numba_blas_probe = timed_set_up
+consumer.cli.main(sys.argv[1:])
+w2, c2 = time.perf_counter(), time.process_time()
+print(json.dumps(dict(imports=[w1 - w0, c1 - c0], run=[w2 - w1, c2 - c1], loads=loads)))
+"""
+
+
+def _package(module: str) -> str:
+    top = module.split(".")[0]
+    if top in ("numpy", "scipy", "learners", "consumer", "orjson"):
+        return top
+    if top in ("numba", "llvmlite"):
+        return "numba + llvmlite"
+    return "standard library and others"
+
+
+def importtime_by_package(stderr: str) -> tuple[dict[str, float], dict[str, float]]:
+    """Self seconds of each import by package: (before the command runs, while it runs)."""
+    before: dict[str, float] = defaultdict(float)
+    during: dict[str, float] = defaultdict(float)
+    into = before
+    for line in stderr.splitlines():
+        if line == MARKER:
+            into = during
+        elif line.startswith("import time:"):
+            self_us, _, name = (part.strip() for part in line[len("import time:"):].split("|"))
+            if self_us.isdigit():  # not the header
+                into[_package(name)] += int(self_us) / 1e6
+    return dict(before), dict(during)
+
+
+def probe(argv: Sequence[str]) -> dict:
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", PROBE, *argv], capture_output=True, text=True,
+                          check=True)
+    phases = json.loads(proc.stdout.strip().splitlines()[-1])
+    phases["imports_by_package"], phases["imports_while_running"] = importtime_by_package(proc.stderr)
+    return phases
+
+
+def _median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def markdown(rows: list[tuple[str, str, str, str]], repeats: int, command: str, loads: list[str]) -> str:
+    lines = [
+        "# Start-up of `activestream replay`",
+        "",
+        f"Command: `{command}`. `activestream replay --learner paa-1 --data TEN --in-order --json` on a 10-row "
+        f"LIBSVM file, numba's kernels loaded from the on-disk cache and Python's modules from their bytecode "
+        f"cache (both filled by one replay before timing); "
+        f"each figure is the median of {repeats} runs on the shared 2-core machine (medians of the parts need "
+        "not add up to the median of the whole). Whole commands are measured from outside (wall; user+sys CPU "
+        "and peak RSS from GNU time); the parts come from a probe process running the same replay under "
+        "`python -X importtime` (imports: wall time of each module's own code, by package).",
+        "",
+        "| part | wall s | CPU s | peak RSS MB |",
+        "|---|---|---|---|",
+        *(f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows),
+        "",
+        f"Kernels loaded, in order: {', '.join(f'`{k}`' for k in loads)}.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.startup", description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=RESULTS / "startup.md")
+    args = parser.parse_args(argv)
+    # Python's bytecode cache on, as an installed package has it (an environment may turn it off)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    activestream = str(BIN / "activestream")
+    with tempfile.TemporaryDirectory(prefix="activestream-startup-") as tmpdir:
+        ten = Path(tmpdir) / "ten.svm"
+        ten.write_bytes(TEN_ROWS)
+        replay = ["replay", "--learner", "paa-1", "--data", str(ten), "--in-order", "--json"]
+        timed([activestream, *replay])  # fills numba's on-disk cache: no timed run compiles
+        whole, helps, bare, probes = [], [], [], []
+        for _ in range(args.repeats):  # interleaved, so a burst of load on the machine hits every kind
+            whole.append(timed([activestream, *replay]))
+            helps.append(timed([activestream, "--help"]))
+            bare.append(timed([sys.executable, "-c", "pass"]))
+            probes.append(probe(replay))
+            time.sleep(0.2)
+    packages = sorted({k for p in probes for k in p["imports_by_package"]},
+                      key=lambda k: -_median([p["imports_by_package"].get(k, 0.0) for p in probes]))
+    during = {k for p in probes for k in p["imports_while_running"]}
+    kernel_w = [sum(w for _, w, _ in p["loads"]) for p in probes]
+    kernel_c = [sum(c for _, _, c in p["loads"]) for p in probes]
+    # the first kernel's load and what ran just before it: numba's one-time set-up
+    first_w = [p["loads"][0][1] + p["loads"][1][1] for p in probes]
+    first_c = [p["loads"][0][2] + p["loads"][1][2] for p in probes]
+    kernels = [name for name, _, _ in probes[0]["loads"] if name != "numba's array implementations"]
+    f = "{:.3f}".format
+    rows = [("interpreter alone (`python -c pass`)", f(_median([t.wall_s for t in bare])),
+             f(_median([t.cpu_s for t in bare])), f"{_median([t.peak_rss_mb for t in bare]):.0f}"),
+            ("imports the command needs, in-process", f(_median([p["imports"][0] for p in probes])),
+             f(_median([p["imports"][1] for p in probes])), "")]
+    rows += [(f"&nbsp;&nbsp;{k}", f(_median([p["imports_by_package"].get(k, 0.0) for p in probes])), "", "")
+             for k in packages]
+    rows += [(f"loading {len(kernels)} compiled kernels from the cache", f(_median(kernel_w)),
+              f(_median(kernel_c)), ""),
+             ("&nbsp;&nbsp;the first: numba's CPU target set up on first use", f(_median(first_w)),
+              f(_median(first_c)), "")]
+    rows += [(f"&nbsp;&nbsp;&nbsp;&nbsp;its imports: {k}",
+              f(_median([p["imports_while_running"].get(k, 0.0) for p in probes])), "", "")
+             for k in sorted(during, key=lambda k: -_median([p["imports_while_running"].get(k, 0.0)
+                                                              for p in probes]))]
+    rows += [("the replay itself (read, learn, evaluate, print)",
+              f(_median([p["run"][0] - w for p, w in zip(probes, kernel_w, strict=True)])),
+              f(_median([p["run"][1] - c for p, c in zip(probes, kernel_c, strict=True)])), ""),
+             ("**whole command** `activestream replay …`, from outside", f(_median([t.wall_s for t in whole])),
+              f(_median([t.cpu_s for t in whole])), f"{_median([t.peak_rss_mb for t in whole]):.0f}"),
+             ("`activestream --help`, from outside", f(_median([t.wall_s for t in helps])),
+              f(_median([t.cpu_s for t in helps])), f"{_median([t.peak_rss_mb for t in helps]):.0f}")]
+    command = ("python -m benchmarks.startup " + " ".join(sys.argv[1:] if argv is None else argv)).strip()
+    text = markdown(rows, args.repeats, command, kernels)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

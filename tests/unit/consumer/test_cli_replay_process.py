@@ -1,0 +1,29 @@
+"""`activestream replay` as a process: it ends without finalising the interpreter, so its output must
+be flushed and its exit code kept."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def replay(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    data = tmp_path / "rows.svm"
+    data.write_bytes(b"+1 1:1 3:0.5\n-1 2:1\n+1 1:0.25 2:2\n-1 3:1\n")
+    return subprocess.run([sys.executable, "-m", "consumer", "replay", "--data", str(data), *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def test_replay_process_prints_its_whole_report_and_exits_zero(tmp_path):
+    done = replay("--learner", "paa-1", "--in-order", "--json", tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["examples"] == 4 and report["learner"] == "paa-1"
+
+
+def test_replay_process_with_a_bad_learner_exits_two_with_the_reason(tmp_path):
+    done = replay("--learner", "no-such-learner", "--in-order", tmp_path=tmp_path)
+    assert done.returncode == 2
+    assert "unknown learner 'no-such-learner'" in done.stderr and done.stdout == ""

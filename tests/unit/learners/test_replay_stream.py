@@ -1,0 +1,198 @@
+"""The streaming replay (a file read chunk by chunk) against the in-memory one: the same outputs, metrics
+and final state, bit for bit, on every registry entry; the streaming LIBSVM reader against the whole-file one."""
+
+import bz2
+import gzip
+import json
+import lzma
+
+import numpy as np
+import pytest
+
+from learners import ALGORITHMS, make
+from learners.budget import BudgetController
+from learners.checks import stream as check_stream
+from learners.datasets import Dataset, LibsvmStream, iter_libsvm, read_libsvm, scan_libsvm
+from learners.inputs import Rows, as_rows
+from learners.replay import replay, replay_stream, run, run_stream
+
+D = 12
+SCALABLE = sorted(name for name, spec in ALGORITHMS.items() if spec.rule.scaling is not None)
+
+
+def dataset(multiclass: bool) -> Dataset:
+    X, y = check_stream(multiclass, n=300, seed=4)
+    return Dataset(as_rows(X, D), y, "check")
+
+
+def chunks(data: Dataset, sizes=(1, 37, 0, 64)):
+    """``data`` in consecutive chunks of the given sizes, repeated (an empty chunk among them)."""
+    lo, k = 0, 0
+    while lo < data.n:
+        hi = min(data.n, lo + sizes[k % len(sizes)])
+        rows = np.arange(lo, hi)
+        yield Dataset(data.rows.take(rows), data.labels[rows], data.name)
+        lo, k = hi, k + 1
+
+
+def learner(name: str, **overrides):
+    params = {"n_features": D, "seed": 11, **overrides}
+    if ALGORITHMS[name].rule.multiclass:
+        params["classes"] = [0, 1, 2]
+    probe = make(name, **params)
+    budget = probe.query.budget_param
+    if budget is not None and budget not in overrides:  # asks often enough for updates to matter
+        params[budget] = 0.5 if budget == "rate" else 4.0
+    return make(name, **params)
+
+
+def assert_same(memory, streamed, a, b):
+    for field in ("y_true", "y_pred", "p", "probability", "queried"):
+        np.testing.assert_array_equal(getattr(streamed, field), getattr(memory, field), err_msg=field)
+    assert streamed.updates == memory.updates
+    assert (b.rounds_, b.labels_, b.updates_) == (a.rounds_, a.labels_, a.updates_)
+    sa, sb = a.state_dict(), b.state_dict()
+    assert sorted(sa) == sorted(sb)
+    for key in sa:
+        np.testing.assert_array_equal(sb[key], sa[key], err_msg=key)
+
+
+@pytest.mark.parametrize("delay", [0, 50])
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+def test_stream_replay_equals_in_memory_replay_bit_for_bit(name, delay):
+    data = dataset(ALGORITHMS[name].rule.multiclass)
+    a, b = learner(name), learner(name)
+    memory = replay(a, data, delay=delay)
+    streamed = replay_stream(b, chunks(data), delay=delay)
+    assert memory.updates > 0
+    assert_same(memory, streamed, a, b)
+
+
+@pytest.mark.parametrize("name", SCALABLE[::6])
+def test_stream_replay_with_online_scaling_equals_in_memory_replay(name):
+    data = dataset(ALGORITHMS[name].rule.multiclass)
+    a, b = learner(name, scale="maxabs", normalize=True), learner(name, scale="maxabs", normalize=True)
+    assert_same(replay(a, data, delay=3), replay_stream(b, chunks(data), delay=3), a, b)
+
+
+@pytest.mark.parametrize("name", ["paa-1", "sel-ada", "mpaa-1"])
+def test_stream_replay_with_budget_controller_equals_in_memory_replay(name):
+    data = dataset(ALGORITHMS[name].rule.multiclass)
+    a, b = learner(name), learner(name)
+    a.budget, b.budget = BudgetController(target=0.2), BudgetController(target=0.2)
+    assert_same(replay(a, data, delay=4), replay_stream(b, chunks(data), delay=4), a, b)
+
+
+def test_stream_replay_with_intercept_off_and_random_features_equals_in_memory_replay():
+    data = dataset(False)
+    for overrides in ({"bias": 0.0}, {"rff_components": 16, "normalize": True}, {"bias": 2.5}):
+        a, b = learner("soal", **overrides), learner("soal", **overrides)
+        assert_same(replay(a, data, delay=2), replay_stream(b, chunks(data), delay=2), a, b)
+
+
+def test_run_stream_metrics_equal_run_in_file_order():
+    data = dataset(False)
+    base = learner("paa-1")
+    memory = run(base, data, permutations=3, shuffle=False, delay=2, warmup=10, costs={"eta_p": 0.3, "eta_n": 0.7})
+    streamed = run_stream(base, lambda: chunks(data), permutations=3, delay=2, warmup=10,
+                          costs={"eta_p": 0.3, "eta_n": 0.7})
+    assert streamed.metrics == memory.metrics
+    np.testing.assert_array_equal(streamed.window_ratios, memory.window_ratios)
+    assert len({m.queries for m in streamed.metrics}) > 1  # each pass draws its own coins
+
+
+TEXT = (b"# a comment line\n+1 3:1 11:0.5 14:1e-3\n-1 2:1 6:1.25\n\n-1 1:0.1 90:7 qid:3\n"
+        b"+1 " + b" ".join(b"%d:0.%d" % (k, k % 9 + 1) for k in range(1, 400)) + b"\n"
+        b"+1 5:1 5:2\n-1 4:123456789012345678901234\n+1\n")
+
+
+@pytest.mark.parametrize("suffix, compress", [("", bytes), (".xz", lzma.compress), (".gz", gzip.compress),
+                                              (".bz2", bz2.compress)])
+def test_iter_libsvm_reads_the_rows_read_libsvm_reads(tmp_path, suffix, compress):
+    path = tmp_path / f"rows.svm{suffix}"
+    path.write_bytes(compress(TEXT * 5))
+    whole = read_libsvm(path)
+    summary = scan_libsvm([path])
+    assert (summary.n, summary.n_features) == (whole.n, whole.rows.n_features)
+    assert summary.labels.tolist() == whole.classes()
+    parts = list(iter_libsvm(path, n_features=summary.n_features, integral_labels=summary.integral_labels,
+                             block_bytes=97))
+    assert len(parts) > 5  # lines cross the blocks' ends; the 400-feature line is longer than a block
+    joined = Rows.vstack([p.rows for p in parts])
+    for field in ("indptr", "indices", "data"):
+        np.testing.assert_array_equal(getattr(joined, field), getattr(whole.rows, field))
+    labels = np.concatenate([p.labels for p in parts])
+    assert labels.dtype == whole.labels.dtype
+    np.testing.assert_array_equal(labels, whole.labels)
+
+
+def test_iter_libsvm_names_the_line_of_a_malformed_row(tmp_path):
+    path = tmp_path / "bad.svm"
+    path.write_bytes(b"+1 1:1\n" * 40 + b"-1 2:x\n")
+    with pytest.raises(ValueError, match="line 41") as whole:
+        read_libsvm(path)
+    with pytest.raises(ValueError, match="line 41") as streamed:
+        list(iter_libsvm(path, block_bytes=50))
+    assert str(streamed.value) == str(whole.value)
+    stream = LibsvmStream([path], n_features=3, block_bytes=50)
+    rows = []
+    with pytest.raises(ValueError, match="line 41") as prefetched:  # raised by the reading thread
+        for chunk in stream():
+            rows.append(chunk.n)
+    assert str(prefetched.value) == str(whole.value) and sum(rows) == 35  # the blocks before the bad one
+
+
+def test_libsvm_stream_joins_files_and_counts_rows(tmp_path):
+    (tmp_path / "a.svm").write_bytes(b"+1 1:1\n-1 2:1\n")
+    (tmp_path / "b.svm.gz").write_bytes(gzip.compress(b"-1 7:0.5\n"))
+    paths = [tmp_path / "a.svm", tmp_path / "b.svm.gz"]
+    stream = LibsvmStream(paths, n_features=scan_libsvm(paths).n_features, block_bytes=4)
+    parts = list(stream())
+    assert stream.rows == 3 and {p.rows.n_features for p in parts} == {7}
+    assert stream.read_seconds > 0
+
+
+def test_cli_in_order_replay_streams_and_reports_the_in_memory_metrics(tmp_path, capsys):
+    from consumer.cli import main
+
+    data = dataset(False)
+    lines = [f"{int(y):+d} " + " ".join(f"{j + 1}:{float(v)!r}" for j, v in zip(*data.rows.row(i), strict=True))
+             for i, y in enumerate(data.labels)]
+    path = tmp_path / "check.svm.xz"
+    path.write_bytes(lzma.compress(("\n".join(lines) + "\n").encode()))
+    assert main(["replay", "--learner", "soal", "--data", str(path), "--in-order", "--delay", "3",
+                 "--permutations", "2", "--warmup", "5", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    file = read_libsvm(path)
+    expected = run(make("soal", n_features=file.rows.n_features, classes=[-1, 1]), file, permutations=2,
+                   shuffle=False, delay=3, warmup=5, costs={"eta_p": 0.5, "eta_n": 0.5, "c_p": 0.5, "c_n": 0.5})
+    assert report["examples"] == data.n
+    for key in ("f1", "accuracy", "query_ratio", "auc_roc", "cost", "mistakes", "queries"):
+        assert report[key] == expected.mean(key), key
+        assert report[f"{key}_std"] == expected.std(key), key
+
+
+def test_cli_stream_with_dimension_and_classes_given_skips_the_first_pass(tmp_path, capsys, monkeypatch):
+    from consumer.cli import main
+    from learners import datasets
+
+    path = tmp_path / "rows.svm.gz"
+    path.write_bytes(gzip.compress(TEXT * 3))
+    args = ["replay", "--learner", "paa-1", "--data", str(path), "--in-order", "--json"]
+    assert main(args) == 0
+    scanned = json.loads(capsys.readouterr().out)
+    monkeypatch.setattr(datasets, "scan_libsvm", lambda *a, **k: pytest.fail("scanned"))
+    assert main([*args, "--param", f"n_features={scanned['params']['n_features']}", "--param", "classes=[-1, 1]"]) == 0
+    given = json.loads(capsys.readouterr().out)
+    for key in ("examples", "f1", "accuracy", "query_ratio", "auc_roc", "mistakes", "queries", "params"):
+        assert given[key] == scanned[key], key
+
+
+def test_in_memory_replay_holds_the_rows_once_with_the_intercept_appended_by_the_loop():
+    from learners.replay import _prepare
+
+    data = dataset(False)
+    prep = _prepare(learner("paa-1"), data)
+    assert (prep.bias, prep.column) == (1.0, D)
+    for field in ("indptr", "indices", "data"):
+        assert getattr(prep.rows, field) is getattr(data.rows, field)
