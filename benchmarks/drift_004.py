@@ -12,16 +12,17 @@ Randomized Budget Perceptron; (b/e) selective sampling at query rates ≈ 0.1 an
 SOP-SS, Perceptron-SS, BBQ, BBQ-I; (c/f) accuracy against the fraction of queried labels.
 
 Protocol. "Accuracy" is the paper's average accuracy: correct online predictions / rounds, every
-round counted, cumulatively over time for the curves. No intercept, raw features (the papers'
-protocol). LASEC's (b, c) and SOP's a are tuned on three separate draws of each stream ("tuned using
-a random draw of the data"), then used unchanged by LASEC-SS and SOP-SS; the Shifting Perceptron's
+round counted, cumulatively over time for the curves. No intercept, rows scaled to unit norm
+(the papers' protocol, ``PAPER_PROTOCOL``). LASEC's (b, c) and SOP's a are tuned on three
+separate draws of each stream ("tuned using a random draw of the data"), then used unchanged by
+LASEC-SS and SOP-SS; the Shifting Perceptron's
 λ and the Randomized Budget Perceptron's B are the paper's (0.01 / 500 synthetic, 0.0001 / 1,000
 USPS). Each selective-sampling algorithm's one budget parameter (a = delta for LASEC-SS, SOP-SS and
 Perceptron-SS; κ for BBQ and BBQ-I) is bisected on five calibration draws until its mean query rate
 is within 0.01 of the target, then run on the ``--reps`` evaluation draws; the rates reported are
 those measured there.
 
-    python benchmarks/drift_004.py                     # both streams, 50 repetitions (~45 min)
+    python benchmarks/drift_004.py                     # both streams, 50 repetitions (~30 min on 2 cores)
     python benchmarks/drift_004.py --reps 5 --only synthetic
 """
 

@@ -97,7 +97,8 @@ _TRACK = "Cavallanti, Cesa-Bianchi & Gentile, Mach. Learn. 69, 2007"
 _KPA = "Ezukwoke & Zareian, Online Learning and Active Learning: PA vs SVM"
 # LASEC's (b, c): the best of a 36-point grid on three draws of the synthetic shifting stream
 # (d = 50, target switched every 500 rows), tuned as Moroshko & Crammer tune theirs "using a random
-# draw of the data" (benchmarks/results/004_drift.md; on USPS the grid picks b = 100, c = 10⁴).
+# draw of the data", on raw rows. Under the paper protocol (unit-norm rows) the same grid picks
+# (0.01, 3) on that stream and (10, 10⁶) on USPS: benchmarks/results/004_drift.md.
 _LASEC = {"b": 0.01, "c": 1000.0}
 
 
