@@ -925,3 +925,41 @@ def wait_until(condition, what: str, timeout_s: float = 10.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, what
         time.sleep(0.01)
+
+
+class _Positions:
+    """A consumer whose positions are what librdkafka reports while a reset is under way."""
+
+    def __init__(self, positions: dict[int, int]) -> None:
+        self.positions = positions
+        self.assigned: list[dict[int, int]] = []
+
+    def assignment(self) -> list[TopicPartition]:
+        return [TopicPartition("f", p) for p in sorted(self.positions)]
+
+    def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        return [TopicPartition(tp.topic, tp.partition, self.positions[tp.partition]) for tp in partitions]
+
+    def assign(self, partitions: list[TopicPartition]) -> None:
+        self.assigned.append({tp.partition: tp.offset for tp in partitions})
+
+
+def test_repositioned_partitions_go_to_their_start_whatever_positions_librdkafka_reports():
+    from types import SimpleNamespace
+
+    from confluent_kafka import OFFSET_BEGINNING
+
+    from consumer.kafka import OffsetTracker
+
+    consumer = _Positions({0: 148, 1: 152})  # both beyond their new logs; librdkafka still reports them
+    svc = SimpleNamespace(_starts={}, offsets=OffsetTracker(), _features=consumer, _reader=None, _label_reader=None,
+                          _paused=False)
+    service_module.Service._assign_from(svc, {("f", 0): OFFSET_BEGINNING}, consumer)
+    assert consumer.assigned[-1] == {0: OFFSET_BEGINNING, 1: 152}  # 1 is not known to be lost yet
+    service_module.Service._assign_from(svc, {("f", 1): OFFSET_BEGINNING}, consumer)  # 0 still reports 148
+    assert consumer.assigned[-1] == {0: OFFSET_BEGINNING, 1: OFFSET_BEGINNING}
+    # once partition 0 has been read from its new start, its position is librdkafka's again
+    svc.offsets.store("f", 0, 7)
+    consumer.positions[0] = 7
+    service_module.Service._assign_from(svc, {("f", 1): OFFSET_BEGINNING}, consumer)
+    assert consumer.assigned[-1] == {0: 7, 1: OFFSET_BEGINNING}
