@@ -657,27 +657,38 @@ class Service:
             self._assign_from(partitions, consumer)
 
     def _assign_from(self, starts: dict[tuple[str, int], int], consumer: Any) -> None:
-        """Read each partition of ``starts`` from its start and every other assigned partition from
-        where it is, in one assignment.
+        """Read each partition of ``starts`` from its start, every other one from where it is.
 
-        librdkafka refuses to seek a partition whose position it found outside the log; assigning
-        it again with an offset is the route it takes."""
+        A seek keeps the partition's records going to the batch reader. librdkafka refuses to seek
+        a partition whose position it found outside the log (its error state): those are assigned
+        again with an offset, in one assignment, paused until their records are forwarded to the
+        reader again (records fetched before that land in the consumer's own queue, which nothing
+        reads)."""
         self._starts.update(starts)
+        refused = {}
+        for (topic, partition), start in starts.items():
+            try:
+                consumer.seek(TopicPartition(topic, partition, start))
+            except KafkaException:
+                refused[(topic, partition)] = start
+        if not refused:
+            return
         partitions = consumer.position(consumer.assignment())
         for tp in partitions:
             # A partition sent to a start and not read since keeps that start: librdkafka may still
             # report the position its log did not hold.
             at = (tp.topic, tp.partition)
-            if at in starts:
-                tp.offset = starts[at]
+            if at in refused:
+                tp.offset = refused[at]
             elif (at in self._starts and at not in self.offsets.next) or tp.offset < 0:
                 tp.offset = self._starts.get(at, tp.offset)
+        consumer.pause(partitions)
         consumer.assign(partitions)
         reader = self._reader if consumer is self._features else self._label_reader
         if reader is not None:
             reader.forward(partitions)
-        if consumer is self._features and self._paused:
-            consumer.pause(partitions)
+        if not (consumer is self._features and self._paused):
+            consumer.resume(partitions)
 
     def _drop_ahead(self) -> None:
         if self._ahead is not None:
