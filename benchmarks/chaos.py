@@ -25,6 +25,7 @@ replaces those scenarios' entries at that size and keeps the others', each with 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import errno
 import json
@@ -39,7 +40,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,7 @@ from consumer.demo.broker import CLIENT_SETTINGS, Broker, create_topics, free_po
 from consumer.errors import CheckpointError, ConfigError, LeaseLost
 from consumer.service import Service
 from tests.integration.test_faults import TOPIC_KEYS
-from tests.kafka_helpers import produce_features, read_all, run_until, settings_for, stream, unique_topics
+from tests.kafka_helpers import ghost_leader, produce_features, read_all, run_until, settings_for, stream, unique_topics
 from tests.rdmock import ApiKey, MockCluster
 from tests.reliability.test_crash_recovery import DedupAnnotator, metric, start_service
 
@@ -414,12 +415,53 @@ def outage(*, records: int = 6_000, down_s: float = 30.0, workdir: Path) -> Outc
 # -- 3. the broker restarted without its data ----------------------------------------------------------------
 
 
-def data_loss(*, records: int = 2_000, workdir: Path) -> Outcome:
+def data_loss(*, records: int = 2_000, workdir: Path, attempts: int = 3) -> Outcome:
     """The embedded broker (memory-only) stopped after ``records`` old records were scored and their
-    labels learnt, started again on the same port with nothing, and ``records // 2`` new records
+    labels learnt under static membership (``ACTIVESTREAM_GROUP_INSTANCE_ID``, as the shipped compose
+    file and StatefulSet set it), started again on the same port with nothing, and ``records // 2`` new records
     produced to the re-created topics: the service must log and count the reset, read the new logs
     from their start, stop on the lost lease (exit code 1 as ``consumer run``) and, restarted from its
-    checkpoint, score every new record once. The counts are of the new broker's records."""
+    checkpoint, score every new record once. The counts are of the new broker's records.
+
+    An attempt that the broker itself stalls (a departed member kept as a group's leader, found in
+    librdkafka's group debug lines: :func:`tests.kafka_helpers.ghost_leader`) is run again, up to
+    ``attempts`` times, and reported: a stall without that signature counts as the service's."""
+    stalled: list[str] = []
+    for attempt in range(1, attempts + 1):
+        where = workdir / f"attempt-{attempt}"
+        where.mkdir(parents=True, exist_ok=True)
+        with _stderr_into(where / "librdkafka.log"):
+            outcome = _data_loss_attempt(records, where)
+        leader = ghost_leader((where / "librdkafka.log").read_text(errors="replace"))
+        if not (outcome.missing and leader):
+            break
+        stalled.append(leader)
+    outcome.details["attempts_stalled_by_the_broker"] = len(stalled)
+    if stalled:
+        outcome.note = "; ".join(filter(None, [outcome.note, (
+            f"{len(stalled)} of {attempt} attempt(s) stalled in the broker (each earlier one was run again): "
+            f"its group coordinator kept a consumer of the stopped process ({', '.join(stalled)}), which left "
+            "while its JoinGroup was held, as the group's leader, so the restarted process was never assigned "
+            "(a Tansu defect; a Kafka coordinator drops a member that leaves)")]))
+    return outcome
+
+
+@contextlib.contextmanager
+def _stderr_into(path: Path) -> Iterator[None]:
+    """Send this process's stderr (fd 2, where librdkafka writes its debug lines) to ``path``."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(path, "wb") as out:
+        os.dup2(out.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+def _data_loss_attempt(records: int, workdir: Path) -> Outcome:
     port = free_port()
     old, old_truth = stream(records, prefix="old-")
     new, new_truth = stream(records // 2, seed=1, prefix="new-")
@@ -431,7 +473,8 @@ def data_loss(*, records: int = 2_000, workdir: Path) -> Outcome:
         produce_features(broker.bootstrap, topics["features"], old)
         annotator = DedupAnnotator(broker.bootstrap, topics, old_truth).start()
         run = Supervised(_in_process(broker.bootstrap, topics, checkpoint_dir,
-                                     kafka={"reconnect.backoff.max.ms": "500"}))
+                                     kafka={"reconnect.backoff.max.ms": "500", "debug": "cgrp"},
+                                     group_instance_id="activestream-0"))  # as compose and the StatefulSet run it
         old_settled = run.settle(records, annotator, 120)
         run.service.checkpoint()
         annotator.close()
@@ -441,7 +484,7 @@ def data_loss(*, records: int = 2_000, workdir: Path) -> Outcome:
         create_topics(broker.bootstrap, list(topics.values()), 2)
         produce_features(broker.bootstrap, topics["features"], new)
         annotator = DedupAnnotator(broker.bootstrap, topics, new_truth).start()
-        settled = run.settle(records + len(new), annotator, 180, labels_before=old_answered)
+        settled = run.settle(records + len(new), annotator, 120, labels_before=old_answered)
         resets_first = _resets(first.metrics.offset_resets, topics["features"])
         resets_last = _resets(run.service.metrics.offset_resets, topics["features"])
         run.stop()
@@ -966,22 +1009,20 @@ def render(entries: dict[str, dict]) -> str:
 # differs from the run in the table: an intermittent fault is reported, not averaged away.
 OBSERVED: dict[str, str] = {
     "data_loss": (
-        "the scenario is intermittent, and mostly stalls. Of 7 runs, 5 stalled the same way (4 at quick size, "
-        "1 at full size: the rows above): the service restarted after its lost lease restored its checkpoint, "
-        "read back its decisions (`recovery: 0 decisions made after the checkpoint will be kept`) and then "
-        "logged no `assigned` line for 180 s: no partition of `features` (in one run not of `labels` either) "
-        "was assigned to it, so none of the new broker's records was scored (missing = all of them; no count "
-        "can reach 0 while it waits), and it never saw the reset (no error logged, no reset counted). One "
-        "full run scored all 5,000 new records once, counted 2 resets after the restart and measured 0 in "
-        "each count. One quick run (the same flow, before this script restarted on a lost lease through "
-        "`Supervised`) scored every new record once, but its checkpoint held 44 fewer labels than were "
-        "answered: answers to the first process, which stopped without a checkpoint, were read before the "
-        "restarted one had asked again, and the annotator here answers each record once. "
-        "`tests/integration/test_broker_data_loss.py` failed 1 of 3 runs on this busy machine (121 s, past its "
-        "90 s wait) and passed 2. What 0 would take: the restarted process getting its assignment (whether "
-        "the embedded broker's group coordinator or the service's rejoin holds it back is not established "
-        "here), and for labels, an annotator that answers a repeated request again, or the service keeping "
-        "labels that arrive before their request."),
+        "before the runs above, at the earlier commits, the scenario mostly stalled: in 5 of 7 runs the restarted "
+        "process was assigned no partition of `features` for 180 s, and in others it scored about half of the "
+        "new records, or none. Three causes, found in librdkafka's group and fetch debug lines. (1) The broker: the "
+        "stopped process's consumers rejoined the new broker's groups, and one that left while its JoinGroup was "
+        "held stayed the group's leader for good, so nobody else was ever assigned (a Tansu defect, reproduced "
+        "with dynamic membership in 3 of 3 attempts of one run; static membership, as the shipped deployments "
+        "run, replaces the old member when the process comes back). (2) The service: when several partitions "
+        "of one consumer were found beyond their logs in the same round, each was assigned again in turn, and a "
+        "partition could keep the position librdkafka still reported for it (the lost one), so it was never "
+        "read again. (3) The service: a partition assigned again starts fetching at once, and what it fetched "
+        "before its records were forwarded to the batch reader went to the consumer's own queue, which nothing "
+        "reads (0 of 5,000 new records scored in one full run). A lost partition is now moved with a seek, "
+        "which keeps its records going to the reader; one librdkafka will not seek is assigned again paused "
+        "until forwarded, and keeps its start until it is read (`tests/unit/consumer/test_service.py`)."),
     "corrupt": (
         "a first run at quick size (4,000 records) measured 13 labels lost: 986 answered, 973 in the newest "
         "checkpoint's model, with the truncated and the flipped checkpoint each skipped (2 warnings logged). "

@@ -628,6 +628,7 @@ class Service:
             if reader is not None and reader.out_of_range:
                 self._out_of_range.extend(reader.out_of_range)
                 reader.out_of_range.clear()
+        starts: dict[Any, dict[tuple[str, int], int]] = {}  # consumer -> partitions to send to a start
         while self._out_of_range:
             topic, partition, offset = self._out_of_range.pop(0)
             role = "features" if topic == self.settings.topics.features else "labels"
@@ -644,31 +645,50 @@ class Service:
             if offset < 0:  # librdkafka lost the position (no committed offset, or none it could fetch)
                 known = self.offsets.next.get((topic, partition))
                 if known is not None:  # this process has one: it goes on from there
-                    self._assign_from((topic, partition), known, consumer)
+                    starts.setdefault(consumer, {})[(topic, partition)] = known
                     continue
                 log.info("%s[%d]: no committed offset: reading from its %s", topic, partition,
                          "end" if policy == "latest" else "start")
             else:  # records of the old log still in hand are stored before the new log's
                 self.offsets.restart(topic, partition)
                 self.offsets.next.pop((topic, partition), None)
-            self._assign_from((topic, partition), start, consumer)
+            starts.setdefault(consumer, {})[(topic, partition)] = start
+        for consumer, partitions in starts.items():  # one assignment per consumer and round
+            self._assign_from(partitions, consumer)
 
-    def _assign_from(self, key: tuple[str, int], start: int, consumer: Any) -> None:
-        """Read partition ``key`` from ``start`` and every other assigned partition from where it is.
+    def _assign_from(self, starts: dict[tuple[str, int], int], consumer: Any) -> None:
+        """Read each partition of ``starts`` from its start, every other one from where it is.
 
-        librdkafka refuses to seek a partition whose position it found outside the log; assigning
-        it again with an offset is the route it takes."""
-        self._starts[key] = start
+        A seek keeps the partition's records going to the batch reader. librdkafka refuses to seek
+        a partition whose position it found outside the log (its error state): those are assigned
+        again with an offset, in one assignment, paused until their records are forwarded to the
+        reader again (records fetched before that land in the consumer's own queue, which nothing
+        reads)."""
+        self._starts.update(starts)
+        refused = {}
+        for (topic, partition), start in starts.items():
+            try:
+                consumer.seek(TopicPartition(topic, partition, start))
+            except KafkaException:
+                refused[(topic, partition)] = start
+        if not refused:
+            return
         partitions = consumer.position(consumer.assignment())
         for tp in partitions:
-            if tp.offset < 0:  # nothing read yet: where it was sent, else the group's committed offset
-                tp.offset = self._starts.get((tp.topic, tp.partition), tp.offset)
+            # A partition sent to a start and not read since keeps that start: librdkafka may still
+            # report the position its log did not hold.
+            at = (tp.topic, tp.partition)
+            if at in refused:
+                tp.offset = refused[at]
+            elif (at in self._starts and at not in self.offsets.next) or tp.offset < 0:
+                tp.offset = self._starts.get(at, tp.offset)
+        consumer.pause(partitions)
         consumer.assign(partitions)
         reader = self._reader if consumer is self._features else self._label_reader
         if reader is not None:
             reader.forward(partitions)
-        if consumer is self._features and self._paused:
-            consumer.pause(partitions)
+        if not (consumer is self._features and self._paused):
+            consumer.resume(partitions)
 
     def _drop_ahead(self) -> None:
         if self._ahead is not None:

@@ -258,13 +258,16 @@ class Trainer(Service):
     def _reposition(self) -> None:
         """A position its log does not hold: read that partition again from where
         ``auto.offset.reset`` says (see :meth:`Service._reposition`)."""
+        starts: dict[Any, dict[tuple[str, int], int]] = {}
         while self._out_of_range:
             topic, partition, offset = self._out_of_range.pop(0)
             consumer = self._requests if topic == self.settings.topics.label_requests else self._labels
             log.error("%s[%d]: offset %d is not in the log: reading it from its start", topic, partition, offset)
             self.metrics.offset_resets.labels(topic=topic).inc()
             self.offsets.restart(topic, partition)
-            self._assign_from((topic, partition), OFFSET_BEGINNING, consumer)
+            starts.setdefault(consumer, {})[(topic, partition)] = OFFSET_BEGINNING
+        for consumer, partitions in starts.items():
+            self._assign_from(partitions, consumer)
 
     # -- publishing and checkpoints ------------------------------------------------------------------------
     def _publish_due(self) -> bool:

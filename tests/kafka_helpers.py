@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 import uuid
@@ -136,3 +137,30 @@ class Annotator:
             self._stop.set()
             self._thread.join()
         self.consumer.close()
+
+
+# librdkafka's group debug lines (client property debug=cgrp) that name who left a group and who leads it
+_LEFT = re.compile(r"leave group=true, has joined=true, (\S+?), join-state")
+_LEADER = re.compile(r"\|([\w.-]+#consumer-\d+)\|.*JoinGroup response: GenerationId \d+, Protocol \S*, "
+                     r"LeaderId (\S+?)(?: \(me\))?, my MemberId (\S+?),")
+
+
+def ghost_leader(debug_log: str) -> str | None:
+    """The member id that the broker, in its last answer to some consumer, still named the leader of
+    that consumer's group although the member had left it, from librdkafka's ``debug=cgrp`` lines;
+    None if there is none.
+
+    The embedded broker (Tansu) can keep a member that sent LeaveGroup while its JoinGroup was being
+    held as the leader of the next generation. That leader never sends SyncGroup, so the other
+    members are answered "rebalance in progress" and the group is never assigned, however long they
+    wait (no session or rebalance timeout evicts it); a real Kafka coordinator drops such a member.
+    This tells that broker defect apart from a consumer that does not join."""
+    left: set[str] = set()
+    last: dict[str, str | None] = {}  # consumer instance -> the departed member its last answer named leader
+    for line in debug_log.splitlines():
+        if (gone := _LEFT.search(line)) is not None:
+            left.add(gone.group(1))
+        elif (join := _LEADER.search(line)) is not None:
+            instance, leader, mine = join.groups()
+            last[instance] = leader if leader != mine and leader in left else None
+    return next((leader for leader in last.values() if leader is not None), None)

@@ -4,7 +4,9 @@ read the new records from the start of each log (auto.offset.reset=earliest), an
 
 The broker forgot the groups too, the trainer lease's among them: a service that finds its lease
 gone stops without a checkpoint (exit code 1; another process may hold the lease now), and the one
-started after it, from the same checkpoint, finds the logs restarted."""
+started after it, from the same checkpoint, finds the logs restarted. The service runs with static
+membership, as the shipped deployments do (see ``tests.kafka_helpers.ghost_leader`` for why that
+matters on this broker)."""
 
 from __future__ import annotations
 
@@ -15,17 +17,41 @@ import orjson
 from consumer.demo.broker import Broker, create_topics, free_port
 from consumer.errors import LeaseLost
 from consumer.service import Service
-from tests.kafka_helpers import Annotator, produce_features, read_all, run_until, settings_for, stream, unique_topics
+from tests.kafka_helpers import (
+    Annotator,
+    ghost_leader,
+    produce_features,
+    read_all,
+    run_until,
+    settings_for,
+    stream,
+    unique_topics,
+)
 
 
-def test_a_broker_back_without_its_data_is_logged_counted_and_its_new_records_are_all_scored(tmp_path, caplog):
+def test_a_broker_back_without_its_data_is_logged_counted_and_its_new_records_are_all_scored(tmp_path, caplog,
+                                                                                              capfd):
+    # The broker can stall a group for good (tests.kafka_helpers.ghost_leader); such an attempt, and
+    # only such an attempt, is made again.
+    for attempt in range(1, 4):
+        try:
+            scenario(tmp_path / str(attempt), caplog)
+            return
+        except TimeoutError:
+            if attempt == 3 or ghost_leader(capfd.readouterr().err) is None:
+                raise
+
+
+def scenario(tmp_path, caplog) -> None:
+    tmp_path.mkdir()
     port = free_port()
     old, truth = stream(300, prefix="old-")
     new, new_truth = stream(100, seed=1, prefix="new-")
     with Broker(port=port) as broker:
         topics = unique_topics(broker.bootstrap)
         settings = settings_for(broker.bootstrap, topics, tmp_path, batch_size=50,
-                                kafka={"reconnect.backoff.max.ms": "500"})
+                                kafka={"reconnect.backoff.max.ms": "500", "debug": "cgrp"},
+                                group_instance_id="activestream-0")  # as the shipped deployments
         produce_features(broker.bootstrap, topics["features"], old)
         service = Service(settings, serve_http=False)
         annotator = Annotator(broker.bootstrap, topics, truth)
