@@ -39,7 +39,6 @@ import sys
 import threading
 import time
 import traceback
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -52,7 +51,7 @@ from consumer.checkpoint import CheckpointStore
 from consumer.demo.broker import CLIENT_SETTINGS, Broker, create_topics, free_port
 from consumer.errors import CheckpointError, ConfigError, LeaseLost
 from consumer.service import Service
-from tests.integration.test_faults import TOPIC_KEYS
+from tests.integration.test_faults import mock_topics
 from tests.kafka_helpers import ghost_leader, produce_features, read_all, run_until, settings_for, stream, unique_topics
 from tests.rdmock import ApiKey, MockCluster
 from tests.reliability.test_crash_recovery import DedupAnnotator, metric, start_service
@@ -353,14 +352,6 @@ def _outcome(name: str, title: str, bootstrap: str, topics: dict[str, str], ids:
                     "requests_unanswered": unanswered, **details})
 
 
-def _cluster_topics(cluster: MockCluster) -> dict[str, str]:
-    tag = uuid.uuid4().hex[:6]
-    topics = {k: f"{k}-{tag}" for k in TOPIC_KEYS}
-    for name in topics.values():
-        cluster.create_topic(name, partitions=2, replication=3)
-    return topics
-
-
 # -- 2. every broker down for a while -------------------------------------------------------------------------
 
 
@@ -371,7 +362,7 @@ def outage(*, records: int = 6_000, down_s: float = 30.0, workdir: Path) -> Outc
     ``consumer run`` does (exit code 1) and is restarted from its checkpoint."""
     cluster = MockCluster(brokers=3)
     try:
-        topics = _cluster_topics(cluster)
+        topics = mock_topics(cluster)
         data, truth = stream(records, seed=5, prefix="o")
         half = records // 2
         produce_features(cluster.bootstraps, topics["features"], data[:half])
@@ -539,7 +530,7 @@ def request_errors(*, records: int = 6_000, rounds: int = 20, workdir: Path) -> 
     ERRORS, and the next fetch and offset-commit requests time out; the brokers slowed to 20 ms."""
     cluster = MockCluster(brokers=3)
     try:
-        topics = _cluster_topics(cluster)
+        topics = mock_topics(cluster)
         data, truth = stream(records, seed=6, prefix="e")
         annotator = DedupAnnotator(cluster.bootstraps, topics, truth).start()
         service = _in_process(cluster.bootstraps, topics, workdir,

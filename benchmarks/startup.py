@@ -27,7 +27,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -162,7 +161,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             helps.append(timed([activestream, "--help"]))
             bare.append(timed([sys.executable, "-c", "pass"]))
             probes.append(probe(replay))
-            time.sleep(0.2)
     packages = sorted({k for p in probes for k in p["imports_by_package"]},
                       key=lambda k: -_median([p["imports_by_package"].get(k, 0.0) for p in probes]))
     during = {k for p in probes for k in p["imports_while_running"]}
