@@ -65,8 +65,13 @@ def _replay(args: argparse.Namespace) -> int:
     # In file order, LIBSVM files are replayed as a stream, chunk by chunk; a permutation or a budget
     # search needs every row at hand. The model's dimension and classes come from a first pass over
     # the stream, unless both are given.
+    if args.from_kafka is None and (args.topic or args.labels_topic or args.since or args.until):
+        raise ValueError("--topic, --labels-topic, --since and --until go with --from-kafka")
     stream: LibsvmStream | None = None
-    if args.in_order and args.query_rate is None and all(is_libsvm_file(spec) for spec in args.data):
+    source: dict[str, Any] | None = None
+    if args.from_kafka is not None:
+        data, source = _topic_data(args, params)
+    elif args.in_order and args.query_rate is None and all(is_libsvm_file(spec) for spec in args.data):
         if "n_features" in params and "classes" in params:
             summary = StreamSummary(0, int(params["n_features"]), np.asarray(params["classes"]), "")  # no pass
             integral = None
@@ -78,6 +83,8 @@ def _replay(args: argparse.Namespace) -> int:
                               n_features=params.get("n_features", summary.n_features), integral_labels=integral)
     else:
         data = concat([resolve(spec, zero_based=args.zero_based) for spec in args.data])
+        if "n_features" in params:  # a model wider than the file's largest index
+            data = data.with_features(int(params["n_features"]))
     read_seconds = time.perf_counter() - started
     params.setdefault("n_features", data.rows.n_features)
     probe = make(args.learner, **params)
@@ -112,8 +119,11 @@ def _replay(args: argparse.Namespace) -> int:
 
     keys = ("f1", "accuracy", "mistake_rate", "query_ratio", "precision", "recall", "sensitivity",
             "specificity", "weighted_sum", "cost", "mistakes", "queries", "auc_roc")
-    report: dict[str, Any] = {"learner": learner.name, "data": [d for d in args.data], "examples": examples,
+    shown = [data.name] if args.from_kafka is not None else list(args.data)
+    report: dict[str, Any] = {"learner": learner.name, "data": shown, "examples": examples,
                               "permutations": args.permutations, "warmup": args.warmup}
+    if source is not None:
+        report["kafka"] = source
     for key in keys:
         report[key] = result.mean(key)
         report[f"{key}_std"] = result.std(key)
@@ -132,6 +142,35 @@ def _replay(args: argparse.Namespace) -> int:
     else:
         _print_report(report)
     return 0
+
+
+def _topic_data(args: argparse.Namespace, params: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The dataset of ``--from-kafka BOOTSTRAP --topic T [--labels-topic L]`` and what the read found.
+    Client properties come from ACTIVESTREAM_KAFKA / ACTIVESTREAM_KAFKA_CONSUMER, as the service's."""
+    from consumer.config import load_settings
+    from consumer.kafka import CONSUMER_DEFAULTS
+    from consumer.topic_replay import parse_time, read_topic_dataset, used_width
+
+    if args.topic is None:
+        raise ValueError("--from-kafka needs --topic (the recorded features topic)")
+    settings = load_settings(bootstrap_servers=args.from_kafka)
+    conf = {**CONSUMER_DEFAULTS, **settings.kafka, **settings.kafka_consumer,
+            "bootstrap.servers": settings.bootstrap_servers, "client.id": "activestream-replay"}
+    since = None if args.since is None else parse_time(args.since, "--since")
+    until = None if args.until is None else parse_time(args.until, "--until")
+    # The model's dimension: --param n_features, else ACTIVESTREAM_N_FEATURES if set; otherwise the
+    # records are read into the service's default space and the model spans the coordinates used,
+    # as a LIBSVM file's width is its largest index.
+    if "n_features" in params:
+        n_features, width = int(params["n_features"]), None
+    elif "n_features" in settings.model_fields_set:
+        n_features, width = settings.n_features, None
+    else:
+        n_features, width = settings.n_features, used_width
+    read = read_topic_dataset(conf, args.topic, n_features=n_features, labels_topic=args.labels_topic,
+                              classes=params.get("classes"), since_s=since, until_s=until, width=width)
+    return read.data, {"bootstrap": args.from_kafka, "topic": args.topic, "labels_topic": args.labels_topic,
+                       "since": since, "until": until, **read.summary()}
 
 
 def _largest(values: list[float]) -> float | None:
@@ -336,8 +375,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     rp = sub.add_parser("replay", help="run a dataset through a learner offline and report prequential metrics")
     rp.add_argument("--learner", required=True, help="registry name, e.g. paa-1, pea, rpa-2 (see learners.ALGORITHMS)")
-    rp.add_argument("--data", action="append", required=True,
-                    help="LIBSVM file (plain/.xz/.gz/.bz2) or synthetic:KIND?k=v; repeat to concatenate in order")
+    source = rp.add_mutually_exclusive_group(required=True)
+    source.add_argument("--data", action="append",
+                        help="LIBSVM file (plain/.xz/.gz/.bz2) or synthetic:KIND?k=v; repeat to concatenate in order")
+    source.add_argument("--from-kafka", metavar="BOOTSTRAP",
+                        help="replay a recorded features topic (--topic) from this Kafka cluster")
+    rp.add_argument("--topic", help="with --from-kafka: the features topic, read from its start to its end")
+    rp.add_argument("--labels-topic", help="with --from-kafka: join each record's label by id from this topic "
+                    "(default: the records' own \"label\" field)")
+    rp.add_argument("--since", help="with --from-kafka: the messages stamped at or after this time "
+                    "(epoch seconds or ISO 8601)")
+    rp.add_argument("--until", help="with --from-kafka: the messages stamped before this time")
     budget = rp.add_mutually_exclusive_group()
     budget.add_argument("--query-rate", type=float,
                         help="search the query budget (δ) offline, over the whole stream, to land this mean "
