@@ -114,15 +114,22 @@ class Connector:
 
     def run(self) -> int:
         while not self._stop.is_set():
-            try:
-                self.run_once()
-            except (LabelStudioError, LabelNotDelivered, KafkaException) as exc:
-                if isinstance(exc, LabelStudioError):
-                    self.metrics.label_studio_errors.inc()
-                log.warning("%s; trying again in %.0f s", exc, self.settings.annotate.retry_s)
+            if not self.turn():
                 self._stop.wait(self.settings.annotate.retry_s)
         self.close()
         return 0
+
+    def turn(self, timeout_s: float = 0.2) -> bool:
+        """:meth:`run_once`; False if Label Studio or Kafka failed (counted and logged: the next turn
+        tries again, nothing committed past the failure)."""
+        try:
+            self.run_once(timeout_s)
+        except (LabelStudioError, LabelNotDelivered, KafkaException) as exc:
+            if isinstance(exc, LabelStudioError):
+                self.metrics.label_studio_errors.inc()
+            log.warning("%s; trying again in %.0f s", exc, self.settings.annotate.retry_s)
+            return False
+        return True
 
     def request_stop(self, *_: object) -> None:
         self._stop.set()

@@ -11,10 +11,13 @@ option or a panel of the wrong shape fails here rather than in a browser, and ea
 lines of PromQL instead of ~60 lines of hand-kept JSON.
 
 The "Scale-out" row reads the metrics of the scorer/trainer split (docs/scale-out.md); on a single
-process (``ACTIVESTREAM_ROLE=all``) its model panels stay empty.
+process (``ACTIVESTREAM_ROLE=all``) its model panels stay empty. The "Labelling in Label Studio"
+row reads the connector (``activestream annotate label-studio``, docs/label-studio.md), scraped as
+the job ``$annotate_job``; empty when it does not run.
 
 Template variables: ``datasource``, ``job`` (default ``activestream``), ``instance`` (one, several
-or all replicas), ``window`` (how far back accuracy, F1 and stat totals look).
+or all replicas), ``window`` (how far back accuracy, F1 and stat totals look), ``annotate_job``
+(the connector's job, default ``activestream-annotate``).
 """
 
 from __future__ import annotations
@@ -262,6 +265,54 @@ def scale_out() -> list:
     ]
 
 
+# The Label Studio connector (docs/label-studio.md) is a process of its own, scraped as its own job:
+# it has no replicas to pick, and its series must not count as the service's (up, the alerts).
+def a(name: str, *matchers: str) -> str:
+    """A selector of the connector's ``name`` restricted to its job."""
+    return name + "{" + ", ".join(['job="$annotate_job"', *matchers]) + "}"
+
+
+def a_rate(name: str, *matchers: str) -> str:
+    return f"rate({a(name, *matchers)}[{RATE}])"
+
+
+def annotate() -> list:
+    return [
+        graph("Annotation tasks open", "Tasks in Label Studio waiting for an annotation", "short",
+              query(f"sum({a('activestream_annotate_tasks_open')})", "open")),
+        graph("Annotation tasks created and closed",
+              "Per second: tasks created (one per label request), requests whose task existed already (a replay "
+              "or a restart), open tasks removed by reason (expired, tombstone), and requests that made no task "
+              "(invalid, or expired when read)", "short",
+              query(f"sum({a_rate('activestream_annotate_tasks_created_total')})", "created"),
+              query(f"sum({a_rate('activestream_annotate_tasks_existing_total')})", "existing"),
+              query(f"sum by (reason) ({a_rate('activestream_annotate_tasks_closed_total')})", "closed: {{reason}}"),
+              query(f"sum({a_rate('activestream_annotate_requests_invalid_total')})", "requests invalid"),
+              query(f"sum({a_rate('activestream_annotate_requests_expired_on_arrival_total')})",
+                    "requests expired on arrival")),
+        graph("Annotation latency", "From a label request to its first label produced (humans: minutes to days)", "s",
+              *(query(f"histogram_quantile({q}, sum by (le) "
+                      f"({a_rate('activestream_annotate_annotation_latency_seconds_bucket')}))", f"p{round(q * 100)}")
+                for q in (0.5, 0.9, 0.99))),
+        graph("Labels from annotations",
+              "Per second: label records produced from annotations, annotations that gave no label (by reason) "
+              "and annotations deleted in Label Studio (their labels stand)", "short",
+              query(f"sum({a_rate('activestream_annotate_labels_produced_total')})", "labels produced"),
+              query(f"sum by (reason) ({a_rate('activestream_annotate_annotations_ignored_total')})",
+                    "ignored: {{reason}}"),
+              query(f"sum({a_rate('activestream_annotate_annotations_deleted_total')})", "deleted")),
+        graph("Webhooks and Label Studio errors",
+              "Per second: webhook calls by outcome, and Label Studio calls that failed (retried)", "short",
+              query(f"sum by (outcome) ({a_rate('activestream_annotate_webhooks_total')})", "webhooks {{outcome}}"),
+              query(f"sum({a_rate('activestream_annotate_label_studio_errors_total')})", "Label Studio errors")),
+        graph("Time since the last full poll",
+              "Since every task's annotations were last read (the fallback for lost webhooks; every "
+              "ACTIVESTREAM_ANNOTATE__POLL_INTERVAL_S when Label Studio answers)", "s",
+              query(f"time() - max({a('activestream_annotate_poll_last_success_timestamp_seconds')} > 0)",
+                    "since the last poll")),
+    ]
+
+
 def variables() -> list:
     return [
         dash.DatasourceVariable("datasource").label("Data source").type("prometheus")
@@ -275,6 +326,8 @@ def variables() -> list:
         .current(VariableOption(text="All", value="$__all")).sort(VariableSort.ALPHABETICAL_ASC),
         dash.CustomVariable("window").label("Window").values("15m,1h,6h,1d")
         .current(VariableOption(text="1h", value="1h")),
+        dash.CustomVariable("annotate_job").label("Connector job").values("activestream-annotate")
+        .current(VariableOption(text="activestream-annotate", value="activestream-annotate")),
     ]
 
 
@@ -289,7 +342,8 @@ def build() -> dash.Dashboard:
     ids = iter(range(1, 1000))  # stable panel ids: links to a panel survive regeneration
     for title, panels in (("Overview", overview()), ("Throughput and queries", throughput()),
                           ("Labels and cost", labels()), ("Quality", quality()), ("Latency", latency()),
-                          ("Kafka, checkpoints and process", kafka()), ("Scale-out", scale_out())):
+                          ("Kafka, checkpoints and process", kafka()), ("Scale-out", scale_out()),
+                          ("Labelling in Label Studio", annotate())):
         board = board.with_row(dash.Row(title).id(next(ids)))
         for panel in panels:
             board = board.with_panel(panel.id(next(ids)))

@@ -108,8 +108,13 @@ def test_traffic_feeds_the_running_service_with_a_command_the_cli_has():
 
 def test_prometheus_scrapes_every_replica_and_grafana_provisions_the_dashboard():
     prometheus = load_yaml(DEPLOY / "prometheus" / "prometheus.yml")
-    (job,) = prometheus["scrape_configs"]
+    job, annotate = prometheus["scrape_configs"]
     assert job["static_configs"][0]["targets"] == ["activestream:9108"] and job["job_name"] == "activestream"
+    # the connector of the label-studio profile, as the dashboard's last row reads it
+    connector = services()["annotate"]
+    assert annotate["job_name"] == "activestream-annotate" and "label-studio" in connector["profiles"]
+    assert annotate["dns_sd_configs"] == [{"names": ["annotate"], "type": "A", "port": 9109, "refresh_interval": "15s"}]
+    assert "9109:9109" in connector["ports"]
     scorers = sorted(name for name, s in services().items() if s.get("environment", {}).get("ACTIVESTREAM_ROLE")
                      == "scorer")
     assert job["dns_sd_configs"] == [{"names": scorers, "type": "A", "port": 9108, "refresh_interval": "15s"}]

@@ -11,6 +11,7 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.cog.plugins import register_default_plugins
 from grafana_foundation_sdk.models.dashboard import Dashboard
 
+from consumer.annotate.metrics import AnnotateMetrics
 from tests.deploy.conftest import DEPLOY, load_yaml
 from tests.deploy.promql import metric_names
 from tests.deploy.test_prometheus_rules import SCRAPED_BY_PROMETHEUS, exported_names
@@ -45,6 +46,13 @@ def test_dashboard_reads_back_through_grafanas_types_unchanged():
     assert json.loads(JSONEncoder().encode(Dashboard.from_json(board()))) == board()
 
 
+ANNOTATE = exported_names(AnnotateMetrics().registry)  # the Label Studio connector's
+
+
+def reads(expr: str) -> set[str]:
+    return metric_names(expr.replace("$__rate_interval", "1m").replace("$window", "1h"))
+
+
 def test_every_target_reads_only_exported_metrics_for_the_selected_job_and_instances():
     exported = exported_names() | SCRAPED_BY_PROMETHEUS | {"process_start_time_seconds",
                                                            "process_resident_memory_bytes", "process_cpu_seconds_total"}
@@ -53,7 +61,11 @@ def test_every_target_reads_only_exported_metrics_for_the_selected_job_and_insta
         assert panel["targets"], panel["title"]
         for target in panel["targets"]:
             expr = target["expr"]
-            unknown = metric_names(expr.replace("$__rate_interval", "1m").replace("$window", "1h")) - exported
+            if reads(expr) & ANNOTATE:  # the connector: a job of its own, one process
+                assert not reads(expr) - ANNOTATE, f"{panel['title']} mixes the connector's series with others"
+                assert 'job="$annotate_job"' in expr and "$job" not in expr and "$instance" not in expr, expr
+                continue
+            unknown = reads(expr) - exported
             assert not unknown, f"{panel['title']} reads {unknown}, which the service does not export"
             assert expr.count('job="$job"') == expr.count('instance=~"$instance"') > 0, panel["title"]
 
@@ -65,7 +77,8 @@ def test_the_issue_s_panels_are_all_there():
                    "Online accuracy over $window", "F1 per class over $window", "Label delay", "Processing latency",
                    "Consumer lag per partition", "Pending label requests", "Checkpoint age", "Dead letters by reason"):
         assert wanted in titles
-    assert {v["name"] for v in board()["templating"]["list"]} == {"datasource", "job", "instance", "window"}
+    assert {v["name"] for v in board()["templating"]["list"]} == {"datasource", "job", "instance", "window",
+                                                                  "annotate_job"}
 
 
 def test_panel_ids_are_unique_and_the_grid_has_no_overlap():
@@ -92,10 +105,8 @@ def test_provisioning_points_at_the_dashboard_and_the_datasource_uid():
 def test_the_scale_out_row_shows_the_role_split():
     """The last row follows the scorers and trainers: model version lag and age per scorer,
     publications and their bytes, which trainer is active, and the share of labels matching no request."""
-    rows = [p for p in board()["panels"] if p["type"] == "row"]
-    assert rows[-1]["title"] == "Scale-out"
-    after = [p for p in board()["panels"] if p["gridPos"]["y"] > rows[-1]["gridPos"]["y"]]
-    exprs = {p["title"]: [t["expr"].replace("$__rate_interval", "1m") for t in p["targets"]] for p in after}
+    exprs = {p["title"]: [t["expr"].replace("$__rate_interval", "1m") for t in p["targets"]]
+             for p in row_panels("Scale-out")}
     read = {title: set().union(*(metric_names(e) for e in targets)) for title, targets in exprs.items()}
     wanted = {
         "Model version lag per scorer": {"activestream_model_published_version", "activestream_model_version_in_use"},
@@ -111,3 +122,23 @@ def test_the_scale_out_row_shows_the_role_split():
     assert "by (kind)" in exprs["Model publications per kind"][0]
     assert 'outcome="unknown"' in exprs["Labels matching no request"][0]
     assert all("by (instance)" in exprs[t][0] for t in ("Model version lag per scorer", "Trainer active per instance"))
+
+
+def row_panels(title: str) -> list[dict]:
+    """The panels under the row ``title``, up to the next row."""
+    rows = sorted((p["gridPos"]["y"], p["title"]) for p in board()["panels"] if p["type"] == "row")
+    top = next(y for y, t in rows if t == title)
+    bottom = min((y for y, _ in rows if y > top), default=float("inf"))
+    return [p for p in panels() if top < p["gridPos"]["y"] < bottom]
+
+
+def test_the_label_studio_row_reads_every_series_of_the_connector():
+    """The last row follows the connector: every metric it declares is on a panel of that row."""
+    rows = [p for p in board()["panels"] if p["type"] == "row"]
+    assert rows[-1]["title"] == "Labelling in Label Studio"
+    read = set().union(*(reads(t["expr"]) for p in row_panels(rows[-1]["title"]) for t in p["targets"]))
+    families = {name.removesuffix("_total").removesuffix("_bucket") for name in ANNOTATE
+                if not name.endswith(("_sum", "_count"))}
+    shown = {name.removesuffix("_total").removesuffix("_bucket") for name in read}
+    assert families <= shown, families - shown
+

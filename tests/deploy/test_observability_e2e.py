@@ -74,6 +74,7 @@ SCALE_TOPICS = ("features", "predictions", "label_requests", "labels", "dead_let
 PARTITIONED = ("features", "predictions", "label_requests", "labels")  # the others have one partition
 # The series only a scorer or a trainer exports data for: what reads them is checked on the scale scenario.
 SCALE_OUT = sample_names(PINNED)
+ANNOTATE_JOB = "activestream-annotate"  # the connector's job, as deploy/prometheus/prometheus.yml names it
 LEGEND_LABEL = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 TEMPLATE_LABEL = re.compile(r"\$labels\.(\w+)")
 
@@ -118,11 +119,11 @@ class LateAnnotator(threading.Thread):
 class PrometheusServer:
     """A Prometheus process scraping ``targets`` every second with the project's alert rules."""
 
-    def __init__(self, binary: str, directory: Path, targets: list[str]) -> None:
+    def __init__(self, binary: str, directory: Path, targets: list[str], job: str = "activestream") -> None:
         config = {
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
             "rule_files": [str(DEPLOY / "prometheus" / "alerts.yml")],
-            "scrape_configs": [{"job_name": "activestream", "static_configs": [{"targets": targets}]}],
+            "scrape_configs": [{"job_name": job, "static_configs": [{"targets": targets}]}],
         }
         (directory / "prometheus.yml").write_text(json.dumps(config))  # JSON is YAML
         self.url = f"http://127.0.0.1:{free_port()}"
@@ -166,7 +167,7 @@ class PrometheusServer:
 def fill(expr: str, instance: str, window: str) -> str:
     """The dashboard's template variables as Grafana fills them."""
     for name, value in (("$__rate_interval", "5s"), ("$window", window), ("$job", "activestream"),
-                        ("$instance", instance)):
+                        ("$instance", instance), ("$annotate_job", ANNOTATE_JOB)):
         expr = expr.replace(name, value)
     left = [v for v in re.findall(r"\$\{?(\w+)", expr) if not v.isdigit()]  # $1 is label_replace's
     assert not left, f"unknown template variables {left} in {expr}"
@@ -364,8 +365,13 @@ def alert_operands() -> list[tuple[dict, int, str]]:
     return [(rule, k, operand) for rule in alert_rules() for k, operand in enumerate(signals(rule["expr"]))]
 
 
-TARGETS = [t for t in dashboard_targets() if not reads_scale_out(t[2]["expr"])]
-SCALE_TARGETS = [t for t in dashboard_targets() if reads_scale_out(t[2]["expr"])]
+def reads_annotate(expr: str) -> bool:
+    """Whether ``expr`` reads the Label Studio connector (test_observability_annotate.py checks those)."""
+    return 'job="$annotate_job"' in expr
+
+
+TARGETS = [t for t in dashboard_targets() if not reads_scale_out(t[2]["expr"]) and not reads_annotate(t[2]["expr"])]
+SCALE_TARGETS = [t for t in dashboard_targets() if reads_scale_out(t[2]["expr"]) and not reads_annotate(t[2]["expr"])]
 OPERANDS = [o for o in alert_operands() if not reads_scale_out(o[2])]
 SCALE_OPERANDS = [o for o in alert_operands() if reads_scale_out(o[2])]
 

@@ -14,10 +14,11 @@ PROMETHEUS_DIR = DEPLOY / "prometheus"
 SCRAPED_BY_PROMETHEUS = {"up"}
 
 
-def exported_names() -> set[str]:
-    """Every sample name the service's /metrics can carry (counters' _total, histograms' series)."""
+def exported_names(registry=None) -> set[str]:
+    """Every sample name the service's /metrics (or ``registry``'s) can carry (counters' _total,
+    histograms' series)."""
     names = set()
-    for family in Metrics().registry.collect():
+    for family in (registry or Metrics().registry).collect():
         if family.type == "counter":
             names.add(family.name + "_total")
         elif family.type == "histogram":

@@ -1,11 +1,18 @@
-"""An in-memory Label Studio: the calls the connector makes, with a switch to make them fail."""
+"""An in-memory Label Studio: the calls the connector makes, with a switch to make them fail; and
+a connector on it and on an in-memory Kafka (:class:`Rig`)."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
 
+import orjson
+
 from consumer.annotate.client import LabelStudioError
+from consumer.annotate.config import load_annotate_settings
+from consumer.annotate.label_studio import Connector
+from consumer.annotate.metrics import AnnotateMetrics
+from tests.fakes import FakeConsumer, FakeProducer, LocalBroker
 
 
 class FakeLabelStudio:
@@ -102,3 +109,51 @@ class FakeLabelStudio:
 
 def _choice(choice: str) -> list[dict[str, Any]]:
     return [{"from_name": "label", "to_name": "summary", "type": "choices", "value": {"choices": [choice]}}]
+
+
+NOW = 1_700_000_000.0
+
+
+class Rig:
+    """A connector on fakes; ``restart()`` makes a new one over the same Label Studio and broker."""
+
+    def __init__(self, **annotate) -> None:
+        self.ls, self.broker, self.now = FakeLabelStudio(), LocalBroker(), NOW
+        for topic in ("label-requests", "labels"):
+            self.broker.create(topic)
+        self.settings = load_annotate_settings(annotate={"token": "t", "port": 0, "poll_interval_s": 3600,
+                                                         **annotate})
+        self.producer: FakeProducer | None = None
+        self.connector = self._new()
+
+    def _new(self) -> Connector:
+        def producer(_conf):
+            self.producer = FakeProducer(self.broker)
+            return self.producer
+
+        return Connector(self.settings, AnnotateMetrics(), now=lambda: self.now, ls=self.ls,
+                         make_consumer=lambda conf: FakeConsumer(self.broker, conf["group.id"]),
+                         make_producer=producer).start()
+
+    def restart(self, crash: bool = False) -> None:
+        """A clean stop and a new start; ``crash``: nothing of the old one runs (no final save)."""
+        if not crash:
+            self.connector.close()
+        self.connector = self._new()
+
+    def request(self, rid: str, expires_in: float = 3600.0) -> None:
+        self.broker.append("label-requests", orjson.dumps({
+            "v": 1, "id": rid, "features": [0.5, 1.0], "prediction": 1, "uncertainty": 0.6,
+            "requested_at": self.now, "expires_at": self.now + expires_in}), rid.encode())
+
+    def tombstone(self, rid: str) -> None:
+        self.broker.append("label-requests", None, rid.encode())
+
+    def labels(self) -> list[dict]:
+        return [orjson.loads(v) for v in self.broker.values("labels")]
+
+    def committed(self) -> int:
+        return self.broker.committed.get((self.settings.annotate.group_id, "label-requests", 0), 0)
+
+    def metric(self, name: str, labels: dict | None = None) -> float:
+        return self.connector.metrics.registry.get_sample_value("activestream_annotate_" + name, labels or {}) or 0.0
