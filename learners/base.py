@@ -408,9 +408,6 @@ class Learner(Parameterized):
 
     @budget.setter
     def budget(self, controller) -> None:
-        if controller is not None and self.scale != "none":
-            raise ValueError(f"a budget controller with scale={self.scale!r} is not supported yet: "
-                             "use scale='none' with a budget, or a fixed knob with scaling")
         self._budget = None if controller is None else controller.bind(self.query)
 
     def __repr__(self) -> str:
@@ -535,7 +532,8 @@ class Learner(Parameterized):
         if self._budget is not None:
             clock = (np.arange(self.rounds_, self.rounds_ + n, dtype=np.float64) if times is None
                      else np.ascontiguousarray(times, dtype=np.float64))
-            budget_decide_rows(
+            decide = budget_decide_rows if self._scaler is None else self._scaler.budget_decide_rows
+            decide(
                 rows.indptr, rows.indices, rows.data, keys, np.uint64(self.seed), self._tie, self.multiclass, clock,
                 *self.rule.kernel_state(), self.rule.score_fn, self.query.qs_, *self.query.kernels[:2],
                 *self._budget.arrays(), yhat, p, gap, v, prob, query,

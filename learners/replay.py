@@ -141,8 +141,8 @@ def _drive(learner: Learner, prep: _Prepared, order: np.ndarray, delay: int, fir
               *learner.rule.kernel_state(), learner.rule.score_fn, learner.rule.update_fn)
     outputs = (out.yhat, out.p, out.prob, out.queried)
     if learner.budget is not None:  # the online controller, between probability and coin
-        return int(budget.replay_rows(*common, learner.query.qs_, *learner.query.kernels,
-                                      *learner.budget.arrays(), *outputs))
+        loop = budget.replay_rows if learner._scaler is None else learner._scaler.budget_replay_rows
+        return int(loop(*common, learner.query.qs_, *learner.query.kernels, *learner.budget.arrays(), *outputs))
     loop = drivers.replay_rows if learner._scaler is None else learner._scaler.replay_rows
     return int(loop(*common, *learner.query.kernel_state(), *learner.query.kernels, *outputs))
 

@@ -518,6 +518,26 @@ class Scaler:
                                       self.zp, S, a, P, self.R, score, update, self._rescale, qp, qs, probability,
                                       after_round, after_label, *outputs))
 
+    def budget_decide_rows(self, indptr, indices, data, keys, seed, tie, multiclass, times, S, a, P, score, qs,
+                           probability, after_round, *controller_and_outputs) -> None:
+        """:func:`learners.budget.decide_rows`'s arguments, run on x̃."""
+        from learners import budget_scaled
+
+        budget_scaled.decide_rows(indptr, indices, data, keys, seed, tie, multiclass, times, self.score_level,
+                                  self.Z, self.zs, self.zp, S, a, P, self.R, score, self._rescale, qs, probability,
+                                  after_round, *controller_and_outputs)
+
+    def budget_replay_rows(self, indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column,
+                           first, final, S, a, P, score, update, qs, probability, after_round, after_label,
+                           *controller_and_outputs) -> int:
+        """:func:`learners.budget.replay_rows`'s arguments, run on x̃."""
+        from learners import budget_scaled
+
+        return int(budget_scaled.replay_rows(indptr, indices, data, order, y, keys, seed, tie, multiclass, delay,
+                                             bias, column, first, final, self.score_level, self.learn_level,
+                                             self.Z, self.zs, self.zp, S, a, P, self.R, score, update, self._rescale,
+                                             qs, probability, after_round, after_label, *controller_and_outputs))
+
     # -- the three places a row goes through the scaler ------------------------------------------
     @property
     def score_level(self) -> int:

@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from consumer import service as service_module
-from consumer.errors import CheckpointError, ConfigError, IncompatibleCheckpoint, ProduceFailed
+from consumer.errors import CheckpointError, IncompatibleCheckpoint, ProduceFailed
 from learners.budget import BudgetController
 from tests.bad_records import BAD_LABELS, bad_features
 from tests.unit.consumer.conftest import Harness
@@ -837,9 +837,18 @@ def test_kafka_clients_report_librdkafka_statistics_by_client_name():
     assert orjson.loads(got["predictions"][-1])["client_id"] == "activestream-predictions"
 
 
-def test_a_budget_with_online_scaling_fails_at_start_up_naming_the_learner_params(tmp_path):
-    with pytest.raises(ConfigError, match="ACTIVESTREAM_LEARNER_PARAMS: a budget controller with scale='rms'"):
-        Harness(tmp_path, query_rate_target=0.1, learner_params={"scale": "rms"})
+def test_a_budget_with_online_scaling_holds_its_target_and_checkpoints_both(tmp_path):
+    h = Harness(tmp_path, query_rate_target=0.05, learner_params={"scale": "rms"})
+    h.service.start()
+    feed(h, 1000)
+    h.service.run_once()
+    assert len(h.out("label-requests")) <= 1.2 * 0.05 * 1000
+    for rid in h.requested_ids():
+        h.label(rid, 1)
+    h.service.run_once()
+    state = h.service.learner.state_dict()
+    assert any(k.startswith("budget.") for k in state) and any(k.startswith("scale.") for k in state)
+    assert h.service.learner.budget is not None and h.service.learner.updates_ > 0
 
 
 def test_feature_key_not_its_id_is_counted_and_still_scored(harness):

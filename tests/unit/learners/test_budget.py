@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 
 from learners import ALGORITHMS, make
+from learners.base import Learner
 from learners.budget import _LEDGER, BudgetController, advance_clock, max_window_query_ratio
-from learners.datasets import synthetic_shift, synthetic_sparse
+from learners.datasets import Dataset, synthetic_shift, synthetic_sparse
+from learners.inputs import Rows
 from learners.replay import Trace, replay, run
 
 D = 2**10
@@ -273,11 +275,54 @@ def test_count_request_uses_the_cap_of_the_current_window():
     assert (d.probability == 0).all()  # the window is full: every record is refused, none asked
 
 
-def test_budget_with_online_scaling_is_refused_naming_both():
-    learner = make("paa-1", scale="rms")
-    with pytest.raises(ValueError, match="budget controller with scale='rms'"):
-        learner.budget = BudgetController(target=0.1)
-    assert learner.budget is None
+def raw_stream(n: int, seed: int) -> Dataset:
+    """synthetic_sparse with each coordinate on its own scale, 10⁻³ to 10³: raw features."""
+    data = synthetic_sparse(n=n, d=D, seed=seed)
+    scales = 10.0 ** np.random.default_rng(seed).uniform(-3, 3, D)
+    r = data.rows
+    return Dataset(Rows(r.indptr, r.indices, r.data * scales[r.indices], D), data.labels, "raw")
+
+
+def scaled_budgeted(name: str, target: float, **params) -> Learner:
+    learner = make(name, n_features=D, scale="rms", **params)
+    learner.budget = BudgetController(target=target)
+    return learner
+
+
+@pytest.mark.parametrize("scale_from", ["labelled", "scored"])
+def test_with_online_scaling_the_replay_driver_matches_the_decide_driver_without_labels(scale_from):
+    data = raw_stream(3000, 5)
+    a, b = scaled_budgeted("paa-1", 0.07, scale_from=scale_from), scaled_budgeted("paa-1", 0.07, scale_from=scale_from)
+    trace = replay(a, data, delay=10**6)  # no label comes back during the pass
+    d = b.decide(data.rows)
+    assert np.array_equal(trace.queried, d.query) and np.allclose(trace.probability, d.probability)
+    assert np.allclose(trace.p, d.scores.p)
+
+
+@pytest.mark.parametrize("name", ["paa-1", "soal-diag"])
+def test_with_online_scaling_the_controller_holds_its_rate_and_the_scales_still_help(name):
+    data = raw_stream(20000, 3)
+    scaled = scaled_budgeted(name, 0.05)
+    plain = make(name, n_features=D)
+    plain.budget = BudgetController(target=0.05)
+    with_scales, without = replay(scaled, data, delay=100), replay(plain, data, delay=100)
+    assert abs(with_scales.queried.mean() - 0.05) <= 0.005 and abs(without.queried.mean() - 0.05) <= 0.005
+    assert with_scales.metrics(scaled).f1 > without.metrics(plain).f1 + 0.05
+
+
+def test_a_scaled_budgeted_learner_restored_from_its_state_decides_as_the_original():
+    data = raw_stream(4000, 6)
+    a = scaled_budgeted("paa-1", 0.1)
+    for part in np.array_split(np.arange(2000), 8):  # batches decided, their queried labels learnt
+        rows = data.rows.take(part)
+        d = a.decide(rows, ids=part)
+        a.learn_many(rows.take(d.query), data.labels[part][d.query], predicted=d.predicted[d.query], encoded=False)
+    b = scaled_budgeted("paa-1", 0.1)
+    b.load_state_dict(a.state_dict())
+    later = np.arange(2000, 4000)
+    da, db = a.decide(data.rows.take(later), ids=later), b.decide(data.rows.take(later), ids=later)
+    assert np.array_equal(da.query, db.query) and np.array_equal(da.probability, db.probability)
+    assert 0.05 < da.query.mean() < 0.15
 
 
 @pytest.mark.parametrize("share", [0.25, 0.5])

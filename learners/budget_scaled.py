@@ -1,0 +1,117 @@
+"""The budget controller's loops on scaled rows: a learner with ``scale`` other than ``none`` and a
+:class:`~learners.budget.BudgetController`, in one compiled pass per batch.
+
+Each record goes through :mod:`learners.scaling` first (its statistics observed, the rule's state
+moved to the new units, x̃ computed), then through the controller exactly as in
+:mod:`learners.budget` (the knob solved from the window of recent scores, the ledger, the caps),
+then the coin. The scores the controller sees are those of x̃, the ones the query probability is
+computed from, so its feed-forward step solves the same equation as without scaling.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import types
+
+from learners.budget import _SEEN, _account, _step
+from learners.coin import draw
+from learners.drivers import B1, I64, U64, _driver, _predict, pending_rounds, row_of, widest
+from learners.kernels import IDX, LABEL_FN, PROB_FN, ROUND_FN, SCORE_FN, STATE, UPDATE_FN, VAL, VEC
+from learners.scaling import RESCALE_FN, _prepare, mark_learnt
+
+__all__ = ["decide_rows", "replay_rows"]
+
+
+@_driver(
+    types.none(
+        I64, IDX, VAL, U64, types.uint64, types.int64, types.boolean, VEC, types.int64,
+        STATE, VEC, VEC, STATE, VEC, VEC, VEC, SCORE_FN, RESCALE_FN, VEC, PROB_FN, ROUND_FN,
+        VEC, VEC, STATE, STATE, VEC, VEC,
+        I64, VEC, VEC, VEC, VEC, B1,
+    )
+)
+def decide_rows(
+    indptr, indices, data, keys, seed, tie, multiclass, times, level,
+    Z, zs, zp, S, a, P, R, score, rescale, qs, probability, after_round,
+    cs, cp, win, ring, recent, qw,
+    out_yhat, out_p, out_gap, out_v, out_prob, out_query,
+):
+    """:func:`learners.budget.decide_rows` on x̃, the scale observed at ``level`` row by row."""
+    width = widest(indptr)
+    out, changed, ratio = np.empty(width), np.empty(width, dtype=np.int32), np.empty(width)
+    for i in range(indptr.size - 1):
+        lo, hi = indptr[i], indptr[i + 1]
+        x = out[: hi - lo]
+        _prepare(Z, zs, zp, level, indices[lo:hi], data[lo:hi], S, a, P, R, rescale, changed, ratio, x)
+        p, gap, v, top = score(S, a, P, indices[lo:hi], x)
+        q, free = _step(cs, cp, win, ring, recent, qw, qs, probability, p, gap, v, times[i])
+        after_round(qw, qs)
+        u = draw(seed, keys[i])
+        _account(cs, cp, ring, recent, u < q, u < free and q == 0.0)
+        out_yhat[i] = _predict(p, top, tie, multiclass)
+        out_p[i] = p
+        out_gap[i] = gap
+        out_v[i] = v
+        out_prob[i] = q
+        out_query[i] = u < q
+
+
+@_driver(
+    types.int64(
+        I64, IDX, VAL, I64, I64, U64, types.uint64, types.int64, types.boolean, types.int64,
+        types.float64, types.int64, types.int64, types.boolean, types.int64, types.int64,
+        STATE, VEC, VEC, STATE, VEC, VEC, VEC, SCORE_FN, UPDATE_FN, RESCALE_FN,
+        VEC, PROB_FN, ROUND_FN, LABEL_FN,
+        VEC, VEC, STATE, STATE, VEC, VEC,
+        I64, VEC, VEC, B1,
+    )
+)
+def replay_rows(
+    indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column, first, final,
+    score_level, learn_level,
+    Z, zs, zp, S, a, P, R, score, update, rescale, qs, probability, after_round, after_label,
+    cs, cp, win, ring, recent, qw,
+    out_yhat, out_p, out_prob, out_query,
+):
+    """:func:`learners.budget.replay_rows` on x̃: a round observes its row at ``score_level``
+    before scoring it, a label observes its row at ``learn_level`` before the update."""
+    n = order.size
+    width = widest(indptr) + 1
+    out, changed, ratio = np.empty(width), np.empty(width, dtype=np.int32), np.empty(width)
+    idx_buf, val_buf = np.empty(width, dtype=np.int32), np.empty(width)
+    fifo = np.empty(n, dtype=np.int64)  # rounds whose label is on its way, oldest first
+    head = 0
+    tail = pending_rounds(out_query, first, fifo)
+    n_changed = 0
+    start = cs[_SEEN] - first
+    for t in range(first, n + delay if final else n):
+        if t < n:
+            i = order[t]
+            idx, val = row_of(indptr, indices, data, i, bias, column, idx_buf, val_buf)
+            x = out[: idx.size]
+            _prepare(Z, zs, zp, score_level, idx, val, S, a, P, R, rescale, changed, ratio, x)
+            p, gap, v, top = score(S, a, P, idx, x)
+            q, free = _step(cs, cp, win, ring, recent, qw, qs, probability, p, gap, v, start + t)
+            after_round(qw, qs)
+            u = draw(seed, keys[i])
+            queried = u < q
+            _account(cs, cp, ring, recent, queried, u < free and q == 0.0)
+            out_yhat[t] = _predict(p, top, tie, multiclass)
+            out_p[t] = p
+            out_prob[t] = q
+            out_query[t] = queried
+            if queried:
+                fifo[tail] = t
+                tail += 1
+        while head < tail and fifo[head] <= t - delay:
+            s = fifo[head]
+            head += 1
+            i = order[s]
+            idx, val = row_of(indptr, indices, data, i, bias, column, idx_buf, val_buf)
+            x = out[: idx.size]
+            _prepare(Z, zs, zp, learn_level, idx, val, S, a, P, R, rescale, changed, ratio, x)
+            if update(S, a, P, idx, x, y[i]):
+                n_changed += 1
+                mark_learnt(Z, zp, idx)
+            after_label(qw, qs, out_yhat[s] != y[i])
+    return n_changed
