@@ -71,7 +71,7 @@ def learner(name: str, data: Dataset, classes: Sequence, params: Mapping[str, An
     return make(name, n_features=data.rows.n_features, classes=list(classes), bias=0.0, **params)
 
 
-LOWEST_BUDGET = 2.0**-24  # find_budget's lower bound
+LOWEST_BUDGET, HIGHEST_BUDGET = 2.0**-24, 2.0**24  # find_budget's bounds
 
 
 def _run_at(model, data: Dataset, target: float | None, perms: int, seed: int, tol: float):
@@ -79,9 +79,11 @@ def _run_at(model, data: Dataset, target: float | None, perms: int, seed: int, t
         return model, run(model, data, permutations=perms, seed=seed)
     budget = model.query.budget_param
     if budget != "rate":  # a target below the smallest reachable ratio: no bisection can land it
-        floor = run(model.clone(**{budget: LOWEST_BUDGET}), data, permutations=perms, seed=seed)
+        knob = type(model.query).knob
+        least = LOWEST_BUDGET if knob is None or knob.increasing else HIGHEST_BUDGET  # the end that asks least
+        floor = run(model.clone(**{budget: least}), data, permutations=perms, seed=seed)
         if floor.mean("query_ratio") > target + tol:
-            return model.clone(**{budget: LOWEST_BUDGET}), floor
+            return model.clone(**{budget: least}), floor
     return find_budget(model, data, target, permutations=perms, seed=seed, tol=tol)
 
 

@@ -388,8 +388,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--until", help="with --from-kafka: the messages stamped before this time")
     budget = rp.add_mutually_exclusive_group()
     budget.add_argument("--query-rate", type=float,
-                        help="search the query budget (δ) offline, over the whole stream, to land this mean "
-                             "query ratio")
+                        help="search the query budget (δ; the entropy query's discount) offline, over the whole "
+                             "stream, to land this mean query ratio")
     budget.add_argument("--budget-rate", type=float,
                         help="hold this query ratio with the online budget controller (no look-ahead)")
     rp.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",

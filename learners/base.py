@@ -181,9 +181,10 @@ class QueryStrategy(Parameterized):
 
     ``probability_kernel`` is pure; ``round_kernel`` and ``label_kernel`` advance the query's own
     scalar state (``qs_``) once per scored record and once per applied label.
-    ``budget_param`` names the parameter that raises the query rate when it grows, if any: the
-    one :func:`learners.replay.find_budget` searches to land a requested query ratio; ``knob``
-    declares it (position, range, direction) for the online :mod:`learners.budget` controller.
+    ``budget_param`` names the parameter the query rate is monotone in, if any: the one
+    :func:`learners.replay.find_budget` searches to land a requested query ratio; ``knob``
+    declares it (position, range, direction) for that search and the online :mod:`learners.budget`
+    controller. Without a ``knob``, the rate grows with the parameter.
     """
 
     requires: ClassVar[frozenset[str]] = frozenset({"p"})

@@ -45,7 +45,12 @@ def _fresh(name: str, **overrides) -> Learner:
 def _budget(learner: Learner) -> dict:
     """Query parameters that make a learner ask often enough for its updates to show."""
     param = learner.query.budget_param
-    return {} if param is None else {param: 0.5 if param == "rate" else 4.0}
+    if param is None:
+        return {}
+    if param == "rate":
+        return {param: 0.5}
+    knob = type(learner.query).knob
+    return {param: 4.0 if knob is None or knob.increasing else 0.25}  # a decreasing knob asks more when small
 
 
 def _trained(name: str, n: int = 200) -> tuple[Learner, sp.csr_matrix, np.ndarray]:

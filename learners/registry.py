@@ -27,8 +27,10 @@ from learners.queries import (
     BBQQuery,
     DecayingMarginQuery,
     DiscriminationQuery,
+    EntropyQuery,
     FixedRateQuery,
     GapDiscriminationQuery,
+    GapEntropyQuery,
     GapQuery,
     MarginQuery,
     SelAdaQuery,
@@ -95,6 +97,8 @@ _SEL = ("Cesa-Bianchi, Gentile & Zaniboni, Worst-case analysis of selective samp
 _DRIFT = "Moroshko & Crammer, Selective Sampling with Drift, AISTATS 2014"
 _TRACK = "Cavallanti, Cesa-Bianchi & Gentile, Mach. Learn. 69, 2007"
 _KPA = "Ezukwoke & Zareian, Online Learning and Active Learning: PA vs SVM"
+_ENTROPY = ("River active.EntropySampler (entropy^discount); Settles, Active Learning Literature Survey, 2009, "
+            "Sect. 3.1")
 # LASEC's (b, c): the best of a 36-point grid on three draws of the synthetic shifting stream
 # (d = 50, target switched every 500 rows), tuned as Moroshko & Crammer tune theirs "using a random
 # draw of the data", on raw rows. Under the paper protocol (unit-norm rows) the same grid picks
@@ -172,6 +176,10 @@ ALGORITHMS: dict[str, Spec] = {
     "paa-2": Spec(PARule, MarginQuery, fixed={"mode": 2}, defaults={"C": _C_PA2, "delta": _DELTA_PA},
                   aliases=("apa-2", "apaii"),
                   cite=f"{_PAA}: PAA-II, Algorithm 2"),
+    # beyond the papers: the PA updates with River's entropy query H₂(σ(p))^k, which decays like
+    # |p|e^(−|p|) where δ/(δ+|p|) decays like 1/|p| (k = River's default discount factor)
+    "paa-1-entropy": Spec(PARule, EntropyQuery, fixed={"mode": 1}, defaults={"C": _C_PA1, "discount": 3.0},
+                          cite=f"PA-I update of {_PAA}; entropy query H₂(σ(p))^k after {_ENTROPY}"),
     # multiclass (Sect. 4): max-score Perceptron and MPA over one weight row per class
     "mpe": Spec(MaxScorePerceptronRule, AlwaysQuery,
                 cite="Crammer & Singer, JMLR 3, 2003: max-score multiclass Perceptron"),
@@ -194,6 +202,9 @@ ALGORITHMS: dict[str, Spec] = {
                    cite=f"{_PAA}: MPAA-I, Algorithm 3"),
     "mpaa-2": Spec(MPARule, GapQuery, fixed={"mode": 2}, defaults={"C": 1.0, "delta": 1.0},
                    cite=f"{_PAA}: MPAA-II, Algorithm 3"),
+    "mpaa-1-entropy": Spec(MPARule, GapEntropyQuery, fixed={"mode": 1}, defaults={"C": 1.0, "discount": 3.0},
+                           cite=f"MPA-I update of {_PAA}; entropy query H₂(σ(gap))^k, gap = top-1 − top-2 score, "
+                                f"after {_ENTROPY}"),
     # cost-sensitive (Sect. 5): ρ from the sum or cost objective; C = ρ unless set (Sect. 6.3.2)
     "paum": Spec(PAUMRule, AlwaysQuery, defaults={"objective": "sum"},
                  cite=f"Li et al., ICML 2002: Perceptron with uneven margins; baseline of {_PAA}, Sect. 6.3.2"),
@@ -224,6 +235,8 @@ ALGORITHMS: dict[str, Spec] = {
     "soal-m": Spec(SOALRule, MarginQuery, defaults={**_SOAL_DEFAULTS, "delta": 1.0},
                    cite=f"{_SOAL}: SOAL-M, margin query δ/(δ+|p|)"),
     "soal": Spec(SOALRule, SOALQuery, defaults={**_SOAL_DEFAULTS, "delta": 1.0}, cite=f"{_SOAL}: SOAL, Algorithm 1"),
+    "soal-entropy": Spec(SOALRule, EntropyQuery, defaults={**_SOAL_DEFAULTS, "discount": 3.0},
+                         cite=f"SOAL update of {_SOAL}; entropy query H₂(σ(p))^k after {_ENTROPY}"),
     "sol-diag": Spec(SOALDiagRule, AlwaysQuery, defaults=_SOAL_DEFAULTS, cite=f"{_SOAL}: SOL, diagonal"),
     "sorl-diag": Spec(SOALDiagRule, FixedRateQuery, defaults={**_SOAL_DEFAULTS, "rate": 0.1},
                       cite=f"{_SOAL}: SORL, diagonal"),

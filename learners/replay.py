@@ -292,8 +292,10 @@ def find_budget(learner: Learner, data: Dataset, target: float, *, permutations:
     ``target``, and the run that shows it.
 
     A fixed-rate query takes ``rate = target`` directly. A margin-type query's δ is bisected on a
-    log scale (the query ratio grows with δ); the coins are fixed per (seed, row), which makes the
-    ratio a deterministic function of δ. If no δ lands within ``tol`` the closest one is returned.
+    log scale (the query ratio grows with δ; it falls with a parameter whose :class:`learners.budget.Knob`
+    is not ``increasing``, such as the entropy query's discount); the coins are fixed per (seed, row),
+    which makes the ratio a deterministic function of δ. If no δ lands within ``tol`` the closest
+    one is returned.
     ``costs`` are the weights of the binary metrics and ``warmup`` the rounds left out of them, as
     for :func:`run`.
     """
@@ -307,6 +309,8 @@ def find_budget(learner: Learner, data: Dataset, target: float, *, permutations:
                            seed=seed, delay=delay, shuffle=shuffle, costs=costs, warmup=warmup)
     if param == "rate":
         return learner.clone(rate=target), go(target)
+    knob = type(learner.query).knob
+    rising = knob is None or knob.increasing  # the query ratio grows with the parameter
     lo, hi = math.log(bounds[0]), math.log(bounds[1])
     best: tuple[float, float, Run] | None = None
     for _ in range(max_steps):
@@ -317,6 +321,6 @@ def find_budget(learner: Learner, data: Dataset, target: float, *, permutations:
             best = (abs(ratio - target), math.exp(mid), result)
         if abs(ratio - target) <= tol:
             break
-        lo, hi = (mid, hi) if ratio < target else (lo, mid)
+        lo, hi = (mid, hi) if (ratio < target) == rising else (lo, mid)
     _, value, result = best
     return learner.clone(**{param: value}), result

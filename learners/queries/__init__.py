@@ -3,6 +3,7 @@
 from learners.queries.adaptive import DecayingMarginQuery, SelAdaQuery
 from learners.queries.bbq import BBQQuery
 from learners.queries.discrimination import DiscriminationQuery, GapDiscriminationQuery
+from learners.queries.entropy import EntropyQuery, GapEntropyQuery
 from learners.queries.fixed import AlwaysQuery, FixedRateQuery
 from learners.queries.gap import GapQuery
 from learners.queries.margin import MarginQuery
@@ -13,8 +14,10 @@ __all__ = [
     "BBQQuery",
     "DecayingMarginQuery",
     "DiscriminationQuery",
+    "EntropyQuery",
     "FixedRateQuery",
     "GapDiscriminationQuery",
+    "GapEntropyQuery",
     "GapQuery",
     "MarginQuery",
     "SOALQuery",

@@ -63,6 +63,16 @@ def test_find_budget_lands_the_query_ratio(target):
     assert learner.query.delta == result.params["delta"]
 
 
+def test_find_budget_raises_a_decreasing_knob_to_ask_less():
+    data = synthetic_sparse(n=4000, d=1024, seed=3)
+    landed = {}
+    for target in (0.2, 0.4):  # the entropy query's discount: a larger one asks less
+        learner, result = find_budget(make("paa-1-entropy", n_features=1024), data, target, permutations=2)
+        assert abs(result.mean("query_ratio") - target) <= 0.005
+        landed[target] = learner.query.discount
+    assert landed[0.2] > landed[0.4]
+
+
 def test_find_budget_sets_a_fixed_rate_directly():
     data = synthetic_sparse(n=1000, d=64, seed=3)
     learner, result = find_budget(make("rpa-1"), data, 0.2, permutations=2)

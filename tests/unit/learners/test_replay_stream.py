@@ -42,7 +42,8 @@ def learner(name: str, **overrides):
     probe = make(name, **params)
     budget = probe.query.budget_param
     if budget is not None and budget not in overrides:  # asks often enough for updates to matter
-        params[budget] = 0.5 if budget == "rate" else 4.0
+        knob = type(probe.query).knob
+        params[budget] = 0.5 if budget == "rate" else 4.0 if knob is None or knob.increasing else 0.25
     return make(name, **params)
 
 
