@@ -287,6 +287,7 @@ def _demo(args: argparse.Namespace) -> int:
     import orjson
 
     from consumer.demo.run import DemoOptions, run_demo
+    from consumer.errors import ConfigError
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     opts = DemoOptions(
@@ -294,9 +295,13 @@ def _demo(args: argparse.Namespace) -> int:
         label_cost=args.label_cost, rate=args.rate, params=_params(args.param), port=args.port,
         metrics_port=args.metrics_port, positive=_value(args.positive) if args.positive else None,
         report=args.report, bootstrap=args.bootstrap, service_url=args.service, timeout_s=args.timeout,
-        query_rate_target=args.query_rate_target,
+        query_rate_target=args.query_rate_target, annotator=args.annotator,
     )
-    report = run_demo(opts)
+    try:
+        report = run_demo(opts)
+    except ConfigError as exc:  # the connector's settings: ACTIVESTREAM_ANNOTATE__*
+        print(f"activestream demo: {exc}", file=sys.stderr)
+        return 2
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(report) + b"\n")
         return 0
@@ -313,6 +318,9 @@ def _demo(args: argparse.Namespace) -> int:
     ]
     for name, value in rows:
         print(f"  {name:<34} {value}")
+    if people := report.get("people"):
+        agreeing = "" if people["agreeing"] is None else f", {people['agreeing']:.1%} agreeing with the truth"
+        print(f"  {'labels given in Label Studio':<34} {len(people['labels'])}{agreeing} ({people['project_url']})")
     return 0
 
 
@@ -333,6 +341,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--data", action="append", help="LIBSVM file(s) to stream (default: a synthetic drifting stream)")
     demo.add_argument("--learner", default="paa-1", help="registry name (default paa-1)")
     demo.add_argument("--records", type=int, default=10_000, help="records to stream (default 10000)")
+    demo.add_argument("--annotator", choices=("simulated", "label-studio"), default="simulated",
+                      help="who answers the label requests: the simulated annotator (the truth after --label-delay), "
+                           "or people in Label Studio (ACTIVESTREAM_ANNOTATE__URL and __TOKEN; docs: Label Studio)")
     demo.add_argument("--label-delay", type=float, default=1.0, help="seconds before the annotator answers (1)")
     demo.add_argument("--label-cost", type=float, default=1.0, help="cost of one label (1)")
     demo.add_argument("--rate", type=float, default=1000.0,

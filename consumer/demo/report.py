@@ -205,6 +205,34 @@ _ROWS = (
 )
 
 
+def _who(report: dict[str, Any]) -> str:
+    people = report.get("people")
+    if people is None:
+        return f"Labels came back {report['label_delay_s']:g} s after each request."
+    url = html.escape(people["project_url"])
+    return f'People labelled in Label Studio (<a href="{url}">{url}</a>).'
+
+
+def _people(report: dict[str, Any]) -> str:
+    """The labels people gave, beside the truth: what the service learnt from."""
+    people = report.get("people")
+    if people is None:
+        return ""
+    given = people["labels"]
+    if not given:
+        return "<h2>Labels given in Label Studio</h2>\n<p>No label was given.</p>"
+    rows = "\n".join(_given_row(g) for g in given)
+    return (f"<h2>Labels given in Label Studio</h2>\n<p>{len(given)} labels, {people['agreeing']:.1%} agreeing "
+            f"with the ground truth.</p>\n<table class=labels><tr><th>record</th><th>label given</th><th>truth</th>"
+            f"<th>cost</th></tr>\n{rows}</table>")
+
+
+def _given_row(given: dict[str, Any]) -> str:
+    cost = "" if given["cost"] is None else f"{given['cost']:g}"
+    cells = [html.escape(str(given[k])) for k in ("id", "label", "truth")]
+    return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + f"<td class=n>{cost}</td></tr>"
+
+
 def render_report(report: dict[str, Any], samples: Sequence[Sample]) -> str:
     rows = "\n".join(f"<tr><th>{html.escape(name)}</th><td class=n>{html.escape(show(report))}</td></tr>"
                      for name, show in _ROWS)
@@ -215,9 +243,10 @@ def render_report(report: dict[str, Any], samples: Sequence[Sample]) -> str:
 <style>{_STYLE}</style></head>
 <body>
 <h1>activestream demo: {html.escape(report['learner'])} on {html.escape(report['data'])}</h1>
-<p>Labels came back {report['label_delay_s']:g} s after each request.</p>
+<p>{_who(report)}</p>
 <table>{rows}</table>
 {body}
+{_people(report)}
 <p class="note">Accuracy against the ground truth uses every prediction; the service's estimate knows
 only the labels it asked for, each weighted by 1/(its query probability).</p>
 </body></html>

@@ -9,6 +9,10 @@ service's own importance-weighted accuracy estimate beside it.
 With ``--bootstrap`` it uses that Kafka instead of the embedded broker; with ``--service URL`` it
 runs no service of its own but feeds and answers one that already runs (``activestream run``) and
 reads that service's totals from its ``/metrics`` (the compose demo in ``deploy/compose``).
+
+With ``--annotator label-studio`` people answer instead, in the user's Label Studio
+(:mod:`consumer.demo.people`): the demo runs until every request is answered or expired, until its
+timeout, or until Ctrl-C, and reports the labels they gave beside the truth.
 """
 
 from __future__ import annotations
@@ -27,16 +31,18 @@ import numpy as np
 import orjson
 from confluent_kafka import Consumer
 
+from consumer.annotate.config import load_annotate_settings
 from consumer.config import Settings, load_settings
 from consumer.demo.annotator import Annotator
 from consumer.demo.broker import CLIENT_SETTINGS, LABEL_LOOP_FETCH, Broker, create_topics
 from consumer.demo.feed import DemoStream, Feeder, drifting_stream, from_dataset
+from consumer.demo.people import LabelStudioAnnotators, connector_settings
 from consumer.demo.remote import RemoteTotals
 from consumer.demo.report import RunningF1, Sample, write_report
 from consumer.service import Service
 from learners.evaluation import binary_metrics, multiclass_metrics
 
-__all__ = ["DemoOptions", "run_demo"]
+__all__ = ["ANNOTATORS", "DemoOptions", "run_demo"]
 
 _SAMPLE_EVERY_S = 0.25  # the report's curves: a point every quarter second
 
@@ -63,6 +69,8 @@ class DemoOptions:
     service_url: str | None = None  # a running service to feed (its metrics endpoint), instead of our own
     clients: dict[str, str] | None = None  # the demo's own consumers' properties (default: by broker)
     query_rate_target: float | None = None  # ACTIVESTREAM_QUERY_RATE_TARGET of the demo's service
+    annotator: str = "simulated"  # or "label-studio": people label in the user's Label Studio
+    label_studio: Any = None  # the Label Studio client (default: ACTIVESTREAM_ANNOTATE__URL's)
 
 
 def _stream(opts: DemoOptions) -> DemoStream:
@@ -148,11 +156,21 @@ def service_settings(opts: DemoOptions, stream: DemoStream, bootstrap: str, chec
         learner_params=opts.params, n_features=stream.n_features, classes=stream.classes,
         kafka_consumer=CLIENT_SETTINGS if not opts.bootstrap else {}, kafka_labels_consumer=LABEL_LOOP_FETCH,
         metrics_port=opts.metrics_port, checkpoint={"every_s": 5.0}, query_rate_target=opts.query_rate_target,
-        labels={"ttl_s": max(60.0, 20 * opts.label_delay_s), "cost_per_request": opts.label_cost},
+        labels={"ttl_s": _ttl_s(opts), "cost_per_request": opts.label_cost},
     )
 
 
+def _ttl_s(opts: DemoOptions) -> float:
+    """How long a label request waits: people take as long as the demo runs; the simulated
+    annotator answers within its delay."""
+    return max(60.0, opts.timeout_s) if opts.annotator == "label-studio" else max(60.0, 20 * opts.label_delay_s)
+
+
 def run_demo(opts: DemoOptions, progress=sys.stderr) -> dict[str, Any]:
+    if opts.annotator not in ANNOTATORS:
+        raise ValueError(f"--annotator must be one of {', '.join(ANNOTATORS)}, got {opts.annotator!r}")
+    if opts.annotator == "label-studio":
+        load_annotate_settings()  # a missing token or a bad URL stops the demo before anything starts
     stream = _stream(opts)
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
@@ -174,31 +192,66 @@ def run_demo(opts: DemoOptions, progress=sys.stderr) -> dict[str, Any]:
             runner.start()
             totals, learner = service.totals, service.learner.name
         board, samples = _Scoreboard(bootstrap, TOPICS["predictions"], stream.truth, stream.classes, clients), []
+        annotator = None
         try:
-            _play(opts, stream, bootstrap, clients, service, runner, totals, board, samples, started, progress)
+            annotator = _annotator(opts, stream, bootstrap, clients, started)
+            _play(opts, stream, bootstrap, clients, service, runner, totals, board, samples, started, progress,
+                  annotator)
         finally:
             if service is not None:
                 service.request_stop()
                 runner.join(60)
             board.close()
     report = _report(opts, stream, learner, totals, board, time.monotonic() - started)
+    if isinstance(annotator, LabelStudioAnnotators):
+        given = annotator.summary()
+        report["people"] = {"project_url": annotator.url, "labels": given,
+                            "agreeing": sum(g["label"] == g["truth"] for g in given) / len(given) if given else None}
     if opts.report:
         write_report(opts.report, report, samples)
     return report
 
 
+ANNOTATORS = ("simulated", "label-studio")
+
+
+def _annotator(opts: DemoOptions, stream: DemoStream, bootstrap: str, clients: dict,
+               started: float) -> Annotator | LabelStudioAnnotators:
+    """Who answers the label requests: the simulated annotator, or people in Label Studio (whose
+    project is found or made here, so that a refused token stops the demo before it streams)."""
+    if opts.annotator == "simulated":
+        return Annotator(bootstrap, TOPICS["label_requests"], TOPICS["labels"], stream.truth,
+                         opts.label_delay_s, opts.label_cost, {**clients, **LABEL_LOOP_FETCH})
+    settings = connector_settings(bootstrap, TOPICS, list(stream.classes), {**clients, **LABEL_LOOP_FETCH})
+    people = LabelStudioAnnotators(settings, stream.truth, clients, ls=opts.label_studio)
+    people.start_connector(started + min(opts.timeout_s, 120.0))
+    return people
+
+
+def _answered_all(annotator: Annotator | LabelStudioAnnotators, t: Any) -> bool:
+    """Every label request seen is answered, and the service has settled every answer."""
+    if isinstance(annotator, LabelStudioAnnotators):  # people: a request is answered, or it expired
+        return t.get("labels.applied") + t.get("label_requests_expired") >= t.get("label_requests")
+    answered = annotator.requested == annotator.answered and annotator.waiting == 0
+    return answered and t.get("labels.applied") + t.get("labels.expired") + t.get("labels.duplicate") >= \
+        annotator.answered
+
+
 def _play(opts: DemoOptions, stream: DemoStream, bootstrap: str, clients: dict, service: Service | None,
           runner: threading.Thread | None, t: Any, board: _Scoreboard, samples: list[Sample], started: float,
-          progress) -> None:
-    """Feed the stream, answer its label requests, follow its predictions until all are settled."""
+          progress, annotator: Annotator | LabelStudioAnnotators) -> None:
+    """Feed the stream, answer its label requests, follow its predictions until all are settled
+    (people: until they answered every request, the timeout, or Ctrl-C)."""
     n = len(stream.values)
     remote = service is None
-    annotator = Annotator(bootstrap, TOPICS["label_requests"], TOPICS["labels"], stream.truth,
-                          opts.label_delay_s, opts.label_cost, {**clients, **LABEL_LOOP_FETCH})
+    people = isinstance(annotator, LabelStudioAnnotators)
     feeder = Feeder(bootstrap, TOPICS["features"], stream, opts.rate)
     bar = _Progress(progress, n)
     annotator.start()
     deadline = time.monotonic() + opts.timeout_s
+    if people:
+        progress.write(f"Label the tasks at {annotator.url} (Ctrl-C to stop and see the report)\n")
+        progress.flush()
 
     def alive() -> bool:
         return remote or runner.is_alive()
@@ -221,15 +274,19 @@ def _play(opts: DemoOptions, stream: DemoStream, bootstrap: str, clients: dict, 
             if time.monotonic() - started - samples[-1].seconds >= _SAMPLE_EVERY_S:
                 sample()
             bar.show(len(board.predicted), t, board)
-            answered_all = annotator.requested == annotator.answered and annotator.waiting == 0
-            settled = t.get("labels.applied") + t.get("labels.expired") + t.get("labels.duplicate") >= \
-                annotator.answered
-            if len(board.predicted) >= n and answered_all and settled:
+            if len(board.predicted) >= n and _answered_all(annotator, t):
                 break
             if not alive():
                 raise RuntimeError("the service stopped unexpectedly (see the log above)")
+            if people and annotator.error is not None:
+                raise RuntimeError(f"the Label Studio connector stopped: {annotator.error}")
             if time.monotonic() > deadline:
+                if people:  # people stop when they like: the report shows what they labelled
+                    break
                 raise TimeoutError(f"the demo did not finish within {opts.timeout_s:.0f} s")
+    except KeyboardInterrupt:
+        if not people:
+            raise
     finally:
         bar.show(len(board.predicted), t, board, final=True)
         if bar._tty:
@@ -270,5 +327,6 @@ def _report(opts: DemoOptions, stream: DemoStream, learner: str, t: Any, board: 
         "query_ratio": t.get("label_requests") / scored if scored else 0.0,
         "labelling_cost": t.get("labelling_cost"), "accuracy": m.accuracy, "f1": m.f1,
         "estimated_accuracy": 1.0 - t.estimated_error_rate(), "dead_letters": int(dead),
-        "label_delay_s": opts.label_delay_s, "seconds": seconds, "records_per_second": len(board.predicted) / seconds,
+        "annotator": opts.annotator, "label_delay_s": opts.label_delay_s, "seconds": seconds,
+        "records_per_second": len(board.predicted) / seconds,
     }

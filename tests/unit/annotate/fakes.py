@@ -48,10 +48,11 @@ class FakeLabelStudio:
     def tasks(self, project: int):
         self._call("tasks")
         out = []
-        for task in self.tasks_.values():
+        for task in list(self.tasks_.values()):  # snapshots: another thread may annotate meanwhile
             if task["project"] == project:
                 task = copy.deepcopy(task)
-                task["annotations"] = [copy.deepcopy(a) for a in self.annotations_.values() if a["task"] == task["id"]]
+                task["annotations"] = [copy.deepcopy(a) for a in list(self.annotations_.values())
+                                       if a["task"] == task["id"]]
                 out.append(task)
         return iter(out)
 
@@ -103,7 +104,7 @@ class FakeLabelStudio:
         self.annotations_[annotation_id]["result"] = _choice(choice)
 
     def task_of(self, record_id: str) -> dict[str, Any]:
-        [task] = [t for t in self.tasks_.values() if t["data"]["activestream_id"] == record_id]
+        [task] = [t for t in list(self.tasks_.values()) if t["data"]["activestream_id"] == record_id]
         return task
 
 
