@@ -24,6 +24,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from consumer.demo.report import Sample, write_report
+
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -61,9 +63,12 @@ window.addEventListener("load", () => {
       visible: getComputedStyle(p).visibility === "visible" && getComputedStyle(p).display !== "none"}))}));
   const images = [...document.querySelectorAll("article img")].map((img) => ({
     src: img.getAttribute("src"), complete: img.complete, natural: img.naturalWidth, box: box(img)}));
+  const rows = [...document.querySelectorAll("table.labels tr")].map((tr) => ({
+    cells: [...tr.cells].map((c) => c.textContent), box: box(tr),
+    visible: getComputedStyle(tr).visibility === "visible" && getComputedStyle(tr).display !== "none"}));
   const out = document.createElement("pre");
   out.id = "probe";
-  out.textContent = JSON.stringify({charts, images, height: document.documentElement.scrollHeight});
+  out.textContent = JSON.stringify({charts, images, rows, height: document.documentElement.scrollHeight});
   document.body.appendChild(out);
 });
 </script>
@@ -146,6 +151,26 @@ def test_the_demo_report_draws_every_series_of_every_chart(demo_report, tmp_path
             assert sum(line["length"] for line in drawn) > 50, f"{what} drew a line of no length"
             # painted: its colour inside the plot area (the legend's sample lies above it)
             assert pixels_near(plot, css_rgb(series["stroke"])) >= 30, f"{what} is not visible in the screenshot"
+
+
+def test_the_labels_people_gave_are_a_table_the_browser_lays_out_row_by_row(tmp_path):
+    """With --annotator label-studio the report lists the labels people gave beside the truth."""
+    given = [{"id": f"r{k}", "label": 1 if k % 3 else -1, "truth": 1, "cost": 1.0} for k in range(12)]
+    report = {"data": "drifting", "learner": "paa-1", "records": 400, "predictions": 400, "label_requests": 12,
+              "labels_applied": 12, "labels_expired": 0, "query_ratio": 0.03, "labelling_cost": 12.0,
+              "accuracy": 0.8, "f1": 0.8, "estimated_accuracy": 0.8, "dead_letters": 0, "seconds": 30.0,
+              "records_per_second": 13.3, "label_delay_s": 1.0,
+              "people": {"project_url": "http://127.0.0.1:8080/projects/3/data", "labels": given, "agreeing": 8 / 12}}
+    samples = [Sample(t, 200 * t, 150 * t, 0.7, 200 * t, 6 * t, 6 * t, 0, 6 * t, 10 * t, 2 * t) for t in (1.0, 2.0)]
+    page = tmp_path / "people.html"
+    write_report(page, report, samples)
+    probe, _ = render(page, tmp_path)
+    header, *rows = probe["rows"]
+    assert header["cells"] == ["record", "label given", "truth", "cost"]
+    assert [r["cells"] for r in rows] == [[g["id"], str(g["label"]), "1", "1"] for g in given]
+    tops = [r["box"]["y"] for r in [header, *rows]]
+    assert all(r["visible"] and r["box"]["h"] > 0 and r["box"]["w"] > 0 for r in rows)
+    assert tops == sorted(tops) and len(set(tops)) == len(tops)  # one row under the other, none hidden
 
 
 def test_the_pixel_check_fails_when_a_series_is_not_painted(demo_report, tmp_path):
