@@ -336,9 +336,11 @@ RESULTS: tuple[Entry, ...] = (
     Entry("budget-broker", "budget", ("budget_broker.md", "budget_broker.json"), ("-m", "benchmarks.budget_broker"),
           {"records": "a8a, all 32,561 rows", "target": 0.05, "sigkill": "once, after half the records"},
           quick=("-m", "benchmarks.budget_broker", "--quick"), minutes=1, timing=True),
-    Entry("replay-throughput", "performance", ("throughput.md",), ("-m", "benchmarks.throughput"), {"runs": 3},
-          timing=True, stale="made before `replay --in-order` streamed its input and lost its start-up imports; "
-          "regenerating needs the vowpalwabbit package"),
+    Entry("replay-throughput", "performance", ("throughput.md",), ("-m", "benchmarks.throughput"),
+          {"runs": 3, "inputs": "a8a×30, synthetic 10⁷ × 2²⁰, news20"},
+          quick=("-m", "benchmarks.throughput", "--repeats", "1", "--a8a-copies", "10", "--synthetic-rows", "1000000"),
+          timing=True, stale="made before `replay --in-order` streamed its input and lost its start-up imports, on "
+          "a8a×10 and 10⁶ synthetic rows; regenerating needs the bench extra (vowpalwabbit) and a quiet machine"),
     Entry("replay-startup", "performance", ("startup.md",), ("-m", "benchmarks.startup"), {"repeats": 5},
           timing=True),
     Entry("replay-memory", "performance", ("replay_memory.md",), ("-m", "benchmarks.replay_memory"),

@@ -1,21 +1,23 @@
 """End-to-end throughput: ``activestream replay`` against Vowpal Wabbit's command line.
 
-One command builds two inputs in a temporary directory, each as an uncompressed LIBSVM file and
+One command builds three inputs in a temporary directory, each as an uncompressed LIBSVM file and
 the same rows in VW text format:
 
-* **a8a×10**: the 32,561 rows of a8a repeated ten times (325,610 rows, 123 features);
-* **synthetic**: :func:`learners.datasets.synthetic_sparse` with 10⁶ rows over 2²⁰ dimensions
-  (values written with 4 decimals),
+* **a8a×30**: the 32,561 rows of a8a repeated thirty times (976,830 rows, 123 features);
+* **synthetic**: 10⁷ rows over 2²⁰ dimensions drawn as :func:`learners.datasets.synthetic_sparse`
+  draws them (Zipf-like ids, unit-norm rows, one w*, 5 % of labels flipped), generated and written
+  a million rows at a time (values with 4 decimals);
+* **news20**: the 15,935 rows of news20 (62,061 term counts, 20 classes), multiclass,
 
 then times, one after another, each command as a whole (interpreter start included) and reads
 its CPU time and peak RSS with GNU ``/usr/bin/time``:
 
-* ``activestream replay --learner paa-1 --data FILE --in-order --param delta=… --json``, whose
-  JSON also reports the in-process ``read_seconds`` (read + parse) and ``total_seconds`` (read +
-  parse + learn + evaluate, i.e. excluding interpreter start and imports);
-* ``python -m vowpalwabbit -d FILE.vw --loss_function hinge -b B --quiet`` (the wheel has no
-  ``vw`` binary; this runs the same C++ driver), and ``python -c "import vowpalwabbit"`` so the
-  start-up can be subtracted.
+* ``activestream replay --learner paa-1 --data FILE --in-order --param delta=… --json`` (``mpaa-1``
+  on news20), whose JSON also reports the in-process ``read_seconds`` (read + parse) and
+  ``total_seconds`` (read + parse + learn + evaluate, i.e. excluding interpreter start and imports);
+* ``python -m vowpalwabbit -d FILE.vw --loss_function hinge -b B --quiet`` (``--oaa 20`` on news20;
+  the wheel has no ``vw`` binary; this runs the same C++ driver), and ``python -c "import
+  vowpalwabbit"`` so the start-up can be subtracted.
 
 Before timing, one replay of a tiny file loads every compiled kernel once, so the timed runs take
 their numba code from the on-disk cache (no JIT compilation is timed). Each command runs
@@ -28,23 +30,26 @@ from __future__ import annotations
 
 import argparse
 import json
-import lzma
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
+from numba import njit
 
 from benchmarks.paa_data import datasets_dir
-from learners.datasets import synthetic_sparse
+from learners.datasets import read_libsvm, synthetic_sparse
+from learners.inputs import Rows
 
 __all__ = ["main"]
 
 RESULTS = Path(__file__).resolve().parent / "results"
+INPUTS = ("a8a", "synthetic", "news20")
 BIN = Path(sys.executable).parent
 TIME = "/usr/bin/time"  # GNU time: peak RSS (%M) of exactly one command
 
@@ -83,37 +88,102 @@ def median_run(cmd: Sequence[str], repeats: int) -> tuple[Timed, list[float]]:
     return sorted(runs, key=lambda r: r.wall_s)[len(runs) // 2], walls
 
 
-def write_libsvm_and_vw(rows_text: bytes, libsvm: Path, vw: Path) -> None:
-    """The same LIBSVM rows as a LIBSVM file and as VW text (``label |f idx:val ...``)."""
-    libsvm.write_bytes(rows_text)
-    lines = rows_text.split(b"\n")
-    with vw.open("wb") as f:
-        for line in lines:
-            if line:
-                label, _, features = line.partition(b" ")
-                f.write(label + b" |f " + features + b"\n")
+@njit(cache=True)
+def _digits(out, at, value):
+    """Write the decimal digits of a non-negative integer at ``out[at:]``; returns the end."""
+    if value == 0:
+        out[at] = 48
+        return at + 1
+    start = at
+    while value > 0:
+        out[at] = 48 + value % 10
+        value //= 10
+        at += 1
+    out[start:at] = out[start:at][::-1].copy()
+    return at
 
 
-def synthetic_text(n: int, d: int, seed: int) -> bytes:
-    """:func:`synthetic_sparse` rows as LIBSVM text (1-based indices, 4-decimal values)."""
-    data = synthetic_sparse(n=n, d=d, seed=seed)
-    r = data.rows
-    tokens = np.char.add(np.char.add((r.indices + 1).astype(str), ":"), np.char.mod("%.4f", r.data))
-    out = []
-    for i in range(r.n):
-        out.append(f"{int(data.labels[i])} " + " ".join(tokens[r.indptr[i]:r.indptr[i + 1]].tolist()))
-    return ("\n".join(out) + "\n").encode()
+@njit(cache=True)
+def _text(indptr, indices, data, labels, vw):
+    """Rows as LIBSVM text (1-based indices, values with 4 decimals), or as VW text with ``vw``
+    (``label |f idx:val ...``): one pass, bytes."""
+    n = indptr.size - 1
+    out = np.empty(n * 32 + indptr[-1] * 32, dtype=np.uint8)
+    at = 0
+    for i in range(n):
+        label = labels[i]
+        if label < 0:
+            out[at] = 45  # '-'
+            at += 1
+            label = -label
+        at = _digits(out, at, label)
+        if vw:
+            out[at:at + 3] = np.array([32, 124, 102], dtype=np.uint8)  # ' |f'
+            at += 3
+        for j in range(indptr[i], indptr[i + 1]):
+            out[at] = 32
+            at = _digits(out, at + 1, indices[j] + 1)
+            out[at] = 58  # ':'
+            value = data[j]
+            if value < 0:
+                out[at + 1] = 45
+                at += 1
+                value = -value
+            scaled = int(value * 10000.0 + 0.5)
+            at = _digits(out, at + 1, scaled // 10000)
+            out[at] = 46  # '.'
+            frac = scaled % 10000
+            for k in range(4):
+                out[at + 4 - k] = 48 + frac % 10
+                frac //= 10
+            at += 5
+        out[at] = 10
+        at += 1
+    return out[:at]
 
 
-def build_inputs(tmp: Path, synthetic_rows: int) -> dict[str, tuple[Path, Path, int, int]]:
-    """name → (LIBSVM path, VW path, rows, VW hash bits)."""
-    a8a = lzma.decompress((datasets_dir() / "a8a.xz").read_bytes())
+def write_libsvm_and_vw(rows: Rows, labels: np.ndarray, libsvm: BinaryIO, vw: BinaryIO) -> None:
+    """Append the same rows to a LIBSVM file and to a VW text file."""
+    for out, as_vw in ((libsvm, False), (vw, True)):
+        out.write(_text(rows.indptr, rows.indices, rows.data, labels.astype(np.int64), as_vw).tobytes())
+
+
+def synthetic_chunks(n: int, d: int, seed: int, chunk: int = 1_000_000) -> Iterator[tuple[Rows, np.ndarray]]:
+    """``n`` rows drawn as :func:`synthetic_sparse` draws them, ``chunk`` at a time, labelled by one
+    w* (each chunk's rows from their own seed: no chunk repeats another)."""
+    w_star = np.random.default_rng(seed).standard_normal(d)
+    flip = np.random.default_rng(seed + 1)
+    for k, start in enumerate(range(0, n, chunk)):
+        rows = synthetic_sparse(n=min(chunk, n - start), d=d, seed=seed + 1000 + k).rows
+        margin = np.add.reduceat(w_star[rows.indices] * rows.data, rows.indptr[:-1])
+        labels = np.where(margin >= 0, 1, -1)
+        labels[flip.random(rows.n) < 0.05] *= -1
+        yield rows, labels
+
+
+def build_inputs(tmp: Path, synthetic_rows: int, a8a_copies: int, names: Sequence[str],
+                 ) -> dict[str, tuple[Path, Path, int, int, bool]]:
+    """name → (LIBSVM path, VW path, rows, VW hash bits, multiclass)."""
     inputs = {}
-    write_libsvm_and_vw(a8a * 10, tmp / "a8a10.svm", tmp / "a8a10.vw")
-    inputs["a8a×10"] = (tmp / "a8a10.svm", tmp / "a8a10.vw", 10 * a8a.count(b"\n"), 18)
-    text = synthetic_text(synthetic_rows, 2**20, seed=0)
-    write_libsvm_and_vw(text, tmp / "synthetic.svm", tmp / "synthetic.vw")
-    inputs["synthetic 10⁶×2²⁰"] = (tmp / "synthetic.svm", tmp / "synthetic.vw", synthetic_rows, 20)
+    if "a8a" in names:
+        a8a = read_libsvm(datasets_dir() / "a8a.xz")
+        svm, vw = tmp / "a8a.svm", tmp / "a8a.vw"
+        with svm.open("wb") as f_svm, vw.open("wb") as f_vw:
+            for _ in range(a8a_copies):
+                write_libsvm_and_vw(a8a.rows, a8a.labels, f_svm, f_vw)
+        inputs[f"a8a×{a8a_copies}"] = (svm, vw, a8a_copies * a8a.n, 18, False)
+    if "synthetic" in names:
+        svm, vw = tmp / "synthetic.svm", tmp / "synthetic.vw"
+        with svm.open("wb") as f_svm, vw.open("wb") as f_vw:
+            for rows, labels in synthetic_chunks(synthetic_rows, 2**20, seed=0):
+                write_libsvm_and_vw(rows, labels, f_svm, f_vw)
+        inputs[f"synthetic {synthetic_rows:.0e}×2²⁰".replace("e+0", "e")] = (svm, vw, synthetic_rows, 20, False)
+    if "news20" in names:
+        news = read_libsvm(datasets_dir() / "news20.xz")
+        svm, vw = tmp / "news20.svm", tmp / "news20.vw"
+        with svm.open("wb") as f_svm, vw.open("wb") as f_vw:
+            write_libsvm_and_vw(news.rows, news.labels, f_svm, f_vw)
+        inputs["news20"] = (svm, vw, news.n, 18, True)
     return inputs
 
 
@@ -128,7 +198,8 @@ def markdown(rows: list[dict], vw_import: Timed, ours_startup: Timed, delta: flo
         f"start-up'). Ours 'excluding start-up' is the in-process `total_seconds` (read + parse + learn + "
         f"evaluate); our start-up alone (`activestream replay` on a 2-row file: interpreter, imports, compiled "
         f"kernels loaded from the on-disk cache) takes {ours_startup.wall_s:.3f} s wall, {ours_startup.cpu_s:.3f} s "
-        f"CPU, {ours_startup.peak_rss_mb:.0f} MB. paa-1 runs with δ = {delta:g}; numba kernels come from the "
+        f"CPU, {ours_startup.peak_rss_mb:.0f} MB. paa-1 runs with δ = {delta:g} (mpaa-1 with its defaults on news20, "
+        f"against VW's one-against-all); numba kernels come from the "
         f"on-disk cache (warmed before timing: no JIT compilation is timed).",
         "",
         "| data | rows | file MB (LIBSVM / VW) | command | wall s | CPU s | rows/s (whole) | excl. start-up s | "
@@ -155,38 +226,43 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.throughput", description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--delta", type=float, default=0.125, help="paa-1's δ (default 0.125, the registry's)")
-    parser.add_argument("--synthetic-rows", type=int, default=1_000_000)
+    parser.add_argument("--synthetic-rows", type=int, default=10_000_000)
+    parser.add_argument("--a8a-copies", type=int, default=30)
+    parser.add_argument("--inputs", nargs="+", choices=INPUTS, default=list(INPUTS))
     parser.add_argument("--out", type=Path, default=RESULTS / "throughput.md")
     args = parser.parse_args(argv)
     activestream = str(BIN / "activestream")
     with tempfile.TemporaryDirectory(prefix="activestream-throughput-") as tmpdir:
         tmp = Path(tmpdir)
         print("building inputs ...", flush=True)
-        inputs = build_inputs(tmp, args.synthetic_rows)
+        inputs = build_inputs(tmp, args.synthetic_rows, args.a8a_copies, args.inputs)
         (tmp / "warm.svm").write_bytes(b"1 1:0.5 3:1\n-1 2:1\n")
         tiny = [activestream, "replay", "--learner", "paa-1", "--data", str(tmp / "warm.svm"), "--in-order", "--json"]
         timed(tiny)  # loads every kernel once, so the timed runs read them from the on-disk cache
         ours_startup, _ = median_run(tiny, args.repeats)
         vw_import, _ = median_run([sys.executable, "-c", "import vowpalwabbit"], args.repeats)
         rows = []
-        for name, (svm, vw, n, bits) in inputs.items():
+        for name, (svm, vw, n, bits, multiclass) in inputs.items():
             sizes = dict(rows=n, mb_svm=svm.stat().st_size / 1e6, mb_vw=vw.stat().st_size / 1e6, data=name)
-            ours_cmd = [activestream, "replay", "--learner", "paa-1", "--data", str(svm), "--in-order",
-                        "--param", f"delta={args.delta}", "--json"]
+            learner = ["mpaa-1"] if multiclass else ["paa-1", "--param", f"delta={args.delta}"]
+            ours_cmd = [activestream, "replay", "--learner", *learner, "--data", str(svm), "--in-order", "--json"]
             run, walls = median_run(ours_cmd, args.repeats)
             report = json.loads(run.stdout)
             assert report["examples"] == n, report["examples"]
-            ours_text = f"activestream replay --learner paa-1 --in-order --param delta={args.delta:g}"
+            shown = "mpaa-1" if multiclass else f"paa-1 --param delta={args.delta:g}"
+            ours_text = f"activestream replay --learner {shown} --in-order"
             rows.append(dict(sizes, command=ours_text,
                              wall=run.wall_s, cpu=run.cpu_s, rss=run.peak_rss_mb, inner=report["total_seconds"],
                              read=report["read_seconds"], query=report["query_ratio"], walls=walls))
             print(f"{name}: ours {run.wall_s:.3f} s whole (runs {', '.join(f'{w:.2f}' for w in walls)}), "
                   f"{report['total_seconds']:.3f} s in-process (read {report['read_seconds']:.3f}), "
                   f"{run.peak_rss_mb:.0f} MB", flush=True)
-            vw_cmd = [sys.executable, "-m", "vowpalwabbit", "-d", str(vw), "--loss_function", "hinge", "-b", str(bits),
-                      "--quiet"]
+            classes = ["--oaa", "20"] if multiclass else []
+            vw_cmd = [sys.executable, "-m", "vowpalwabbit", "-d", str(vw), *classes, "--loss_function", "hinge",
+                      "-b", str(bits), "--quiet"]
             run, walls = median_run(vw_cmd, args.repeats)
-            rows.append(dict(sizes, command=f"vw (python -m vowpalwabbit) --loss_function hinge -b {bits}",
+            vw_text = "vw (python -m vowpalwabbit) " + " ".join([*classes, "--loss_function", "hinge", "-b", str(bits)])
+            rows.append(dict(sizes, command=vw_text,
                              wall=run.wall_s, cpu=run.cpu_s, rss=run.peak_rss_mb,
                              inner=run.wall_s - vw_import.wall_s, read=float("nan"), query=1.0, walls=walls))
             print(f"{name}: VW {run.wall_s:.3f} s whole (runs {', '.join(f'{w:.2f}' for w in walls)}), "
