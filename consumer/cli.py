@@ -57,11 +57,11 @@ def _replay(args: argparse.Namespace) -> int:
 
     from learners import make
     from learners.datasets import LibsvmStream, StreamSummary, concat, is_libsvm_file, resolve, scan_libsvm
-    from learners.registry import paper_protocol
+    from learners.registry import default_learner, paper_protocol
     from learners.replay import find_budget, run, run_stream
 
     started = time.perf_counter()
-    params = {**(paper_protocol(args.learner) if args.paper_protocol else {}), **_params(args.param)}
+    params = _params(args.param)
     # In file order, LIBSVM files are replayed as a stream, chunk by chunk; a permutation or a budget
     # search needs every row at hand. The model's dimension and classes come from a first pass over
     # the stream, unless both are given.
@@ -86,13 +86,17 @@ def _replay(args: argparse.Namespace) -> int:
         if "n_features" in params:  # a model wider than the file's largest index
             data = data.with_features(int(params["n_features"]))
     read_seconds = time.perf_counter() - started
+    # without --learner, the default for the number of classes the data (or --param classes) has
+    name = args.learner or default_learner(len(params.get("classes") or data.classes()))
+    if args.paper_protocol:
+        params = {**paper_protocol(name), **params}
     params.setdefault("n_features", data.rows.n_features)
-    probe = make(args.learner, **params)
+    probe = make(name, **params)
     if probe.multiclass:
         params.setdefault("classes", data.classes())
     else:
         params.setdefault("classes", list(data.binary_classes(_value(args.positive) if args.positive else None)))
-    learner = make(args.learner, **params)
+    learner = make(name, **params)
     costs = _metric_weights(learner, args)
     options = dict(permutations=args.permutations, seed=args.seed, delay=args.delay, shuffle=not args.in_order,
                    costs=costs, warmup=args.warmup)
@@ -339,7 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="run the whole loop locally: embedded broker, service, simulated annotator")
     demo.add_argument("--data", action="append", help="LIBSVM file(s) to stream (default: a synthetic drifting stream)")
-    demo.add_argument("--learner", default="paa-1", help="registry name (default paa-1)")
+    demo.add_argument("--learner", help="registry name (default: paa-1 for two classes, mpaa-1 for more)")
     demo.add_argument("--records", type=int, default=10_000, help="records to stream (default 10000)")
     demo.add_argument("--annotator", choices=("simulated", "label-studio"), default="simulated",
                       help="who answers the label requests: the simulated annotator (the truth after --label-delay), "
@@ -385,7 +389,8 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.set_defaults(func=_inspect)
 
     rp = sub.add_parser("replay", help="run a dataset through a learner offline and report prequential metrics")
-    rp.add_argument("--learner", required=True, help="registry name, e.g. paa-1, pea, rpa-2 (see learners.ALGORITHMS)")
+    rp.add_argument("--learner", help="registry name, e.g. paa-1, pea, rpa-2 (see learners.ALGORITHMS); default: "
+                    "paa-1 for two classes, mpaa-1 for more (--json names it)")
     source = rp.add_mutually_exclusive_group(required=True)
     source.add_argument("--data", action="append",
                         help="LIBSVM file (plain/.xz/.gz/.bz2) or synthetic:KIND?k=v; repeat to concatenate in order")

@@ -141,7 +141,8 @@ class Settings(BaseSettings):
         default_factory=dict, description="extra properties of the labels consumer alone, over KAFKA_CONSUMER"
     )
 
-    learner: str = Field("paa-1", description="registry name of the learner (docs: learner registry)")
+    learner: str | None = Field(None, description="registry name of the learner (docs: learner registry); "
+                                "unset: paa-1 for two classes, mpaa-1 for more")
     learner_params: dict[str, Any] = Field(default_factory=dict,
                                            description="hyper-parameter overrides, e.g. __DELTA=0.5")
     classes: list[Any] | None = Field(None, description="binary: [negative, positive]; multiclass: all classes")

@@ -64,7 +64,7 @@ from consumer.totals import Totals
 from learners import make
 from learners.budget import advance_clock
 from learners.inputs import Rows
-from learners.registry import ALGORITHMS, LEARNER_DEFAULTS, canonical_name
+from learners.registry import ALGORITHMS, LEARNER_DEFAULTS, canonical_name, default_learner
 
 __all__ = ["KafkaClients", "Service", "build_learner", "service_for"]
 
@@ -87,7 +87,7 @@ _MAX_CLASSES_INITIALISED = 20  # labelled records: one series per (class, predic
 def build_learner(settings: Settings):
     """The configured learner; a wrong name, parameter or class list is a :class:`ConfigError`."""
     try:
-        name = canonical_name(settings.learner)
+        name = canonical_name(settings.learner or default_learner(len(settings.classes or (-1, 1))))
     except ValueError as exc:
         raise ConfigError(f"ACTIVESTREAM_LEARNER: {exc}") from None
     spec = ALGORITHMS[name]
@@ -108,8 +108,7 @@ def build_learner(settings: Settings):
     try:
         learner.budget = controller_for(settings, learner.classes)
     except ValueError as exc:
-        where = "ACTIVESTREAM_LEARNER_PARAMS" if "scale=" in str(exc) else "ACTIVESTREAM_LABELS__COST_BUDGET"
-        raise ConfigError(f"{where}: {exc}") from None
+        raise ConfigError(f"ACTIVESTREAM_LABELS__COST_BUDGET: {exc}") from None
     return learner
 
 

@@ -53,7 +53,7 @@ TOPICS = {"features": "features", "predictions": "predictions", "label_requests"
 @dataclass(frozen=True, slots=True)
 class DemoOptions:
     data: list[str] = field(default_factory=list)
-    learner: str = "paa-1"
+    learner: str | None = None  # default: the registry's for the stream's number of classes
     records: int = 10_000
     label_delay_s: float = 1.0
     label_cost: float = 1.0
@@ -82,7 +82,7 @@ def _stream(opts: DemoOptions) -> DemoStream:
     from learners.datasets import concat, resolve
 
     data = concat([resolve(spec) for spec in opts.data])
-    multiclass = make(opts.learner).multiclass
+    multiclass = make(opts.learner).multiclass if opts.learner else len(data.classes()) > 2
     classes = data.classes() if multiclass else list(data.binary_classes(opts.positive))
     return from_dataset(data, classes, opts.records, id_prefix=prefix)
 
@@ -183,7 +183,7 @@ def run_demo(opts: DemoOptions, progress=sys.stderr) -> dict[str, Any]:
         service = runner = None
         if opts.service_url:
             totals: Any = RemoteTotals(opts.service_url)
-            learner = opts.learner
+            learner = opts.learner or "(the running service's)"
         else:
             checkpoint_dir = opts.checkpoint_dir or stack.enter_context(
                 tempfile.TemporaryDirectory(prefix="activestream-demo-"))

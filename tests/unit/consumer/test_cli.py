@@ -141,6 +141,17 @@ def test_replay_multiclass_learner_takes_the_files_classes(tmp_path):
     assert report["auc_roc"] is None  # binary only: NaN is written as null
 
 
+def test_replay_without_a_learner_takes_the_default_for_the_number_of_classes(tmp_path):
+    multi, binary = tmp_path / "m.svm", tmp_path / "b.svm"
+    multi.write_text("".join(f"{c} {c}:1 4:0.5\n" for c in [1, 2, 3] * 40))
+    binary.write_text("".join(f"{c} {(c + 3) // 2}:1 4:0.5\n" for c in [1, -1] * 60))
+    for path, expected in ((multi, "mpaa-1"), (binary, "paa-1")):
+        for order in ([], ["--in-order"]):  # read whole, and streamed
+            out = replay("--data", str(path), *order, "--json")
+            assert out.returncode == 0, out.stderr
+            assert json.loads(out.stdout)["learner"] == expected
+
+
 def test_replay_rejects_a_weight_outside_the_unit_interval():
     out = replay("--learner", "pa-1", "--data", "synthetic:sparse?n=100", "--cost-p", "1.5")
     assert out.returncode == 2 and "--cost-p must be in [0, 1]" in out.stderr

@@ -122,6 +122,13 @@ def test_the_scale_out_settings_are_read(monkeypatch):
     assert load_settings(role="all").role == "all"
 
 
+def test_without_a_learner_the_service_takes_the_default_for_its_classes(tmp_path):
+    assert build_learner(load_settings(checkpoint_dir=tmp_path)).name == "paa-1"  # classes unset: -1 and 1
+    assert build_learner(load_settings(checkpoint_dir=tmp_path, classes=["ham", "spam"])).name == "paa-1"
+    three = build_learner(load_settings(checkpoint_dir=tmp_path, classes=["a", "b", "c"]))
+    assert three.name == "mpaa-1" and three.multiclass and list(three.classes) == ["a", "b", "c"]
+
+
 def test_learner_errors_name_their_variable():
     with pytest.raises(ConfigError, match="ACTIVESTREAM_LEARNER: unknown learner 'paa-9'"):
         build_learner(load_settings(learner="paa-9"))
@@ -130,7 +137,7 @@ def test_learner_errors_name_their_variable():
     with pytest.raises(ConfigError, match=r"ACTIVESTREAM_LEARNER_PARAMS: .*C must be"):
         build_learner(load_settings(learner_params={"C": -1}))
     with pytest.raises(ConfigError, match="ACTIVESTREAM_CLASSES"):
-        build_learner(load_settings(classes=[1, 2, 3]))
+        build_learner(load_settings(learner="paa-1", classes=[1, 2, 3]))  # a binary learner, three classes
     with pytest.raises(ConfigError, match="ACTIVESTREAM_N_FEATURES"):
         build_learner(load_settings(learner_params={"n_features": 3}))
 

@@ -117,3 +117,12 @@ def test_gap_query_needs_a_multiclass_rule():
 
     with pytest.raises(ValueError, match="GapQuery needs"):
         Learner(PARule(), GapQuery())
+
+
+def test_the_default_learners_are_registered_binary_and_multiclass():
+    from learners.registry import DEFAULT_LEARNERS, default_learner
+
+    assert default_learner(2) == DEFAULT_LEARNERS["binary"] and default_learner(5) == DEFAULT_LEARNERS["multiclass"]
+    assert not make(default_learner(2)).multiclass
+    assert make(default_learner(3), classes=[0, 1, 2]).multiclass
+
