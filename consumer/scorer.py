@@ -112,7 +112,7 @@ class Scorer(Service):
         """Score with ``model`` from the next batch on. The query coin's records and this scorer's
         budget controller stay this scorer's own: the controller paces what this replica asks."""
         state = {k: v for k, v in model.state.items() if not k.startswith("budget.")}
-        rounds = self.learner.rounds_
+        rounds, fresh = self.learner.rounds_, self.learner.updates_ == 0
         try:
             self.learner.load_state_dict(state, allow_param_change=True)
         except (ValueError, KeyError) as exc:
@@ -121,6 +121,10 @@ class Scorer(Service):
                       self.model.version if self.model is not None else "none (the initial model)", exc)
             return
         self.learner.rounds_ = rounds
+        if fresh and self.learner.updates_ > 0 and self.learner.budget is not None:
+            # the first learnt model: the fresh model's zero scores leave the controller's window, as
+            # a single process does on its first update (BudgetController.forget_scores)
+            self.learner.budget.forget_scores()
         self.model = model
         published_at = model.manifest["published_at"]
         self.metrics.model_version_in_use.set(model.version)

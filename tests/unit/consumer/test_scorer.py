@@ -12,6 +12,7 @@ from consumer.errors import ConfigError
 from consumer.model_topic import Model
 from consumer.scorer import Scorer
 from consumer.service import build_learner, service_for
+from learners.budget import _FILLED
 from learners.inputs import Rows
 from tests.fakes import FakeClients, LocalBroker
 
@@ -33,6 +34,7 @@ def published(version: int, at: float, **settings) -> Model:
 
 def test_a_compatible_model_is_scored_with_and_the_scorers_own_counts_stay(tmp_path):
     s = scorer(tmp_path, query_rate_target=0.1)
+    s._use(published(6, at=s.clock.now()))  # a learnt model already: not the first
     s._started = True  # a swap while serving, not the catch-up at start
     s.learner.decide(Rows.stack([(np.array([0]), np.array([1.0]))] * 50, 4), ids=[f"r{i}" for i in range(50)])
     rounds, budget = s.learner.rounds_, s.learner.budget.state_dict()
@@ -46,6 +48,18 @@ def test_a_compatible_model_is_scored_with_and_the_scorers_own_counts_stay(tmp_p
         np.testing.assert_array_equal(s.learner.budget.state_dict()[k], v)
     assert s.metrics.model_version_in_use._value.get() == 7
     assert s.metrics.model_swap_delay._sum.get() == pytest.approx(0.3)
+
+
+def test_the_first_learnt_model_empties_the_window_of_the_fresh_models_scores(tmp_path):
+    s = scorer(tmp_path, query_rate_target=0.1)
+    s.learner.decide(Rows.stack([(np.array([0]), np.array([1.0]))] * 50, 4), ids=[f"r{i}" for i in range(50)])
+    filled = lambda: int(s.learner.budget.cs_[_FILLED])  # noqa: E731  (scores in the window)
+    assert filled() == 50  # the fresh model's zeros
+    s._use(published(1, at=0.0))
+    assert filled() == 0
+    s.learner.decide(Rows.stack([(np.array([1]), np.array([1.0]))] * 20, 4), ids=[f"q{i}" for i in range(20)])
+    s._use(published(2, at=0.0))  # a later model: the window holds learnt scores and stays
+    assert filled() == 20
 
 
 def test_a_model_of_another_dimension_is_refused_naming_both_and_the_old_one_kept(tmp_path, caplog):
