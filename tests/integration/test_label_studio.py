@@ -16,6 +16,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -30,6 +31,7 @@ from consumer.annotate.client import LabelStudio, LabelStudioError
 from consumer.annotate.config import load_annotate_settings
 from consumer.annotate.label_studio import Connector, ensure_project
 from consumer.demo.broker import CLIENT_SETTINGS
+from consumer.demo.feed import drifting_stream
 from consumer.service import Service
 from tests.kafka_helpers import produce_features, read_all, settings_for, stream, unique_topics, wait_for
 
@@ -247,3 +249,43 @@ def test_label_studio_personal_access_token_is_exchanged_and_renewed(label_studi
     with pytest.raises(LabelStudioError) as refused:
         list(LabelStudio(label_studio.url, pat[:-4] + "AAAA").projects())
     assert refused.value.status == 401
+
+
+def test_the_demo_with_people_labelling_in_label_studio_reports_what_they_gave(label_studio, tmp_path):
+    """``activestream demo --annotator label-studio`` against this Label Studio: three of its tasks
+    annotated in the web UI, one against the truth, then Ctrl-C; the report lists exactly those."""
+    env = {**os.environ, "ACTIVESTREAM_ANNOTATE__URL": label_studio.url, "ACTIVESTREAM_ANNOTATE__TOKEN": TOKEN,
+           "ACTIVESTREAM_ANNOTATE__PROJECT": f"demo-{uuid.uuid4().hex[:8]}"}
+    demo = subprocess.Popen([sys.executable, "-m", "consumer", "demo", "--annotator", "label-studio", "--records", "60",
+                             "--rate", "0", "--timeout", "300", "--json", "--report", str(tmp_path / "demo.html")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    ls = LabelStudio(label_studio.url, TOKEN, timeout_s=120)
+    truth = drifting_stream(60, id_prefix="r").truth  # the demo's own stream: the same seed
+
+    def project() -> int | None:
+        return next((p["id"] for p in ls.projects() if p["title"] == env["ACTIVESTREAM_ANNOTATE__PROJECT"]), None)
+
+    try:
+        wait_for(lambda: (project() is not None and len(list(ls.tasks(project()))) >= 3) or demo.poll() is not None,
+                 120, "the demo made no tasks")
+        assert demo.poll() is None, demo.stderr.read()[-2000:]
+        chosen = sorted(ls.tasks(project()), key=lambda t: t["id"])[:3]
+        gave = {t["data"]["activestream_id"]: truth[t["data"]["activestream_id"]] * (-1 if k == 0 else 1)
+                for k, t in enumerate(chosen)}
+        annotate_in_browser(label_studio, project(), [(t["id"], str(gave[t["data"]["activestream_id"]]))
+                                                      for t in chosen])
+        # the connector marks a task once its label is on the labels topic
+        wait_for(lambda: all(ls.task(t["id"])["meta"].get("activestream_forwarded") for t in chosen), 60,
+                 "the annotations were not forwarded")
+        demo.send_signal(signal.SIGINT)  # the person is done: the demo reports
+        out, err = demo.communicate(timeout=120)
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+    assert demo.returncode == 0, err[-2000:]
+    report = json.loads(out)
+    people = report["people"]
+    assert {g["id"]: g["label"] for g in people["labels"]} == gave
+    assert people["agreeing"] == pytest.approx(2 / 3) and people["project_url"].endswith(f"/projects/{project()}/data")
+    assert report["labels_applied"] == 3
+    assert all(g["id"] in (tmp_path / "demo.html").read_text() for g in people["labels"])
