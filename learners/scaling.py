@@ -22,7 +22,9 @@ Scales (``scale``):
   1000 ± 1 becomes 1000 ± 1 σ-units), so the uncentred second moment is the scale.
 * ``"standard"``: online standardisation, x̃_i = (x_i − μ_i)/σ_i with the running mean and standard
   deviation of feature i over every row observed, zeros included (n counts rows, not non-zeros):
-  μ_i = Σx_i/n, σ_i = √(Σx_i²/n − μ_i²), σ_i = 0 read as 1 so a constant column maps to 0. This is
+  μ_i = Σx_i/n, σ_i = √(Σx_i²/n − μ_i²), σ_i = 0 read as 1 so a constant column maps to 0 (the sums
+  are kept around the feature's first value, so an offset far above the spread, or a constant
+  column, does not cancel in floating point). This is
   the offline preparation of a file (columns standardised) done as the stream goes, and the only
   mode invariant to an offset (x_i → a x_i + b, a > 0, leaves x̃ unchanged). x̃ is dense: every
   coordinate below ``n_features`` is (0 − μ_i)/σ_i on a zero, so each row costs O(n_features) and
@@ -84,8 +86,8 @@ _STANDARD = MODES["standard"]
 # Widest input "standard" accepts: it makes every row dense (O(n_features) per row and per update),
 # which is the cost of a prepared dense file, not of a hashed or one-hot sparse stream.
 STANDARD_LIMIT = 4096
-# A variance below this fraction of the mean square is the rounding of Σx² − nμ², not a spread:
-# the feature is constant so far (σ read as 1, x̃ = x − μ ≈ 0 instead of rounding noise over noise).
+# A variance below this fraction of the mean square (around the first value) is the rounding of
+# Σx²/n − μ², not a spread: the feature is constant so far (σ read as 1: x̃ = x − μ ≈ 0, not noise/noise).
 _CANCELLED = 1e-10
 SOURCES = {"scored": 0.0, "labelled": 1.0}
 # A feature "moved" in a window when its scale left [s_ref/10, 10·s_ref], s_ref its scale when the
@@ -107,8 +109,9 @@ RESCALE_FN = types.FunctionType(RESCALE_SIG)
 # rows of the scaler's state Z: count of non-zeros (rms; rows observed for standard), max |x| or Σx²
 # (the statistic), the scale a window started from, that window's number (+1; negative once the move
 # was counted), 1 once a labelled row changed the rule's state at the coordinate (before that the
-# state is the rule's prior), and, for "standard" only, Σx
-_COUNT, _STAT, _REF, _MARK, _LEARNT, _SUM = 0, 1, 2, 3, 4, 5
+# state is the rule's prior), and, for "standard" only, Σx and the first value x₀ (Σx, Σx² are then
+# sums of x − x₀: an offset far above the spread, or a constant column, would cancel in Σx²/n − μ²)
+_COUNT, _STAT, _REF, _MARK, _LEARNT, _SUM, _SHIFT = 0, 1, 2, 3, 4, 5, 6
 _ROWS = 5
 
 
@@ -304,7 +307,8 @@ def _prepare(Z, zs, zp, level, idx, val, S, a, P, R, rescale, changed, ratio, ou
 
 @njit(cache=True, nogil=True, inline="always")
 def _spread(Z, i):
-    """σ_i of "standard" from n, Σx, Σx²; 0 before any row and while the column is constant."""
+    """σ_i of "standard" from n, Σ(x − x₀), Σ(x − x₀)²; 0 before any row and while the column is
+    constant."""
     n = Z[_COUNT, i]
     if n == 0.0:
         return 0.0
@@ -312,6 +316,13 @@ def _spread(Z, i):
     mean_sq = Z[_STAT, i] / n
     var = mean_sq - mu * mu
     return math.sqrt(var) if var > _CANCELLED * mean_sq else 0.0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mean(Z, i):
+    """μ_i of "standard": x₀ + Σ(x − x₀)/n; 0 before any row."""
+    n = Z[_COUNT, i]
+    return Z[_SHIFT, i] + Z[_SUM, i] / n if n > 0.0 else 0.0
 
 
 @njit(cache=True, nogil=True)
@@ -336,16 +347,17 @@ def standardise(Z, zs, zp, level, idx, val, out):
         x = out[i]
         if observing:
             old = _spread(Z, i)
+            if Z[_COUNT, i] == 0.0:
+                Z[_SHIFT, i] = x
             Z[_COUNT, i] += 1.0
-            Z[_SUM, i] += x
-            Z[_STAT, i] += x * x
+            Z[_SUM, i] += x - Z[_SHIFT, i]
+            Z[_STAT, i] += (x - Z[_SHIFT, i]) ** 2
             sigma = _spread(Z, i)
             if old > 0.0 and sigma != old and Z[_COUNT, i] > zp[3]:  # σ is the unit the drift metric reads
                 _track_move(Z, zs, i, old, sigma)
         else:
             sigma = _spread(Z, i)
-        n = Z[_COUNT, i]
-        mu = Z[_SUM, i] / n if n > 0.0 else 0.0
+        mu = _mean(Z, i)
         out[i] = (x - mu) / sigma if sigma > 0.0 else x - mu
         sq += out[i] * out[i]
     if zp[2] != 0.0 and sq > 0.0:
@@ -565,11 +577,12 @@ class Scaler:
 
     State
     -----
-    Z : float64[5, n_features], float64[6, n_features] for ``"standard"``
-        Count of non-zeros (``rms``) or of rows observed (``standard``), the statistic (max |x| or
-        Σx²), the reference scale and window mark of the drift metric, whether a labelled row has
-        changed the rule's state at the coordinate (until then a change of scale moves nothing:
-        the state is the prior), and Σx (``standard``).
+    Z : float64[5, n_features], float64[7, n_features] for ``"standard"``
+        Count of non-zeros (``rms``) or of rows observed (``standard``), the statistic (max |x|,
+        Σx², or Σ(x − x₀)² for ``standard``), the reference scale and window mark of the drift
+        metric, whether a labelled row has changed the rule's state at the coordinate (until then
+        a change of scale moves nothing: the state is the prior), then for ``standard`` Σ(x − x₀)
+        and x₀, the feature's first value (sums around it do not cancel on an offset).
     zs : float64[2]
         Current window number, features moved more than 10× in it.
 
@@ -583,7 +596,7 @@ class Scaler:
     def __init__(self, scale: str, scale_from: str, n_features: int, normalize: bool) -> None:
         self.scale, self.scale_from, self.n_features = scale, scale_from, int(n_features)
         check_width(scale, self.n_features)
-        rows = _ROWS + 1 if scale == "standard" else _ROWS
+        rows = _ROWS + 2 if scale == "standard" else _ROWS
         self.Z = np.zeros((rows, self.n_features), dtype=np.float64)
         self.zs = np.zeros(2, dtype=np.float64)
         self.zp = np.array([MODES[scale], float(n_features), float(bool(normalize)), float(WARMUP)])
@@ -695,7 +708,7 @@ class Scaler:
         mean_sq = np.divide(self.Z[_STAT], n, out=np.zeros_like(n), where=n > 0)
         if self.scale != "standard":
             return np.sqrt(mean_sq)
-        var = mean_sq - self.means() ** 2
+        var = mean_sq - np.divide(self.Z[_SUM], n, out=np.zeros_like(n), where=n > 0) ** 2
         return np.sqrt(np.where(var > _CANCELLED * mean_sq, var, 0.0))
 
     def means(self) -> np.ndarray:
@@ -703,7 +716,7 @@ class Scaler:
         if self.scale != "standard":
             return np.zeros(self.n_features)
         n = self.Z[_COUNT]
-        return np.divide(self.Z[_SUM], n, out=np.zeros_like(n), where=n > 0)
+        return self.Z[_SHIFT] + np.divide(self.Z[_SUM], n, out=np.zeros_like(n), where=n > 0)
 
     # -- the drift metric ------------------------------------------------------------------------
     @property
