@@ -24,9 +24,9 @@ Scales (``scale``):
   deviation of feature i over every row observed, zeros included (n counts rows, not non-zeros):
   μ_i = Σx_i/n, σ_i = √(Σx_i²/n − μ_i²), σ_i = 0 read as 1 so a constant column maps to 0 (the sums
   are kept around the feature's first value, so an offset far above the spread, or a constant
-  column, does not cancel in floating point). This is
-  the offline preparation of a file (columns standardised) done as the stream goes, and the only
-  mode invariant to an offset (x_i → a x_i + b, a > 0, leaves x̃ unchanged). x̃ is dense: every
+  column, does not cancel in floating point). This is the offline preparation of a file (columns
+  standardised) done as the stream goes, and the only mode invariant to an offset (x_i → a x_i + b,
+  a > 0, leaves x̃ unchanged). x̃ is dense: every
   coordinate below ``n_features`` is (0 − μ_i)/σ_i on a zero, so each row costs O(n_features) and
   the mode is refused above :data:`STANDARD_LIMIT` features (use ``"rms"`` for sparse, wide data:
   centring must never densify a sparse row silently). The rule's state is *not* moved when μ or σ
