@@ -2,7 +2,8 @@
 :class:`~learners.budget.BudgetController`, in one compiled pass per batch.
 
 Each record goes through :mod:`learners.scaling` first (its statistics observed, the rule's state
-moved to the new units, x̃ computed), then through the controller exactly as in
+moved to the new units, x̃ computed: dense under ``scale="standard"``), then through the controller
+exactly as in
 :mod:`learners.budget` (the knob solved from the window of recent scores, the ledger, the caps),
 then the coin. The scores the controller sees are those of x̃, the ones the query probability is
 computed from, so its feed-forward step solves the same equation as without scaling.
