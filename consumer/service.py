@@ -334,6 +334,10 @@ class Service:
         self._publish_settings()
         self._initialise_series()
         params = self.learner.get_params()
+        if s.role != "all" and params.get("scale", "none") == "standard":
+            raise ConfigError("ACTIVESTREAM_LEARNER_PARAMS: scale=standard learns its mean and deviation from scored "
+                              f"records, which a {s.role} does not share with the other role; use scale=rms, or "
+                              "ACTIVESTREAM_ROLE=all")
         if s.role != "all" and params.get("scale", "none") != "none" and params.get("scale_from") == "scored":
             raise ConfigError("ACTIVESTREAM_LEARNER_PARAMS: scale_from=scored learns the scales from scored records, "
                               f"which a {s.role} does not share with the other role; use scale_from=labelled, "

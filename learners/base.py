@@ -23,7 +23,7 @@ from learners.hashing import DEFAULT_DIMENSION
 from learners.inputs import Rows, as_row, as_rows, transform, transform_row
 from learners.kernels import no_label, no_round, ready
 from learners.params import Interval, Options, Parameterized
-from learners.scaling import MODES, SOURCES, Scaler, rescale_rows
+from learners.scaling import MODES, SOURCES, Scaler, check_width, rescale_rows
 
 __all__ = ["Decisions", "Learner", "QueryStrategy", "Scores", "UpdateRule"]
 
@@ -295,15 +295,20 @@ class Learner(Parameterized):
         γ of that kernel.
     rff_seed : int, default 0
         Seed of the random map; the map is rebuilt from it, never stored in a checkpoint.
-    scale : {"none", "maxabs", "rms"}, default "none"
+    scale : {"none", "maxabs", "rms", "standard"}, default "none"
         Online per-feature scaling (:mod:`learners.scaling`): the rule learns on x_i / s_i, s_i the
         largest |x_i| seen (``maxabs``, Ross, Mineiro & Langford 2013) or the root mean square of
         its non-zero values (``rms``); when s_i changes, the rule's state is moved to the new
-        units so scores stay consistent. Applied before ``normalize``; the intercept is not scaled.
+        units so scores stay consistent. ``standard``: online standardisation (x_i − μ_i)/σ_i with
+        the running mean and deviation over every row, zeros included; rows become dense, so it
+        is for dense inputs (refused above ``learners.scaling.STANDARD_LIMIT`` features; ``rms``
+        suits sparse ones). Applied before ``normalize``; the intercept is not scaled.
         Refused with random Fourier features and support-vector rules.
     scale_from : {"labelled", "scored"}, default "labelled"
         Records whose values update the scale: only labelled ones (measured equal or better on the
-        paper sets, ``benchmarks/results/scaling.md``), or every record decided on.
+        paper sets, ``benchmarks/results/scaling.md``), or every record decided on. ``standard``
+        always learns its mean and deviation from every record decided on (measured closer to the
+        offline-standardised files than from labelled ones).
 
     Attributes
     ----------
@@ -373,6 +378,8 @@ class Learner(Parameterized):
             want = "at least 2" if self.rule.multiclass else "exactly 2"
             if len(self.classes) < 2 or (not self.rule.multiclass and len(self.classes) != 2):
                 raise ValueError(f"classes must hold {want} labels, got {list(self.classes)}")
+        if self.n_features is not None:
+            check_width(self.scale, self.n_features)
         if self.scale != "none" and (self.rff_components or self.rule.scaling is None):
             what = (f"random Fourier features (rff_components={self.rff_components})" if self.rff_components
                     else f"{type(self.rule).__name__}, which keeps examples rather than weights")
@@ -428,8 +435,9 @@ class Learner(Parameterized):
     def _allocate(self, n_features: int) -> None:
         if self.classes is None:
             raise ValueError("a multiclass learner needs its class list: pass classes=[...]")
+        Interval(1, 2**31 - 2, integer=True).check("n_features", int(n_features))
+        check_width(self.scale, int(n_features))  # before anything is allocated
         self.n_features = int(n_features)
-        Interval(1, 2**31 - 2, integer=True).check("n_features", self.n_features)
         width = self.n_features
         if self.rff_components:
             self._features = RandomFourierFeatures(n_components=self.rff_components, gamma=self.rff_gamma,
@@ -592,7 +600,7 @@ class Learner(Parameterized):
             return d.label[0].item(), float(d.probability[0]), bool(d.query[0])
         idx, val = self._row(x)
         if self._scaler is not None:
-            val = self._scaler.scale_row(idx, val, self._scaler.score_level, self.rule)
+            idx, val = self._scaler.scaled_row(idx, val, self._scaler.score_level, self.rule)
         S, a, P = self.rule.kernel_state()
         qp, qs = self.query.kernel_state()
         p, gap, v, top = self.rule.score_fn(S, a, P, idx, val)
@@ -612,7 +620,7 @@ class Learner(Parameterized):
         if code is None:
             raise ValueError(f"label {y!r} is not one of the model's classes {list(self.classes)}")
         if self._scaler is not None:
-            val = self._scaler.scale_row(idx, val, self._scaler.learn_level, self.rule)
+            idx, val = self._scaler.scaled_row(idx, val, self._scaler.learn_level, self.rule)
         S, a, P = self.rule.kernel_state()
         if predicted is None:
             p, _, _, top = self.rule.score_fn(S, a, P, idx, val)

@@ -2,7 +2,8 @@
 :class:`~learners.budget.BudgetController`, in one compiled pass per batch.
 
 Each record goes through :mod:`learners.scaling` first (its statistics observed, the rule's state
-moved to the new units, x̃ computed), then through the controller exactly as in
+moved to the new units, x̃ computed: dense under ``scale="standard"``), then through the controller
+exactly as in
 :mod:`learners.budget` (the knob solved from the window of recent scores, the ledger, the caps),
 then the coin. The scores the controller sees are those of x̃, the ones the query probability is
 computed from, so its feed-forward step solves the same equation as without scaling.
@@ -17,7 +18,7 @@ from learners.budget import _SEEN, _account, _step
 from learners.coin import draw
 from learners.drivers import B1, I64, U64, _driver, _predict, pending_rounds, row_of, widest
 from learners.kernels import IDX, LABEL_FN, PROB_FN, ROUND_FN, SCORE_FN, STATE, UPDATE_FN, VAL, VEC
-from learners.scaling import RESCALE_FN, _prepare, mark_learnt
+from learners.scaling import RESCALE_FN, _scaled, dense_buffers, mark_learnt
 
 __all__ = ["decide_rows", "replay_rows"]
 
@@ -38,12 +39,13 @@ def decide_rows(
 ):
     """:func:`learners.budget.decide_rows` on x̃, the scale observed at ``level`` row by row."""
     width = widest(indptr)
-    out, changed, ratio = np.empty(width), np.empty(width, dtype=np.int32), np.empty(width)
+    changed, ratio = np.empty(width, dtype=np.int32), np.empty(width)
+    out, dense = dense_buffers(zp, width)
     for i in range(indptr.size - 1):
         lo, hi = indptr[i], indptr[i + 1]
-        x = out[: hi - lo]
-        _prepare(Z, zs, zp, level, indices[lo:hi], data[lo:hi], S, a, P, R, rescale, changed, ratio, x)
-        p, gap, v, top = score(S, a, P, indices[lo:hi], x)
+        idx, x = _scaled(Z, zs, zp, level, indices[lo:hi], data[lo:hi], S, a, P, R, rescale, changed, ratio, out,
+                         dense)
+        p, gap, v, top = score(S, a, P, idx, x)
         q, free = _step(cs, cp, win, ring, recent, qw, qs, probability, p, gap, v, times[i])
         after_round(qw, qs)
         u = draw(seed, keys[i])
@@ -77,7 +79,8 @@ def replay_rows(
     before scoring it, a label observes its row at ``learn_level`` before the update."""
     n = order.size
     width = widest(indptr) + 1
-    out, changed, ratio = np.empty(width), np.empty(width, dtype=np.int32), np.empty(width)
+    changed, ratio = np.empty(width, dtype=np.int32), np.empty(width)
+    out, dense = dense_buffers(zp, width)
     idx_buf, val_buf = np.empty(width, dtype=np.int32), np.empty(width)
     fifo = np.empty(n, dtype=np.int64)  # rounds whose label is on its way, oldest first
     head = 0
@@ -88,8 +91,7 @@ def replay_rows(
         if t < n:
             i = order[t]
             idx, val = row_of(indptr, indices, data, i, bias, column, idx_buf, val_buf)
-            x = out[: idx.size]
-            _prepare(Z, zs, zp, score_level, idx, val, S, a, P, R, rescale, changed, ratio, x)
+            idx, x = _scaled(Z, zs, zp, score_level, idx, val, S, a, P, R, rescale, changed, ratio, out, dense)
             p, gap, v, top = score(S, a, P, idx, x)
             q, free = _step(cs, cp, win, ring, recent, qw, qs, probability, p, gap, v, start + t)
             after_round(qw, qs)
@@ -108,8 +110,7 @@ def replay_rows(
             head += 1
             i = order[s]
             idx, val = row_of(indptr, indices, data, i, bias, column, idx_buf, val_buf)
-            x = out[: idx.size]
-            _prepare(Z, zs, zp, learn_level, idx, val, S, a, P, R, rescale, changed, ratio, x)
+            idx, x = _scaled(Z, zs, zp, learn_level, idx, val, S, a, P, R, rescale, changed, ratio, out, dense)
             if update(S, a, P, idx, x, y[i]):
                 n_changed += 1
                 mark_learnt(Z, zp, idx)

@@ -20,6 +20,23 @@ Scales (``scale``):
   would turn a row's zeros into non-zeros (densify a sparse row) and a one-hot flag into a constant.
   Dividing by the standard deviation without centring is not a unit scale either (a column at
   1000 ± 1 becomes 1000 ± 1 σ-units), so the uncentred second moment is the scale.
+* ``"standard"``: online standardisation, x̃_i = (x_i − μ_i)/σ_i with the running mean and standard
+  deviation of feature i over every row observed, zeros included (n counts rows, not non-zeros):
+  μ_i = Σx_i/n, σ_i = √(Σx_i²/n − μ_i²), σ_i = 0 read as 1 so a constant column maps to 0 (the sums
+  are kept around the feature's first value, so an offset far above the spread, or a constant
+  column, does not cancel in floating point). This is the offline preparation of a file (columns
+  standardised) done as the stream goes, and the only mode invariant to an offset (x_i → a x_i + b,
+  a > 0, leaves x̃ unchanged). x̃ is dense: every
+  coordinate below ``n_features`` is (0 − μ_i)/σ_i on a zero, so each row costs O(n_features) and
+  the mode is refused above :data:`STANDARD_LIMIT` features (use ``"rms"`` for sparse, wide data:
+  centring must never densify a sparse row silently). The rule's state is *not* moved when μ or σ
+  change: a shift of the mean is not a change of units (no per-coordinate map of the weights keeps
+  every score), the statistics settle within the first rows, and measured this way the stream
+  reaches the F1 of the offline-standardised file (docs/raw-features.md). The statistics come
+  from every row the learner scores, whatever ``scale_from`` says (a labelled row that was scored
+  first is not counted twice; rows labelled without being scored, ``learn_many(scored=False)``,
+  are counted when learnt): a mean and deviation from the labelled rows alone, a tenth of the
+  stream at 10 % labels, were measured further from the offline file than those of every row.
 
 Until a labelled row has changed the rule's state at a coordinate, that state is the rule's prior
 (w_i = 0, Σ_ii = 1, A_ii = a, ...), which means the same in any units: a change of scale then moves
@@ -53,8 +70,10 @@ __all__ = [
     "MOVE_FACTOR",
     "RESCALE_SIG",
     "SOURCES",
+    "STANDARD_LIMIT",
     "WARMUP",
     "Scaler",
+    "check_width",
     "rescale_dual_averaging",
     "rescale_full",
     "rescale_lasec_diag",
@@ -62,7 +81,14 @@ __all__ = [
     "rescale_rows",
 ]
 
-MODES = {"none": 0.0, "maxabs": 1.0, "rms": 2.0}
+MODES = {"none": 0.0, "maxabs": 1.0, "rms": 2.0, "standard": 3.0}
+_STANDARD = MODES["standard"]
+# Widest input "standard" accepts: it makes every row dense (O(n_features) per row and per update),
+# which is the cost of a prepared dense file, not of a hashed or one-hot sparse stream.
+STANDARD_LIMIT = 4096
+# A variance below this fraction of the mean square (around the first value) is the rounding of
+# Σx²/n − μ², not a spread: the feature is constant so far (σ read as 1: x̃ = x − μ ≈ 0, not noise/noise).
+_CANCELLED = 1e-10
 SOURCES = {"scored": 0.0, "labelled": 1.0}
 # A feature "moved" in a window when its scale left [s_ref/10, 10·s_ref], s_ref its scale when the
 # window first saw it change: an order of magnitude is a unit change (cents → euros), not noise.
@@ -80,10 +106,12 @@ _OBSERVE_NONE, _OBSERVE_UNSEEN, _OBSERVE_ALL = 0, 1, 2
 RESCALE_SIG = types.none(STATE, VEC, VEC, VEC, IDX, VAL)
 RESCALE_FN = types.FunctionType(RESCALE_SIG)
 
-# rows of the scaler's state Z: count of non-zeros (rms), max |x| or Σx² (the statistic), the scale
-# a window started from, that window's number (+1; negative once the move was counted), and 1 once a
-# labelled row changed the rule's state at the coordinate (before that the state is the rule's prior)
-_COUNT, _STAT, _REF, _MARK, _LEARNT = 0, 1, 2, 3, 4
+# rows of the scaler's state Z: count of non-zeros (rms; rows observed for standard), max |x| or Σx²
+# (the statistic), the scale a window started from, that window's number (+1; negative once the move
+# was counted), 1 once a labelled row changed the rule's state at the coordinate (before that the
+# state is the rule's prior), and, for "standard" only, Σx and the first value x₀ (Σx, Σx² are then
+# sums of x − x₀: an offset far above the spread, or a constant column, would cancel in Σx²/n − μ²)
+_COUNT, _STAT, _REF, _MARK, _LEARNT, _SUM, _SHIFT = 0, 1, 2, 3, 4, 5, 6
 _ROWS = 5
 
 
@@ -277,6 +305,91 @@ def _prepare(Z, zs, zp, level, idx, val, S, a, P, R, rescale, changed, ratio, ou
     scale_values(Z, zp, idx, val, out)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _spread(Z, i):
+    """σ_i of "standard" from n, Σ(x − x₀), Σ(x − x₀)²; 0 before any row and while the column is
+    constant."""
+    n = Z[_COUNT, i]
+    if n == 0.0:
+        return 0.0
+    mu = Z[_SUM, i] / n
+    mean_sq = Z[_STAT, i] / n
+    var = mean_sq - mu * mu
+    return math.sqrt(var) if var > _CANCELLED * mean_sq else 0.0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mean(Z, i):
+    """μ_i of "standard": x₀ + Σ(x − x₀)/n; 0 before any row."""
+    n = Z[_COUNT, i]
+    return Z[_SHIFT, i] + Z[_SUM, i] / n if n > 0.0 else 0.0
+
+
+@njit(cache=True, nogil=True)
+def standardise(Z, zs, zp, level, idx, val, out):
+    """"standard": observe the row (if ``level`` is all) with its zeros, then the dense x̃ in
+    ``out``: out[i] = (x_i − μ_i)/σ_i for every i < n_features (unit L2 norm over them if zp[2]),
+    out[n_features] = the intercept's value if the row has one. Returns how many of ``out`` are
+    x̃: the row's coordinates are then 0, 1, …, that − 1. O(n_features)."""
+    n_scaled = int(zp[1])
+    width = n_scaled
+    for i in range(n_scaled):
+        out[i] = 0.0
+    for j in range(idx.size):
+        if idx[j] >= n_scaled:
+            out[n_scaled] = val[j]  # the intercept, never scaled
+            width = n_scaled + 1
+        else:
+            out[idx[j]] = val[j]
+    observing = level == _OBSERVE_ALL
+    sq = 0.0
+    for i in range(n_scaled):
+        x = out[i]
+        if observing:
+            old = _spread(Z, i)
+            if Z[_COUNT, i] == 0.0:
+                Z[_SHIFT, i] = x
+            Z[_COUNT, i] += 1.0
+            Z[_SUM, i] += x - Z[_SHIFT, i]
+            Z[_STAT, i] += (x - Z[_SHIFT, i]) ** 2
+            sigma = _spread(Z, i)
+            if old > 0.0 and sigma != old and Z[_COUNT, i] > zp[3]:  # σ is the unit the drift metric reads
+                _track_move(Z, zs, i, old, sigma)
+        else:
+            sigma = _spread(Z, i)
+        mu = _mean(Z, i)
+        out[i] = (x - mu) / sigma if sigma > 0.0 else x - mu
+        sq += out[i] * out[i]
+    if zp[2] != 0.0 and sq > 0.0:
+        norm = math.sqrt(sq)
+        for i in range(n_scaled):
+            out[i] /= norm
+    return width
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _scaled(Z, zs, zp, level, idx, val, S, a, P, R, rescale, changed, ratio, out, dense):
+    """One row through the scaler, as (coordinates, x̃) for the rule: the row's own coordinates
+    (sparse modes) or ``dense``'s leading ones ("standard")."""
+    if zp[0] == _STANDARD:
+        width = standardise(Z, zs, zp, level, idx, val, out)
+        return dense[:width], out[:width]
+    x = out[: idx.size]
+    _prepare(Z, zs, zp, level, idx, val, S, a, P, R, rescale, changed, ratio, x)
+    return idx, x
+
+
+@njit(cache=True, nogil=True)
+def dense_buffers(zp, width):
+    """Row buffers of a driver: x̃ (room for ``width`` values, or every coordinate and the intercept
+    under "standard"), and the dense coordinates 0 … n_features (empty in the sparse modes)."""
+    n_dense = int(zp[1]) + 1 if zp[0] == _STANDARD else 0
+    dense = np.empty(n_dense, dtype=np.int32)
+    for i in range(n_dense):
+        dense[i] = i
+    return np.empty(max(width, n_dense)), dense
+
+
 @njit(cache=True, nogil=True)
 def _widest(indptr):
     width = 1
@@ -288,24 +401,32 @@ def _widest(indptr):
 @_driver(types.none(I64, IDX, VAL, STATE, VEC, VEC, STATE, VEC, VEC, SCORE_FN, VEC, VEC, VEC, I64))
 def score_scaled_rows(indptr, indices, data, Z, zs, zp, S, a, P, score, out_p, out_gap, out_v, out_top):
     """:func:`learners.drivers.score_rows` on x̃; nothing changes."""
-    out = np.empty(_widest(indptr))
+    out, dense = dense_buffers(zp, _widest(indptr))
     for i in range(indptr.size - 1):
         lo, hi = indptr[i], indptr[i + 1]
-        x = out[: hi - lo]
-        scale_values(Z, zp, indices[lo:hi], data[lo:hi], x)
-        p, gap, v, top = score(S, a, P, indices[lo:hi], x)
+        if zp[0] == _STANDARD:
+            width = standardise(Z, zs, zp, _OBSERVE_NONE, indices[lo:hi], data[lo:hi], out)
+            p, gap, v, top = score(S, a, P, dense[:width], out[:width])
+        else:
+            x = out[: hi - lo]
+            scale_values(Z, zp, indices[lo:hi], data[lo:hi], x)
+            p, gap, v, top = score(S, a, P, indices[lo:hi], x)
         out_p[i] = p
         out_gap[i] = gap
         out_v[i] = v
         out_top[i] = top
 
 
-@_driver(types.none(IDX, VAL, types.int64, STATE, VEC, VEC, STATE, VEC, VEC, VEC, RESCALE_FN, VAL))
+@_driver(types.int64(IDX, VAL, types.int64, STATE, VEC, VEC, STATE, VEC, VEC, VEC, RESCALE_FN, VAL))
 def scale_one_row(idx, val, level, Z, zs, zp, S, a, P, R, rescale, out):
-    """One record (River-style ``ask``/``learn``): observe at ``level``, rescale, out ← x̃."""
+    """One record (River-style ``ask``/``learn``): observe at ``level``, rescale, out ← x̃.
+    Returns x̃'s length: the row's (sparse modes) or the dense width ("standard")."""
+    if zp[0] == _STANDARD:
+        return standardise(Z, zs, zp, level, idx, val, out)
     changed = np.empty(max(idx.size, 1), dtype=np.int32)
     ratio = np.empty(max(idx.size, 1))
     _prepare(Z, zs, zp, level, idx, val, S, a, P, R, rescale, changed, ratio, out)
+    return idx.size
 
 
 @_driver(
@@ -322,12 +443,13 @@ def decide_scaled_rows(
 ):
     """:func:`learners.drivers.decide_rows` on x̃, the scale observed at ``level`` row by row."""
     width = _widest(indptr)
-    out, changed, ratio = np.empty(width), np.empty(width, dtype=np.int32), np.empty(width)
+    changed, ratio = np.empty(width, dtype=np.int32), np.empty(width)
+    out, dense = dense_buffers(zp, width)
     for i in range(indptr.size - 1):
         lo, hi = indptr[i], indptr[i + 1]
-        x = out[: hi - lo]
-        _prepare(Z, zs, zp, level, indices[lo:hi], data[lo:hi], S, a, P, R, rescale, changed, ratio, x)
-        p, gap, v, top = score(S, a, P, indices[lo:hi], x)
+        idx, x = _scaled(Z, zs, zp, level, indices[lo:hi], data[lo:hi], S, a, P, R, rescale, changed, ratio, out,
+                         dense)
+        p, gap, v, top = score(S, a, P, idx, x)
         q = probability(p, gap, v, qp, qs)
         after_round(qp, qs)
         out_yhat[i] = _predict(p, top, tie, multiclass)
@@ -348,15 +470,16 @@ def learn_scaled_rows(indptr, indices, data, y, mistakes, level, Z, zs, zp, S, a
                qp, qs, after_label):
     """:func:`learners.drivers.learn_rows` (every row, in order) on x̃; returns updates made."""
     width = _widest(indptr)
-    out, changed, ratio = np.empty(width), np.empty(width, dtype=np.int32), np.empty(width)
+    changed, ratio = np.empty(width, dtype=np.int32), np.empty(width)
+    out, dense = dense_buffers(zp, width)
     n_changed = 0
     for i in range(indptr.size - 1):
         lo, hi = indptr[i], indptr[i + 1]
-        x = out[: hi - lo]
-        _prepare(Z, zs, zp, level, indices[lo:hi], data[lo:hi], S, a, P, R, rescale, changed, ratio, x)
-        if update(S, a, P, indices[lo:hi], x, y[i]):
+        idx, x = _scaled(Z, zs, zp, level, indices[lo:hi], data[lo:hi], S, a, P, R, rescale, changed, ratio, out,
+                         dense)
+        if update(S, a, P, idx, x, y[i]):
             n_changed += 1
-            mark_learnt(Z, zp, indices[lo:hi])
+            mark_learnt(Z, zp, idx)
         after_label(qp, qs, mistakes[i])
     return n_changed
 
@@ -380,7 +503,8 @@ def replay_scaled_rows(
     before scoring it, a label observes its row at ``learn_level`` before the update."""
     n = order.size
     width = widest(indptr) + 1
-    out, changed, ratio = np.empty(width), np.empty(width, dtype=np.int32), np.empty(width)
+    changed, ratio = np.empty(width, dtype=np.int32), np.empty(width)
+    out, dense = dense_buffers(zp, width)
     idx_buf, val_buf = np.empty(width, dtype=np.int32), np.empty(width)
     fifo = np.empty(n, dtype=np.int64)
     head = 0
@@ -390,8 +514,7 @@ def replay_scaled_rows(
         if t < n:
             i = order[t]
             idx, val = row_of(indptr, indices, data, i, bias, column, idx_buf, val_buf)
-            x = out[: idx.size]
-            _prepare(Z, zs, zp, score_level, idx, val, S, a, P, R, rescale, changed, ratio, x)
+            idx, x = _scaled(Z, zs, zp, score_level, idx, val, S, a, P, R, rescale, changed, ratio, out, dense)
             p, gap, v, top = score(S, a, P, idx, x)
             q = probability(p, gap, v, qp, qs)
             after_round(qp, qs)
@@ -408,8 +531,7 @@ def replay_scaled_rows(
             head += 1
             i = order[s]
             idx, val = row_of(indptr, indices, data, i, bias, column, idx_buf, val_buf)
-            x = out[: idx.size]
-            _prepare(Z, zs, zp, learn_level, idx, val, S, a, P, R, rescale, changed, ratio, x)
+            idx, x = _scaled(Z, zs, zp, learn_level, idx, val, S, a, P, R, rescale, changed, ratio, out, dense)
             if update(S, a, P, idx, x, y[i]):
                 n_changed += 1
                 mark_learnt(Z, zp, idx)
@@ -418,6 +540,14 @@ def replay_scaled_rows(
 
 
 # -- the object a learner holds --------------------------------------------------------------------
+def check_width(scale: str, n_features: int) -> None:
+    """Refuse "standard" on inputs too wide to make dense (:data:`STANDARD_LIMIT`)."""
+    if scale == "standard" and n_features > STANDARD_LIMIT:
+        raise ValueError(f"scale='standard' centres every feature, which makes each row dense: n_features="
+                         f"{n_features} is above {STANDARD_LIMIT}; use scale='rms' for sparse high-dimensional "
+                         "data (or reduce the features)")
+
+
 def rescale_powers(rule: Any, n_features: int, n_classes: int) -> np.ndarray:
     """R for the rule's rescale kernel: the power of r per row of S (per-coordinate rules), or per
     leading row followed by the side power of the trailing D×D block (full-matrix rules)."""
@@ -434,33 +564,40 @@ class Scaler:
 
     Parameters
     ----------
-    scale : {"maxabs", "rms"}
-        How s_i is estimated (module docstring).
+    scale : {"maxabs", "rms", "standard"}
+        How s_i is estimated, or the running standardisation (module docstring).
     scale_from : {"scored", "labelled"}
         Which records update the statistics.
     n_features : int
-        Coordinates that are scaled (the intercept, index ``n_features``, is not).
+        Coordinates that are scaled (the intercept, index ``n_features``, is not); at most
+        :data:`STANDARD_LIMIT` for ``"standard"``.
     normalize : bool
-        Scale x̃ to unit L2 norm (over the scaled coordinates) after dividing by s.
+        Scale x̃ to unit L2 norm (over the scaled coordinates) after dividing by s (after
+        standardising: over every coordinate of the dense x̃).
 
     State
     -----
-    Z : float64[5, n_features]
-        Count of non-zeros (``rms``), the statistic (max |x| or Σx²), the reference scale and
-        window mark of the drift metric, and whether a labelled row has changed the rule's state
-        at the coordinate (until then a change of scale moves nothing: the state is the prior).
+    Z : float64[5, n_features], float64[7, n_features] for ``"standard"``
+        Count of non-zeros (``rms``) or of rows observed (``standard``), the statistic (max |x|,
+        Σx², or Σ(x − x₀)² for ``standard``), the reference scale and window mark of the drift
+        metric, whether a labelled row has changed the rule's state at the coordinate (until then
+        a change of scale moves nothing: the state is the prior), then for ``standard`` Σ(x − x₀)
+        and x₀, the feature's first value (sums around it do not cancel on an offset).
     zs : float64[2]
         Current window number, features moved more than 10× in it.
 
     Complexity
     ----------
     O(nnz) per row for the statistics and the division; the rule's rescaling is O(nnz) for
-    per-coordinate state and O(nnz · D) for a full D×D matrix.
+    per-coordinate state and O(nnz · D) for a full D×D matrix. ``"standard"``: O(n_features) per
+    row, and the rule's update touches every coordinate.
     """
 
     def __init__(self, scale: str, scale_from: str, n_features: int, normalize: bool) -> None:
         self.scale, self.scale_from, self.n_features = scale, scale_from, int(n_features)
-        self.Z = np.zeros((_ROWS, self.n_features), dtype=np.float64)
+        check_width(scale, self.n_features)
+        rows = _ROWS + 2 if scale == "standard" else _ROWS
+        self.Z = np.zeros((rows, self.n_features), dtype=np.float64)
         self.zs = np.zeros(2, dtype=np.float64)
         self.zp = np.array([MODES[scale], float(n_features), float(bool(normalize)), float(WARMUP)])
         self.R = np.empty(0)
@@ -499,12 +636,21 @@ class Scaler:
                                      self.Z, self.zs, self.zp, *rule.kernel_state(), self.R, rule.update_fn,
                                      self._rescale, *query.kernel_state(), query.kernels[2]))
 
+    def scaled_row(self, idx: np.ndarray, val: np.ndarray, level: int, rule: Any) -> tuple[np.ndarray, np.ndarray]:
+        """(coordinates, x̃) of one row, after observing it at ``level`` (and moving the rule's
+        state): the row's own coordinates, or every coordinate (and the intercept) for "standard"."""
+        dense = self.scale == "standard"
+        out = np.empty(self.n_features + 1 if dense else val.size)
+        width = scale_one_row(idx, np.ascontiguousarray(val, dtype=np.float64), level, self.Z, self.zs, self.zp,
+                              *rule.kernel_state(), self.R, self._rescale, out)
+        if not dense:
+            return idx, out
+        return np.arange(width, dtype=np.int32), out[:width]
+
     def scale_row(self, idx: np.ndarray, val: np.ndarray, level: int, rule: Any) -> np.ndarray:
-        """x̃ of one row, after observing it at ``level`` (and moving the rule's state)."""
-        out = np.empty(val.size)
-        scale_one_row(idx, np.ascontiguousarray(val, dtype=np.float64), level, self.Z, self.zs, self.zp,
-                      *rule.kernel_state(), self.R, self._rescale, out)
-        return out
+        """x̃ of one row, after observing it at ``level`` (and moving the rule's state); for
+        "standard" the dense x̃ of :meth:`scaled_row`."""
+        return self.scaled_row(idx, val, level, rule)[1]
 
     def mark_learnt(self, idx: np.ndarray) -> None:
         """Record that an update changed the rule's state at ``idx`` (one record's ``learn``)."""
@@ -541,20 +687,36 @@ class Scaler:
     # -- the three places a row goes through the scaler ------------------------------------------
     @property
     def score_level(self) -> int:
-        """How much of a decided (scored and queried) record the statistics read."""
-        return _OBSERVE_ALL if self.scale_from == "scored" else _OBSERVE_NONE
+        """How much of a decided (scored and queried) record the statistics read: all of it under
+        ``scale_from="scored"`` and always for "standard" (its statistics are those of the stream)."""
+        return _OBSERVE_ALL if self.scale_from == "scored" or self.scale == "standard" else _OBSERVE_NONE
 
     @property
     def learn_level(self) -> int:
-        """How much of a labelled record the statistics read."""
+        """How much of a labelled record the statistics read. "standard" counts rows, so a row
+        scored (and observed) first is not observed again when its label comes."""
+        if self.scale == "standard":
+            return _OBSERVE_NONE
         return _OBSERVE_UNSEEN if self.scale_from == "scored" else _OBSERVE_ALL
 
     def scales(self) -> np.ndarray:
-        """s_i per feature (0 for features never seen non-zero)."""
+        """s_i per feature (0 for features never seen non-zero); σ_i for "standard" (0 while
+        constant)."""
         if self.scale == "maxabs":
             return self.Z[_STAT].copy()
         n = self.Z[_COUNT]
-        return np.sqrt(np.divide(self.Z[_STAT], n, out=np.zeros_like(n), where=n > 0))
+        mean_sq = np.divide(self.Z[_STAT], n, out=np.zeros_like(n), where=n > 0)
+        if self.scale != "standard":
+            return np.sqrt(mean_sq)
+        var = mean_sq - np.divide(self.Z[_SUM], n, out=np.zeros_like(n), where=n > 0) ** 2
+        return np.sqrt(np.where(var > _CANCELLED * mean_sq, var, 0.0))
+
+    def means(self) -> np.ndarray:
+        """μ_i per feature for "standard" (0 before any row); zeros for the other modes."""
+        if self.scale != "standard":
+            return np.zeros(self.n_features)
+        n = self.Z[_COUNT]
+        return self.Z[_SHIFT] + np.divide(self.Z[_SUM], n, out=np.zeros_like(n), where=n > 0)
 
     # -- the drift metric ------------------------------------------------------------------------
     @property

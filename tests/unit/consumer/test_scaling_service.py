@@ -33,7 +33,16 @@ def test_service_learner_params_scale_builds_a_scaled_learner(scaled):
 
 
 def test_service_scaled_checkpoint_round_trip_keeps_scale_and_model(scaled):
-    h = scaled
+    _round_trip(scaled)
+
+
+def test_service_standardised_checkpoint_round_trip_keeps_statistics_and_model(tmp_path):
+    h = Harness(tmp_path, learner_params={"delta": 1.0, "scale": "standard"})
+    assert h.service.learner.scale == "standard"
+    _round_trip(h)
+
+
+def _round_trip(h: Harness) -> None:
     h.service.start()
     truth = feed(h, 60)
     h.service.run_once()
@@ -70,8 +79,9 @@ def test_service_checkpoint_of_another_scale_is_refused_naming_both(scaled):
         other.start()
 
 
-def test_service_scale_moved_gauge_counts_features_that_moved_tenfold_in_the_window(tmp_path):
-    h = Harness(tmp_path, learner_params={"delta": 1.0, "scale": "rms", "scale_from": "scored"})
+@pytest.mark.parametrize("params", [{"scale": "rms", "scale_from": "scored"}, {"scale": "standard"}])
+def test_service_scale_moved_gauge_counts_features_that_moved_tenfold_in_the_window(tmp_path, params):
+    h = Harness(tmp_path, learner_params={"delta": 1.0, **params})
     sample = lambda: h.service.metrics.registry.get_sample_value("activestream_scale_moved_features")  # noqa: E731
     h.service.start()
     feed(h, 50)

@@ -87,3 +87,10 @@ def test_scales_learnt_from_scored_records_need_role_all(tmp_path, role):
                              learner_params={"scale": "rms", "scale_from": "scored"})
     with pytest.raises(ConfigError, match="ACTIVESTREAM_LEARNER_PARAMS: scale_from=scored"):
         service_for(settings, clients=FakeClients(LocalBroker()), serve_http=False)
+
+
+@pytest.mark.parametrize("role", ["scorer", "trainer"])
+def test_standardisation_learnt_from_scored_records_needs_role_all(tmp_path, role):
+    settings = load_settings(role=role, checkpoint_dir=tmp_path, n_features=4, learner_params={"scale": "standard"})
+    with pytest.raises(ConfigError, match="ACTIVESTREAM_LEARNER_PARAMS: scale=standard"):
+        service_for(settings, clients=FakeClients(LocalBroker()), serve_http=False)

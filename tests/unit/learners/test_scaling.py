@@ -275,3 +275,181 @@ def test_estimator_partial_fit_learns_the_scale_from_its_rows():
     twin = make("paa-1", scale="rms", n_features=D)
     twin.learn_many(X, y, scored=False)
     np.testing.assert_array_equal(est.predict(X), twin.predict(X))
+
+
+# -- "standard": online standardisation, dense x̃ ------------------------------------------------
+def _offset_stream(n: int = 400, seed: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """A dense stream whose columns have their own offset and spread (10⁻² … 10⁴), some zeros."""
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal((n, D))
+    z[rng.random((n, D)) < 0.2] = 0.0
+    y = np.where(z @ rng.standard_normal(D) + 0.2 > 0, 1, -1)
+    X = z * 10.0 ** np.linspace(-2, 4, D) + 10.0 ** np.linspace(4, -2, D) * (np.arange(D) % 3)
+    return X, y
+
+
+def _standardised_by_hand(X: np.ndarray, bias: float = 1.0) -> np.ndarray:
+    """Row t through μ, σ of rows 0..t (zeros counted), σ = 0 read as 1, then the intercept."""
+    out = np.empty((X.shape[0], X.shape[1] + 1))
+    for t in range(X.shape[0]):
+        mu, sigma = X[: t + 1].mean(axis=0), X[: t + 1].std(axis=0)
+        out[t, :-1] = (X[t] - mu) / np.where(sigma > 0, sigma, 1.0)
+    out[:, -1] = bias
+    return out
+
+
+def test_standard_learner_matches_a_numpy_transcription():
+    X, y = _offset_stream()
+    learner = make("paa-1", n_features=D, seed=3, scale="standard", delta=2.0)
+    trace = replay(learner, Dataset(as_rows(X), y))
+    # the transcription: x̃ by hand, fed to the same rule unscaled, with the intercept in x̃
+    plain = make("paa-1", n_features=D + 1, seed=3, bias=0.0, delta=2.0)
+    p = []
+    for t, row in enumerate(_standardised_by_hand(X)):
+        d = plain.decide(row[None, :], ids=[t])
+        p.append(d.scores.p[0])
+        if d.query[0]:
+            plain.learn_many(row[None, :], y[t:t + 1], predicted=d.predicted)
+    assert 0 < trace.queried.sum() < X.shape[0]
+    np.testing.assert_allclose(trace.p, p, rtol=1e-8, atol=1e-9)  # margins of O(1): float error
+    np.testing.assert_allclose(learner.rule.S_, plain.rule.S_, rtol=1e-8, atol=1e-9)
+
+
+def test_standard_statistics_are_the_column_mean_and_deviation_with_zeros():
+    learner = make("paa-1", n_features=D, scale="standard")
+    X, y = _wide_stream(False)  # sparse: the zeros count
+    d = learner.decide(X)
+    A = X.toarray()
+    np.testing.assert_allclose(learner.scaler.means(), A.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(learner.scaler.scales(), A.std(axis=0), rtol=1e-9)
+    assert learner.scaler.state_dict()["Z"].shape == (7, D)
+    before = learner.scaler.Z.copy()
+    learner.learn_many(X[d.query], y[d.query], predicted=d.predicted[d.query])  # scored already: not recounted
+    np.testing.assert_array_equal(learner.scaler.Z[[0, 1, 5, 6]], before[[0, 1, 5, 6]])
+    learner.learn_many(X[:10], y[:10], scored=False)  # labelled rows never scored: counted
+    assert (learner.scaler.Z[0] == X.shape[0] + 10).all()
+
+
+def test_standard_learns_from_scored_rows_even_with_scale_from_labelled():
+    learner = make("paa-1", n_features=D, scale="standard", scale_from="labelled")
+    X, _ = _wide_stream(False)
+    learner.decide(X[:50])
+    assert (learner.scaler.Z[0] == 50).all()
+
+
+@pytest.mark.parametrize("name", ["paa-1", "soal", "mpaa-1"])
+def test_standard_column_times_1000_plus_offset_predictions_unchanged(name):
+    learner, multiclass = _learner(name, scale="standard")
+    X, _ = _offset_stream()
+    _, y = stream(multiclass, n=X.shape[0], seed=4)
+    a = replay(learner.clone(), Dataset(as_rows(X), y))
+    Xk = X.copy()
+    Xk[:, 4] = Xk[:, 4] * 1e3 + 1e4  # another unit and origin: centring removes both
+    b = replay(learner.clone(), Dataset(as_rows(Xk), y))
+    warm = slice(WARMUP, None)
+    np.testing.assert_array_equal(a.y_pred[warm], b.y_pred[warm])
+    np.testing.assert_array_equal(a.queried[warm], b.queried[warm])
+    np.testing.assert_allclose(a.p, b.p, rtol=1e-6, atol=1e-9)
+
+
+def test_rms_column_plus_offset_scores_change():
+    learner, _ = _learner("paa-1", scale="rms")
+    X, y = _offset_stream()
+    a = replay(learner.clone(), Dataset(as_rows(X), y))
+    Xk = X.copy()
+    Xk[:, 4] = Xk[:, 4] * 1e3 + 1e4  # a unit change rms absorbs, an origin it does not
+    b = replay(learner.clone(), Dataset(as_rows(Xk), y))
+    assert not np.allclose(a.p, b.p, rtol=1e-3)
+
+
+def test_standard_replay_equals_decide_then_learn_and_ask_then_learn():
+    learner, _ = _learner("soal", scale="standard", delta=4.0)
+    X, y = _offset_stream()
+    trace = replay(learner.clone(), Dataset(as_rows(X), y))
+    online, river = learner.clone(), learner.clone()
+    predicted, asked = [], []
+    for t in range(X.shape[0]):  # one record per batch: replay learns before the next round
+        d = online.decide(X[t:t + 1], ids=[t])
+        predicted.append(d.predicted[0])
+        if d.query[0]:
+            online.learn_many(X[t:t + 1], y[t:t + 1], predicted=d.predicted)
+        label, _, query = river.ask(X[t], record_id=t)
+        asked.append(query)
+        if query:
+            river.learn(X[t], y[t], predicted=label)
+    np.testing.assert_array_equal(trace.y_pred, predicted)
+    np.testing.assert_array_equal(trace.queried, asked)
+    np.testing.assert_allclose(online.rule.S_, river.rule.S_, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(online.scaler.Z, river.scaler.Z)
+
+
+def test_standard_state_dict_round_trip_gives_same_statistics_and_decisions():
+    learner, _ = _learner("paa-1", scale="standard")
+    X, y = _offset_stream()
+    d = learner.decide(X[:200])
+    learner.learn_many(X[:200][d.query], y[:200][d.query])
+    copy = learner.clone()
+    copy.load_state_dict(learner.state_dict())
+    np.testing.assert_array_equal(copy.scaler.Z, learner.scaler.Z)
+    a, b = learner.decide(X[200:], ids=range(200)), copy.decide(X[200:], ids=range(200))
+    np.testing.assert_array_equal(a.probability, b.probability)
+    np.testing.assert_array_equal(a.predicted, b.predicted)
+    other, _ = _learner("paa-1", scale="rms")
+    with pytest.raises(ValueError, match="scale: saved 'standard' vs this 'rms'"):
+        other.load_state_dict(learner.state_dict())
+
+
+def test_standard_with_normalize_gives_a_dense_unit_row_and_the_intercept():
+    learner, _ = _learner("paa-1", scale="standard", bias=2.0, normalize=True)
+    X, _ = _offset_stream(n=50)
+    learner.decide(X)
+    x = np.zeros(D)
+    x[1] = 5.0
+    idx, scaled = learner.scaler.scaled_row(*learner._row(x), 0, learner.rule)
+    np.testing.assert_array_equal(idx, np.arange(D + 1))
+    want = (x - learner.scaler.means()) / learner.scaler.scales()
+    np.testing.assert_allclose(scaled[:D], want / np.linalg.norm(want), rtol=1e-12)
+    assert scaled[D] == 2.0
+
+
+def test_standard_budget_controller_holds_its_rate():
+    from learners.budget import BudgetController
+
+    rng = np.random.default_rng(7)
+    z = rng.standard_normal((20000, D))
+    y = np.where(z @ rng.standard_normal(D) > 0, 1, -1)
+    X = z * 10.0 ** rng.uniform(-3, 3, D) + 10.0 ** rng.uniform(-3, 4, D)
+    data = Dataset(as_rows(X), y)
+    learner = make("paa-1", n_features=D, scale="standard")
+    learner.budget = BudgetController(target=0.05)
+    twin = learner.clone()
+    trace = replay(learner, data, delay=100)
+    assert abs(trace.queried.mean() - 0.05) <= 0.005
+    assert trace.metrics(learner).f1 > 0.85
+    blind = replay(twin.clone(), data, delay=10**6)  # the fused replay loop = the decide loop without labels
+    d = twin.decide(data.rows)
+    np.testing.assert_array_equal(blind.queried, d.query)
+    np.testing.assert_allclose(blind.p, d.scores.p)
+
+
+def test_standard_above_the_width_limit_is_refused_naming_the_setting():
+    from learners.scaling import STANDARD_LIMIT
+
+    with pytest.raises(ValueError, match=r"scale='standard'.*n_features=4097.*scale='rms'"):
+        make("paa-1", scale="standard", n_features=STANDARD_LIMIT + 1)
+    learner = make("paa-1", scale="standard")  # the width comes with the first record: hashed names
+    with pytest.raises(ValueError, match=r"scale='standard'.*scale='rms'"):
+        learner.decide(Rows.stack([hash_features({"amount": 2.0}, 2**20)], 2**20))
+    assert not learner.rule.is_allocated
+    make("paa-1", scale="standard", n_features=STANDARD_LIMIT)
+
+
+def test_standard_moved_counts_a_tenfold_spread_change_once_per_window():
+    learner, _ = _learner("paa-1", scale="standard")
+    rng = np.random.default_rng(0)
+    learner.decide(rng.standard_normal((4 * WARMUP, D)))
+    learner.scaler.next_window()
+    wide = rng.standard_normal((400, D))
+    wide[:, :3] *= 100.0  # three features' σ grows past 10×
+    learner.decide(wide)
+    assert learner.scaler.moved == 3
