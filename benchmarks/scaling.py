@@ -68,6 +68,7 @@ SYNTHETIC_VARIANTS = (
     ("raw + maxabs", "maxabs", "labelled", "raw"),
     ("raw + rms", "rms", "labelled", "raw"),
     ("raw + rms (scored)", "rms", "scored", "raw"),
+    ("raw + standard", "standard", "scored", "raw"),
 )
 DENSE_LIMIT = 1000  # prepared = columns standardised up to this width, rows to unit norm above it
 
