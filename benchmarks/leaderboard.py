@@ -437,9 +437,11 @@ def summary_table(rows: list[Row], regime: str, budgets: Sequence[float]) -> lis
         if r.regime == regime:
             seconds[r.label].append(r.seconds)
 
-    def overall(label: str) -> float:
-        got = [ranks[(regime, b, label)][0] for b in budgets if (regime, b, label) in ranks]
-        return float(np.mean(got)) if got else float("inf")
+    def overall(label: str) -> tuple[int, float]:
+        """Entries ranked in more (dataset, budget) cells first: a mean rank over fewer cells is not
+        comparable; then the mean rank over the budgets."""
+        got = [ranks[(regime, b, label)] for b in budgets if (regime, b, label) in ranks]
+        return -sum(n for _, n in got), float(np.mean([m for m, _ in got])) if got else float("inf")
 
     out = ["| entry | " + " | ".join(f"mean rank {b:.0%} (datasets)" for b in budgets)
            + " | wins (dataset: budgets) | median s / pass |",
@@ -497,7 +499,9 @@ def markdown(rows: list[Row], skipped: list[dict[str, str]], plan: Plan, *, meta
     body: list[str] = []
     for regime in plan.regimes:
         title = {"defaults": "Defaults, no tuning", "tuned": "Tuned on separate permutations"}[regime]
-        body += [f"## {title}", "", *summary_table(rows, regime, plan.budgets), "", "## Per dataset "
+        body += [f"## {title}", "", "Mean rank per budget over the datasets an entry landed on (how many in "
+                 "brackets); entries ranked in more cells come first.", "",
+                 *summary_table(rows, regime, plan.budgets), "", "## Per dataset "
                  f"({regime})", "", *dataset_tables(rows, regime, plan.datasets)]
     plots = [f"![{d}](leaderboard_{d}.png)" for d in plan.datasets if any(r.dataset == d for r in rows)]
     return "\n".join(head + body + plots + [""])
@@ -513,6 +517,7 @@ def plot(rows: list[Row], dataset: str, path: Path) -> None:
     regime = next(r.regime for r in rows if r.dataset == dataset)
     mine = [r for r in rows if r.dataset == dataset and r.regime == regime]
     fig, ax = plt.subplots(figsize=(9, 5.5))
+    ax.set_prop_cycle(color=plt.cm.tab20.colors)  # up to 20 entries without a repeated colour
     by: dict[str, list[Row]] = defaultdict(list)
     for r in mine:
         if r.budget is not None and r.mode != "offline":
@@ -527,7 +532,11 @@ def plot(rows: list[Row], dataset: str, path: Path) -> None:
             ax.axhline(r.mean, color="0.4", ls=":" if r.entry == "vw-supervised" else "-.", lw=1)
             ax.annotate(r.entry, (1.0, r.mean), xycoords=("axes fraction", "data"), fontsize=7, ha="right",
                         va="bottom")
-    ax.set(xscale="log", xlabel="realised query ratio", ylabel=mine[0].metric,
+    budgets = [r.budget for r in mine if r.budget is not None]
+    # a peer that stopped asking (ratio ≈ 0) would stretch the log axis over decades: it stays off the plot
+    ax.set_xlim(0.5 * min(budgets, default=0.01), 1.5 * max(budgets, default=0.2))
+    ax.set(xscale="log", xlabel="realised query ratio (entries below half the smallest budget: off the plot)",
+           ylabel=mine[0].metric,
            title=f"{dataset} ({regime}; ours online, peers dashed)")
     ax.legend(fontsize=6, ncol=2, loc="lower right")
     fig.tight_layout()
@@ -550,7 +559,7 @@ def write(rows: list[Row], skipped: list[dict[str, str]], plan: Plan, out: Path,
             plot(rows, d, out / f"leaderboard_{d}.png")
 
 
-def parse(argv: Sequence[str] | None) -> tuple[Plan, Path, str]:
+def parse(argv: Sequence[str] | None) -> tuple[Plan, Path, str, bool]:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.leaderboard", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help=f"{QUICK_PERMUTATIONS} permutations and the reduced learner list {QUICK_LEARNERS}")
@@ -564,6 +573,8 @@ def parse(argv: Sequence[str] | None) -> tuple[Plan, Path, str]:
     parser.add_argument("--regime", choices=("defaults", "tuned", "both"), default="both")
     parser.add_argument("--no-peers", action="store_true", help="our learners only")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--render-only", action="store_true",
+                        help="rewrite leaderboard.md and the figures from --out's leaderboard.json, run nothing")
     args = parser.parse_args(argv)
     learners = args.learners or (list(QUICK_LEARNERS) if args.quick else None)
     if learners:
@@ -575,11 +586,22 @@ def parse(argv: Sequence[str] | None) -> tuple[Plan, Path, str]:
                 regimes=["defaults", "tuned"] if args.regime == "both" else [args.regime], peers=not args.no_peers,
                 tuning_permutations=args.tuning_permutations)
     command = "python -m benchmarks.leaderboard " + " ".join(argv if argv is not None else sys.argv[1:])
-    return plan, args.out, command.strip()
+    return plan, args.out, command.strip(), args.render_only
+
+
+def render(out: Path) -> None:
+    """The md and the figures again from the json (after a change of layout, without a rerun)."""
+    payload = json.loads((out / "leaderboard.json").read_text())
+    rows = [Row(**r) for r in payload["rows"]]
+    meta = {k: payload[k] for k in ("date", "commit", "command", "minutes")}
+    write(rows, payload["skipped"], Plan(**payload["plan"]), out, meta)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    plan, out, command = parse(argv)
+    plan, out, command, render_only = parse(argv)
+    if render_only:
+        render(out)
+        return 0
     commit = _commit()  # the code that runs, read before the run
     started = time.perf_counter()
     rows: list[Row] = []
