@@ -2,7 +2,9 @@
 
 * **River** ``active.EntropySampler`` around ``linear_model.PAClassifier`` or
   ``linear_model.LogisticRegression`` (one-vs-rest ``multiclass.OneVsRestClassifier`` on
-  multiclass streams): it asks with probability H(p̂)^d; the discount d is bisected (log scale, a
+  multiclass streams, where it also asks while the model names fewer than two classes: River's
+  sampler sees zero entropy there and a cold one-vs-rest model would never ask): it asks with
+  probability H(p̂)^d; the discount d is bisected (log scale, a
   larger d asks less) on the first evaluated permutation only, since River handles 20-90 k rows/s,
   then that d runs on the other permutations and the realised ratio is what is reported.
 * **VW** ``--active --simulation`` (pyvw, in-process; binary only: VW's active reduction takes
@@ -150,9 +152,13 @@ def river_pass(rows: list[dict[int, float]], enc: Encoded, base: str, C: float =
         start = time.perf_counter()
         for t, i in enumerate(perm.tolist()):
             x, y = rows[i], target[t]
-            guess, ask = model.predict_one(x)
+            proba, ask = model.predict_proba_one(x)
+            guess = max(proba, key=proba.get) if proba else 0  # {} until a class is seen: guess the first
             if enc.multiclass:
-                y_pred[t] = -1 if guess is None else guess
+                # one-vs-rest names only the classes it has seen, and the sampler never asks while it
+                # names fewer than two (zero entropy): a cold multiclass model would never learn
+                ask = ask or len(proba) < 2
+                y_pred[t] = guess
             else:
                 y_pred[t] = 1 if guess else -1
             asked[t] = ask
