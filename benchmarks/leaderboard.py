@@ -1,7 +1,7 @@
 """The best learner at every budget: every registered active learner against River, VW and a batch SVM.
 
     python -m benchmarks.leaderboard                        # everything (hours; see docs/leaderboard.md)
-    python -m benchmarks.leaderboard --quick                # 3 permutations, a reduced learner list
+    python -m benchmarks.leaderboard --quick                # 3 permutations, fewer learners and datasets
     python -m benchmarks.leaderboard --datasets a8a w8a --budgets 0.05 0.1 --regime defaults
 
 For every dataset (the 11 binary and 7 multiclass sets of ``../shared/datasets``), every budget
@@ -72,7 +72,11 @@ MAX_FULL_MATRIX_D = 1000
 GRID_VALUES = tuple(2.0**k for k in range(-4, 3))
 TUNED_PARAMS = ("C", "eta", "a", "r", "lam")
 
-# what --quick keeps: the registry's main families, one or two of each
+# what --quick keeps: the datasets whose peers run in minutes (River handles a few thousand rows a
+# second one-vs-rest over many classes, which rules out letter, shuttle and news20, and ijcnn1 and
+# kddcup99 are 4 and 15 times a8a) and the registry's main families, one or two of each
+QUICK_DATASETS = ("svmguide1", "mushrooms", "a8a", "spambase", "splice", "w8a", "magic04", "BASEHOCK", "PCMAC",
+                  "dna", "satimage", "usps")
 QUICK_LEARNERS = ("paa-1", "paa-2", "paa-1-entropy", "rpa-1", "pea", "soal-diag", "sop-ss-diag", "d-ada", "d-amd",
                   "mpaa-1", "mpaa-2", "mpaa-1-entropy", "mrpa-1", "md-ada", "md-amd")
 
@@ -562,9 +566,9 @@ def write(rows: list[Row], skipped: list[dict[str, str]], plan: Plan, out: Path,
 def parse(argv: Sequence[str] | None) -> tuple[Plan, Path, str, bool]:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.leaderboard", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
-                        help=f"{QUICK_PERMUTATIONS} permutations and the reduced learner list {QUICK_LEARNERS}")
+                        help=f"{QUICK_PERMUTATIONS} permutations, the reduced learner and dataset lists")
     parser.add_argument("--datasets", nargs="+", choices=list(DATASETS), metavar="NAME",
-                        help=f"default: all ({', '.join(DATASETS)})")
+                        help=f"default: all ({', '.join(DATASETS)}); with --quick: {', '.join(QUICK_DATASETS)}")
     parser.add_argument("--learners", nargs="+", metavar="NAME", help="registry names (default: every one with a "
                         "budget knob; with --quick, the reduced list)")
     parser.add_argument("--budgets", nargs="+", type=float, default=list(BUDGETS), metavar="RATIO")
@@ -581,7 +585,8 @@ def parse(argv: Sequence[str] | None) -> tuple[Plan, Path, str, bool]:
         unknown = [n for n in learners if n not in ALGORITHMS]
         if unknown:
             parser.error(f"unknown learners: {', '.join(unknown)}")
-    plan = Plan(datasets=args.datasets or list(DATASETS), learners=learners, budgets=args.budgets,
+    datasets = args.datasets or list(QUICK_DATASETS if args.quick else DATASETS)
+    plan = Plan(datasets=datasets, learners=learners, budgets=args.budgets,
                 permutations=args.permutations or (QUICK_PERMUTATIONS if args.quick else PERMUTATIONS),
                 regimes=["defaults", "tuned"] if args.regime == "both" else [args.regime], peers=not args.no_peers,
                 tuning_permutations=args.tuning_permutations)
