@@ -67,6 +67,9 @@ ONLINE_SLACK = 0.10  # an online run lands when its realised ratio is within 10 
 # A full D×D rule costs O(D²) per update and D² floats: past this D one pass takes minutes and the
 # bisection multiplies it; the diagonal twin of each runs instead.
 MAX_FULL_MATRIX_D = 1000
+# A kernel rule scores each row against its support set (tens of times a linear pass on a8a); past
+# this many rows its bisections alone take hours.
+MAX_KERNEL_ROWS = 20_000
 # One rule parameter per learner is tuned, the first of these it takes (C: the PA family; eta: SOAL,
 # dual averaging, mirror descent; a: the second-order Perceptron; r: AROW; lam: shifting Perceptron).
 GRID_VALUES = tuple(2.0**k for k in range(-4, 3))
@@ -166,6 +169,8 @@ def skip_reason(name: str, data: Dataset) -> str | None:
     if getattr(ALGORITHMS[name].rule, "is_full_matrix", False) and d > MAX_FULL_MATRIX_D:
         return (f"full {d:,}×{d:,} matrix: O(D²) per update, beyond D = {MAX_FULL_MATRIX_D:,}; "
                 "its -diag twin runs")
+    if ALGORITHMS[name].rule.__name__ == "KernelPARule" and data.n > MAX_KERNEL_ROWS:
+        return f"kernel expansion: each row scored against its support set, beyond {MAX_KERNEL_ROWS:,} rows"
     return None
 
 

@@ -169,3 +169,9 @@ def test_learner_lists_split_by_kind_and_skip_full_matrices_on_wide_data():
     wide = synthetic_sparse(n=10, d=lb.MAX_FULL_MATRIX_D + 1, seed=0)
     assert "full" in (lb.skip_reason("soal", wide) or "")
     assert lb.skip_reason("soal-diag", wide) is None
+
+
+def test_kernel_learners_skip_long_streams():
+    long = synthetic_sparse(n=lb.MAX_KERNEL_ROWS + 1, d=16, nnz=2, seed=0)
+    assert "kernel" in (lb.skip_reason("kapa-1", long) or "")
+    assert lb.skip_reason("paa-1", long) is None
