@@ -51,10 +51,11 @@ from benchmarks.paa_data import DATASETS as PAA
 from benchmarks.paa_data import datasets_dir
 from benchmarks.paa_multiclass import divide, svm_scale, unit_rows
 from learners import make
+from learners.base import Learner
 from learners.budget import BudgetController
 from learners.datasets import Dataset, concat, read_libsvm, resolve
 from learners.registry import ALGORITHMS
-from learners.replay import find_budget, run
+from learners.replay import Run, find_budget, run
 
 __all__ = ["DATASETS", "Row", "main", "mean_ranks", "rank", "tuning_seeds", "wins"]
 
@@ -107,14 +108,17 @@ class BoardData:
 
 
 def _files(*names: str) -> Dataset:
+    """The staged files, joined in order."""
     return concat([read_libsvm(datasets_dir() / n) for n in names])
 
 
 def _spec(prefix: str, name: str) -> Dataset:
+    """A staged file through a :func:`learners.datasets.resolve` transform (``scale:``, ``maxabs:``)."""
     return resolve(f"{prefix}{datasets_dir() / name}")
 
 
 def _binary() -> list[BoardData]:
+    """The Tables 2-3 sets prepared as :mod:`benchmarks.paa_data` does, then the other staged binary sets."""
     paper = [BoardData(d.name, False, d.load, d.positive, d.note or ("standardised" if d.standardized else ""))
              for d in PAA.values()]
     return [
@@ -129,6 +133,7 @@ def _binary() -> list[BoardData]:
 
 
 def _multiclass() -> list[BoardData]:
+    """The multiclass sets, train and test joined, scaled as :mod:`benchmarks.paa_multiclass` does."""
     return [
         BoardData("dna", True, lambda: _files("dna.scale.xz", "dna.scale.t.xz"), note="train + test"),
         BoardData("satimage", True, lambda: svm_scale(_files("satimage.xz", "satimage.t.xz")),
@@ -149,6 +154,7 @@ DATASETS: dict[str, BoardData] = {d.name: d for d in _binary() + _multiclass()}
 
 
 def is_multiclass(name: str) -> bool:
+    """Whether the registry learner ``name`` takes multiclass labels."""
     return make(name).multiclass
 
 
@@ -174,7 +180,8 @@ def skip_reason(name: str, data: Dataset) -> str | None:
     return None
 
 
-def build(name: str, data: Dataset, classes: Sequence, params: Mapping[str, Any]):
+def build(name: str, data: Dataset, classes: Sequence, params: Mapping[str, Any]) -> Learner:
+    """The registry learner sized for ``data``: its defaults, then ``params``."""
     return make(name, n_features=data.rows.n_features, classes=list(classes), **params)
 
 
@@ -242,7 +249,8 @@ class Row:
         return f"{self.entry} ({self.mode})" if self.mode in ("online", "offline") else self.entry
 
 
-def _from_run(result, **fields: Any) -> Row:
+def _from_run(result: Run, **fields: Any) -> Row:
+    """A row from a :func:`learners.replay.run` result."""
     metric = fields["metric"]
     return Row(mean=result.mean(metric), std=result.std(metric), query=result.mean("query_ratio"),
                query_std=result.std("query_ratio"), seconds=float(np.mean(result.seconds)),
@@ -367,6 +375,7 @@ def wins(rows: Iterable[Row]) -> dict[tuple[str, str], dict[str, int]]:
 
 
 def line(r: Row) -> str:
+    """One row of the per-dataset tables (:data:`TABLE_HEAD`)."""
     budget = "all" if r.budget is None else f"{r.budget:.0%}"
     rank_ = "—" if r.rank is None else f"{r.rank:g}"
     knob = "" if r.knob_value is None else f"{r.knob}={r.knob_value:.4g}"
@@ -465,6 +474,7 @@ def summary_table(rows: list[Row], regime: str, budgets: Sequence[float]) -> lis
 
 
 def dataset_tables(rows: list[Row], regime: str, datasets: Sequence[str]) -> list[str]:
+    """Per dataset: the references, then each budget's entries, ranked first, best first."""
     out: list[str] = []
     for name in datasets:
         mine = [r for r in rows if r.regime == regime and r.dataset == name]
@@ -479,6 +489,7 @@ def dataset_tables(rows: list[Row], regime: str, datasets: Sequence[str]) -> lis
 
 
 def markdown(rows: list[Row], skipped: list[dict[str, str]], plan: Plan, *, meta: Mapping[str, Any]) -> str:
+    """``leaderboard.md``: provenance, protocol, what was skipped and why, then each regime's tables."""
     full = plan.permutations >= PERMUTATIONS and plan.learners is None and set(plan.datasets) == set(DATASETS)
     skipped_by: dict[str, list[str]] = defaultdict(list)
     for s in skipped:
@@ -554,6 +565,7 @@ def plot(rows: list[Row], dataset: str, path: Path) -> None:
 
 
 def write(rows: list[Row], skipped: list[dict[str, str]], plan: Plan, out: Path, meta: Mapping[str, Any]) -> None:
+    """Rank the rows, then write the md, the json and one figure per dataset into ``out``."""
     rank(rows)
     out.mkdir(parents=True, exist_ok=True)
     (out / "leaderboard.md").write_text(markdown(rows, skipped, plan, meta=meta))
@@ -569,6 +581,7 @@ def write(rows: list[Row], skipped: list[dict[str, str]], plan: Plan, out: Path,
 
 
 def parse(argv: Sequence[str] | None) -> tuple[Plan, Path, str, bool]:
+    """The plan, the output directory, the command line as run, and whether only to render."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.leaderboard", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help=f"{QUICK_PERMUTATIONS} permutations, the reduced learner and dataset lists")
