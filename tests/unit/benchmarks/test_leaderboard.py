@@ -175,3 +175,12 @@ def test_kernel_learners_skip_long_streams():
     long = synthetic_sparse(n=lb.MAX_KERNEL_ROWS + 1, d=16, nnz=2, seed=0)
     assert "kernel" in (lb.skip_reason("kapa-1", long) or "")
     assert lb.skip_reason("paa-1", long) is None
+
+
+def test_reproduce_check_reruns_a_written_cell_to_the_same_figure(board, monkeypatch):
+    from benchmarks import reproduce
+
+    monkeypatch.setitem(lb.DATASETS, "tiny", lb.BoardData("tiny", False, gaussian, 1))
+    monkeypatch.setattr(reproduce, "RESULTS_DIR", board["out"])
+    cell = reproduce._check_leaderboard()
+    assert cell.label.startswith("tiny paa-1 online") and cell.holds
