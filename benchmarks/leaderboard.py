@@ -446,7 +446,8 @@ def _commit() -> str:
 
 
 def summary_table(rows: list[Row], regime: str, budgets: Sequence[float]) -> list[str]:
-    """Mean rank per budget, wins per dataset and the median time of one pass, best first."""
+    """Mean rank per budget, wins per dataset and the median time of one pass, best first. ``rows``
+    are one kind of dataset (binary or multiclass): their learners differ, so do their ranks."""
     ranks = mean_ranks(rows)
     won = wins(rows)
     labels = sorted({r.label for r in rows if r.regime == regime and r.budget is not None})
@@ -454,22 +455,25 @@ def summary_table(rows: list[Row], regime: str, budgets: Sequence[float]) -> lis
     for r in rows:
         if r.regime == regime:
             seconds[r.label].append(r.seconds)
+    cells = {label: sum(ranks[(regime, b, label)][1] for b in budgets if (regime, b, label) in ranks)
+             for label in labels}
+    most = max(cells.values(), default=0)
 
-    def overall(label: str) -> tuple[int, float]:
-        """Entries ranked in more (dataset, budget) cells first: a mean rank over fewer cells is not
-        comparable; then the mean rank over the budgets."""
-        got = [ranks[(regime, b, label)] for b in budgets if (regime, b, label) in ranks]
-        return -sum(n for _, n in got), float(np.mean([m for m, _ in got])) if got else float("inf")
+    def overall(label: str) -> tuple[bool, float]:
+        """By mean rank over the budgets; entries ranked in fewer than half the cells of the best
+        covered one go last (a mean over a few easy cells is not comparable)."""
+        got = [ranks[(regime, b, label)][0] for b in budgets if (regime, b, label) in ranks]
+        return cells[label] < most / 2, float(np.mean(got)) if got else float("inf")
 
     out = ["| entry | " + " | ".join(f"mean rank {b:.0%} (datasets)" for b in budgets)
            + " | wins (dataset: budgets) | median s / pass |",
            "|---|" + "---|" * len(budgets) + "---|---|"]
     for label in sorted(labels, key=overall):
-        cells = [f"{ranks[(regime, b, label)][0]:.2f} ({ranks[(regime, b, label)][1]})"
-                 if (regime, b, label) in ranks else "—" for b in budgets]
+        shown_ranks = [f"{ranks[(regime, b, label)][0]:.2f} ({ranks[(regime, b, label)][1]})"
+                       if (regime, b, label) in ranks else "—" for b in budgets]
         w = won.get((regime, label), {})
         shown = ", ".join(f"{d}: {k}" for d, k in sorted(w.items())) or "—"
-        out.append(f"| {label} | " + " | ".join(cells) + f" | {shown} | {np.median(seconds[label]):.2f} |")
+        out.append(f"| {label} | " + " | ".join(shown_ranks) + f" | {shown} | {np.median(seconds[label]):.2f} |")
     return out
 
 
@@ -520,8 +524,13 @@ def markdown(rows: list[Row], skipped: list[dict[str, str]], plan: Plan, *, meta
     for regime in plan.regimes:
         title = {"defaults": "Defaults, no tuning", "tuned": "Tuned on separate permutations"}[regime]
         body += [f"## {title}", "", "Mean rank per budget over the datasets an entry landed on (how many in "
-                 "brackets); entries ranked in more cells come first.", "",
-                 *summary_table(rows, regime, plan.budgets), "", "## Per dataset "
+                 "brackets), best first; entries ranked in fewer than half the cells of the best covered one last.",
+                 ""]
+        for kind, multiclass in (("Binary", False), ("Multiclass", True)):
+            mine = [r for r in rows if r.dataset in DATASETS and DATASETS[r.dataset].multiclass == multiclass]
+            if any(r.regime == regime for r in mine):
+                body += [f"### {kind} datasets", "", *summary_table(mine, regime, plan.budgets), ""]
+        body += ["## Per dataset "
                  f"({regime})", "", *dataset_tables(rows, regime, plan.datasets)]
     plots = [f"![{d}](leaderboard_{d}.png)" for d in plan.datasets if any(r.dataset == d for r in rows)]
     return "\n".join(head + body + plots + [""])
