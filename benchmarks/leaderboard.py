@@ -1,0 +1,654 @@
+"""The best learner at every budget: every registered active learner against River, VW and a batch SVM.
+
+    python -m benchmarks.leaderboard                        # everything (hours; see docs/leaderboard.md)
+    python -m benchmarks.leaderboard --quick                # 3 permutations, fewer learners and datasets
+    python -m benchmarks.leaderboard --datasets a8a w8a --budgets 0.05 0.1 --regime defaults
+
+For every dataset (the 11 binary and 7 multiclass sets of ``../shared/datasets``), every budget
+(query ratio 1 %, 5 %, 10 %, 20 %) and every regime, each learner of the registry that has a
+budget knob (binary learners on binary sets, multiclass ones on multiclass sets) is run twice
+over the same permutations (``default_rng(k)``, k = 0..P−1):
+
+* **online**: with :class:`learners.budget.BudgetController` ``(target)``, no look-ahead: what
+  ``activestream replay --budget-rate`` does; ranked when its realised ratio is within ±10 % of
+  the target, flagged and left out of the ranking otherwise;
+* **offline**: its knob bisected over the evaluated permutations themselves
+  (:func:`learners.replay.find_budget`): a reference with look-ahead.
+
+Peers (:mod:`benchmarks.peers`) run on the same permutations: River's EntropySampler around
+PAClassifier and LogisticRegression and VW ``--active`` (knob bisected on the first permutation,
+then run on the others), VW with every label and a batch LinearSVC (references, not ranked).
+
+Regimes: **defaults** (the registry's, what a user gets) and **tuned** (one rule parameter picked
+from a small grid on *tuning* permutations, seeds ``TUNING_SEED + k``, disjoint from the evaluated
+ones, by the metric at the same budget landed offline). Peers keep their own defaults in both.
+
+An entry *lands* a budget t when its mean query ratio is within min(0.5 %, 10 % of t) of t
+(online: within 10 % of t). Within each (regime, dataset, budget) the landed entries are ranked
+by the metric (F1 on binary sets, accuracy on multiclass ones; ties share the mean rank). Writes
+``leaderboard.md``, ``leaderboard.json`` and ``leaderboard_<dataset>.png`` into ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import subprocess
+import sys
+import time
+import warnings
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks import peers
+from benchmarks.paa_data import DATASETS as PAA
+from benchmarks.paa_data import datasets_dir
+from benchmarks.paa_multiclass import divide, svm_scale, unit_rows
+from learners import make
+from learners.base import Learner
+from learners.budget import BudgetController
+from learners.datasets import Dataset, concat, read_libsvm, resolve
+from learners.registry import ALGORITHMS
+from learners.replay import Run, find_budget, run
+
+__all__ = ["DATASETS", "Row", "main", "mean_ranks", "rank", "tuning_seeds", "wins"]
+
+RESULTS = Path(__file__).resolve().parent / "results"
+BUDGETS = (0.01, 0.05, 0.10, 0.20)
+PERMUTATIONS, QUICK_PERMUTATIONS = 10, 3
+TUNING_SEED = 10_000  # tuning permutations are default_rng(10_000 + k): never an evaluated one
+TUNING_PERMUTATIONS = 2
+ONLINE_SLACK = 0.10  # an online run lands when its realised ratio is within 10 % of the target
+# A full D×D rule costs O(D²) per update and D² floats: past this D one pass takes minutes and the
+# bisection multiplies it; the diagonal twin of each runs instead.
+MAX_FULL_MATRIX_D = 1000
+# A kernel rule scores each row against its support set (tens of times a linear pass on a8a); past
+# this many rows its bisections alone take hours.
+MAX_KERNEL_ROWS = 20_000
+# One rule parameter per learner is tuned, the first of these it takes (C: the PA family; eta: SOAL,
+# dual averaging, mirror descent; a: the second-order Perceptron; r: AROW; lam: shifting Perceptron).
+GRID_VALUES = tuple(2.0**k for k in range(-4, 3))
+TUNED_PARAMS = ("C", "eta", "a", "r", "lam")
+
+# what --quick keeps: the datasets whose peers run in minutes (River handles a few thousand rows a
+# second one-vs-rest over many classes, which rules out letter, shuttle and news20, and ijcnn1 and
+# kddcup99 are 4 and 15 times a8a) and the registry's main families, one or two of each
+QUICK_DATASETS = ("svmguide1", "mushrooms", "a8a", "spambase", "splice", "w8a", "magic04", "BASEHOCK", "PCMAC",
+                  "dna", "satimage", "usps")
+QUICK_LEARNERS = ("paa-1", "paa-2", "paa-1-entropy", "rpa-1", "pea", "soal-diag", "sop-ss-diag", "d-ada", "d-amd",
+                  "mpaa-1", "mpaa-2", "mpaa-1-entropy", "mrpa-1", "md-ada", "md-amd")
+
+
+def tolerance(target: float) -> float:
+    """How close a mean query ratio must be to ``target`` to count as landed."""
+    return min(0.005, 0.1 * target)
+
+
+# -- data ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BoardData:
+    """A leaderboard dataset: how it is built, binary or multiclass, its positive label."""
+
+    name: str
+    multiclass: bool
+    load: Callable[[], Dataset]
+    positive: object = None
+    note: str = ""
+
+    def classes(self, data: Dataset) -> list:
+        return data.classes() if self.multiclass else list(data.binary_classes(self.positive))
+
+
+def _files(*names: str) -> Dataset:
+    """The staged files, joined in order."""
+    return concat([read_libsvm(datasets_dir() / n) for n in names])
+
+
+def _spec(prefix: str, name: str) -> Dataset:
+    """A staged file through a :func:`learners.datasets.resolve` transform (``scale:``, ``maxabs:``)."""
+    return resolve(f"{prefix}{datasets_dir() / name}")
+
+
+def _binary() -> list[BoardData]:
+    """The Tables 2-3 sets prepared as :mod:`benchmarks.paa_data` does, then the other staged binary sets."""
+    paper = [BoardData(d.name, False, d.load, d.positive, d.note or ("standardised" if d.standardized else ""))
+             for d in PAA.values()]
+    return [
+        *paper,
+        BoardData("magic04", False, lambda: _spec("scale:", "magic04.xz"), 1, "svm-scaled to [-1, 1]"),
+        BoardData("BASEHOCK", False, lambda: _files("BASEHOCK.xz"), 1, "term counts, 4,862 features"),
+        BoardData("PCMAC", False, lambda: _files("PCMAC.xz"), 1, "term counts, 3,289 features"),
+        BoardData("ijcnn1", False, lambda: _files("ijcnn1.xz", "ijcnn1.t.xz"), 1.0, "train + test, 141,691 rows"),
+        BoardData("kddcup99", False, lambda: _spec("maxabs:", "kddcup99_10pct.xz"), 1,
+                  "10 %, 494,021 rows, max-abs scaled; attack = +1"),
+    ]
+
+
+def _multiclass() -> list[BoardData]:
+    """The multiclass sets, train and test joined, scaled as :mod:`benchmarks.paa_multiclass` does."""
+    return [
+        BoardData("dna", True, lambda: _files("dna.scale.xz", "dna.scale.t.xz"), note="train + test"),
+        BoardData("satimage", True, lambda: svm_scale(_files("satimage.xz", "satimage.t.xz")),
+                  note="train + test, svm-scaled"),
+        BoardData("usps", True, lambda: _files("usps.xz", "usps.t.xz"), note="train + test"),
+        BoardData("mnist", True, lambda: divide(_files("mnist.t.xz"), 255.0), note="mnist.t / 255"),
+        BoardData("letter", True, lambda: svm_scale(_files("letter.xz")), note="all 20,000 rows, svm-scaled"),
+        BoardData("shuttle", True, lambda: svm_scale(_files("shuttle.xz", "shuttle.t.xz")),
+                  note="train + test, svm-scaled"),
+        BoardData("news20", True, lambda: unit_rows(_files("news20.xz")), note="train part, unit-norm rows"),
+    ]
+
+
+DATASETS: dict[str, BoardData] = {d.name: d for d in _binary() + _multiclass()}
+
+
+# -- learners -----------------------------------------------------------------------------------------------
+
+
+def is_multiclass(name: str) -> bool:
+    """Whether the registry learner ``name`` takes multiclass labels."""
+    return make(name).multiclass
+
+
+def candidates(multiclass: bool, only: Sequence[str] | None = None) -> list[str]:
+    """Registry learners with a budget knob for this kind of dataset (``only``: a subset of them)."""
+    names = [n for n in ALGORITHMS if make(n).query.budget_param is not None and is_multiclass(n) == multiclass]
+    return [n for n in names if only is None or n in only]
+
+
+def supervised() -> list[str]:
+    """Registry learners that ask for every label: no budget can be set."""
+    return [n for n in ALGORITHMS if make(n).query.budget_param is None]
+
+
+def skip_reason(name: str, data: Dataset) -> str | None:
+    """Why ``name`` cannot run ``data`` here, or None."""
+    d = data.rows.n_features
+    if getattr(ALGORITHMS[name].rule, "is_full_matrix", False) and d > MAX_FULL_MATRIX_D:
+        return (f"full {d:,}×{d:,} matrix: O(D²) per update, beyond D = {MAX_FULL_MATRIX_D:,}; "
+                "its -diag twin runs")
+    if ALGORITHMS[name].rule.__name__ == "KernelPARule" and data.n > MAX_KERNEL_ROWS:
+        return f"kernel expansion: each row scored against its support set, beyond {MAX_KERNEL_ROWS:,} rows"
+    return None
+
+
+def build(name: str, data: Dataset, classes: Sequence, params: Mapping[str, Any]) -> Learner:
+    """The registry learner sized for ``data``: its defaults, then ``params``."""
+    return make(name, n_features=data.rows.n_features, classes=list(classes), **params)
+
+
+def tuned_param(name: str) -> str | None:
+    """The rule parameter the tuned regime picks for ``name`` (None: it has none of them)."""
+    takes = set(ALGORITHMS[name].rule.param_names()) - set(ALGORITHMS[name].fixed)
+    return next((p for p in TUNED_PARAMS if p in takes), None)
+
+
+def tuning_seeds(permutations: int, tuning: int = TUNING_PERMUTATIONS) -> list[int]:
+    """The tuning permutations' seeds: after every evaluated one (0..permutations−1)."""
+    if permutations > TUNING_SEED:
+        raise ValueError(f"at most {TUNING_SEED} evaluated permutations, got {permutations}")
+    return list(range(TUNING_SEED, TUNING_SEED + tuning))
+
+
+def tune(name: str, data: Dataset, classes: Sequence, target: float, seeds: Sequence[int], metric: str
+         ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The grid value of :func:`tuned_param` with the best ``metric`` at ``target``, its knob
+    bisected on the permutations ``seeds`` (consecutive) only; with the grid's outcomes."""
+    param = tuned_param(name)
+    if param is None:
+        return {}, []
+    grid = []
+    for value in GRID_VALUES:
+        model = build(name, data, classes, {param: value})
+        _, result = find_budget(model, data, target, permutations=len(seeds), seed=seeds[0],
+                                tol=tolerance(target) / 2)
+        q = result.mean("query_ratio")
+        grid.append({param: value, "query": q, metric: result.mean(metric),
+                     "landed": abs(q - target) <= tolerance(target)})
+    landed = [g for g in grid if g["landed"]]
+    best = max(landed, key=lambda g: g[metric]) if landed else min(grid, key=lambda g: abs(g["query"] - target))
+    return {param: best[param]}, grid
+
+
+# -- one cell -----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    """One entry at one (regime, dataset, budget): mean ± std over the evaluated permutations."""
+
+    regime: str
+    dataset: str
+    metric: str
+    budget: float | None  # None: an all-label reference
+    entry: str
+    mode: str  # online | offline | peer | reference
+    mean: float
+    std: float
+    query: float
+    query_std: float
+    seconds: float  # mean time of one pass
+    permutations: int
+    params: dict[str, Any] = field(default_factory=dict)
+    knob: str | None = None
+    knob_value: float | None = None
+    landed: bool = True
+    flag: str = ""
+    rank: float | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.entry} ({self.mode})" if self.mode in ("online", "offline") else self.entry
+
+
+def _from_run(result: Run, **fields: Any) -> Row:
+    """A row from a :func:`learners.replay.run` result."""
+    metric = fields["metric"]
+    return Row(mean=result.mean(metric), std=result.std(metric), query=result.mean("query_ratio"),
+               query_std=result.std("query_ratio"), seconds=float(np.mean(result.seconds)),
+               permutations=len(result.metrics), **fields)
+
+
+def measure_ours(name: str, data: Dataset, classes: Sequence, params: Mapping[str, Any], target: float,
+                 permutations: int, *, regime: str, dataset: str, metric: str) -> list[Row]:
+    """The learner at ``target``: online (the controller) and offline (the knob bisected)."""
+    base = build(name, data, classes, params)
+    online = base.clone()
+    online.budget = BudgetController(target=target)
+    on = run(online, data, permutations=permutations, seed=0)
+    tuned, off = find_budget(base, data, target, permutations=permutations, seed=0, tol=tolerance(target) / 2)
+    knob = base.query.budget_param
+    common = {"regime": regime, "dataset": dataset, "metric": metric, "budget": target, "entry": name,
+              "params": dict(params)}
+    on_row = _from_run(on, mode="online", knob="target", knob_value=target, **common)
+    on_row.landed = abs(on_row.query - target) <= ONLINE_SLACK * target
+    on_row.flag = "" if on_row.landed else f"realised {on_row.query / target:.2f} × target"
+    off_row = _from_run(off, mode="offline", knob=knob, knob_value=float(getattr(tuned.query, knob)), **common)
+    off_row.landed = abs(off_row.query - target) <= tolerance(target)
+    off_row.flag = "" if off_row.landed else "missed the ratio"
+    return [on_row, off_row]
+
+
+def _peer_row(p: peers.PeerRun, *, regime: str, dataset: str, metric: str, budget: float | None) -> Row:
+    row = Row(regime, dataset, metric, budget, p.name, "peer" if budget is not None else "reference",
+              p.mean(metric), p.std(metric), p.mean("query_ratio"), p.std("query_ratio"), float(np.mean(p.seconds)),
+              len(p.metrics), dict(p.params), p.knob, p.value)
+    if budget is not None:
+        row.landed = abs(row.query - budget) <= tolerance(budget)
+        row.flag = "" if row.landed else "missed the ratio"
+    return row
+
+
+@dataclass
+class PeerInputs:
+    """A dataset's rows in each peer's own form, built once."""
+
+    river: list[dict[int, float]]
+    vw: list[str]
+
+
+def measure_peers(spec: BoardData, data: Dataset, classes: Sequence, budgets: Sequence[float], permutations: int,
+                  *, metric: str, log: Callable[[str], None] = print) -> list[Row]:
+    """Every peer at every budget and the all-label references, regime-free (``regime=""``)."""
+    inputs = PeerInputs(peers.dict_rows(data), peers.vw_lines(data))
+    seeds = list(range(permutations))
+    tag = {"regime": "", "dataset": spec.name, "metric": metric}
+    out = [_peer_row(peers.vw_supervised(data, classes, seeds, multiclass=spec.multiclass, lines=inputs.vw),
+                     budget=None, **tag)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # LinearSVC's convergence warnings: the ceiling is what it reaches
+        out.append(_peer_row(peers.linear_svc(data, classes, multiclass=spec.multiclass), budget=None, **tag))
+    for target in budgets:
+        tol = tolerance(target) / 2
+        found = [peers.river_entropy(data, classes, target, seeds, base=base, multiclass=spec.multiclass, tol=tol,
+                                     rows=inputs.river) for base in ("pa", "lr")]
+        if not spec.multiclass:
+            found.append(peers.vw_active(data, classes, target, seeds, tol=tol, lines=inputs.vw))
+        for p in found:
+            out.append(_peer_row(p, budget=target, **tag))
+            log(line(out[-1]))
+    return out
+
+
+# -- ranking ------------------------------------------------------------------------------------------------
+
+
+def _average_ranks(values: Sequence[float]) -> list[float]:
+    """Rank 1 for the largest; tied values share the mean of their ranks."""
+    order = sorted(range(len(values)), key=lambda i: -values[i])
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def rank(rows: Iterable[Row]) -> None:
+    """Set ``rank`` of every landed, budgeted row within its (regime, dataset, budget); None otherwise."""
+    groups: dict[tuple, list[Row]] = defaultdict(list)
+    for r in rows:
+        r.rank = None
+        if r.budget is not None and r.landed:
+            groups[(r.regime, r.dataset, r.budget)].append(r)
+    for group in groups.values():
+        for r, k in zip(group, _average_ranks([r.mean for r in group]), strict=True):
+            r.rank = k
+
+
+def mean_ranks(rows: Iterable[Row]) -> dict[tuple[str, float, str], tuple[float, int]]:
+    """(regime, budget, label) → (mean rank over the datasets it was ranked on, how many)."""
+    got: dict[tuple[str, float, str], list[float]] = defaultdict(list)
+    for r in rows:
+        if r.rank is not None:
+            got[(r.regime, r.budget, r.label)].append(r.rank)
+    return {k: (float(np.mean(v)), len(v)) for k, v in got.items()}
+
+
+def wins(rows: Iterable[Row]) -> dict[tuple[str, str], dict[str, int]]:
+    """(regime, label) → {dataset: budgets at which it ranked first (ties included)}."""
+    ranked = [r for r in rows if r.rank is not None]
+    best: dict[tuple, float] = {}
+    for r in ranked:
+        key = (r.regime, r.dataset, r.budget)
+        best[key] = max(best.get(key, -np.inf), r.mean)
+    out: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for r in ranked:
+        if r.mean == best[(r.regime, r.dataset, r.budget)]:
+            out[(r.regime, r.label)][r.dataset] += 1
+    return {k: dict(v) for k, v in out.items()}
+
+
+# -- the run ------------------------------------------------------------------------------------------------
+
+
+def line(r: Row) -> str:
+    """One row of the per-dataset tables (:data:`TABLE_HEAD`)."""
+    budget = "all" if r.budget is None else f"{r.budget:.0%}"
+    rank_ = "—" if r.rank is None else f"{r.rank:g}"
+    knob = "" if r.knob_value is None else f"{r.knob}={r.knob_value:.4g}"
+    params = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in r.params.items())
+    return (f"| {r.dataset} | {budget} | {rank_} | {r.label} | {r.mean:.4f} ± {r.std:.4f} | "
+            f"{r.query:.4f} ± {r.query_std:.4f} | {knob} | {params} | {r.seconds:.2f} | {r.flag} |")
+
+
+TABLE_HEAD = ["| dataset | budget | rank | entry | metric ± std | query ratio ± std | knob | params | s / pass "
+              "| flag |", "|---|---|---|---|---|---|---|---|---|---|"]
+
+
+@dataclass
+class Plan:
+    """What one invocation runs."""
+
+    datasets: list[str]
+    learners: list[str] | None
+    budgets: list[float]
+    permutations: int
+    regimes: list[str]
+    peers: bool
+    tuning_permutations: int = TUNING_PERMUTATIONS
+
+
+def run_dataset(spec: BoardData, plan: Plan, *, log: Callable[[str], None] = print,
+                tuner: Callable[..., tuple[dict[str, Any], list[dict[str, Any]]]] | None = None
+                ) -> tuple[list[Row], list[dict[str, str]]]:
+    """Every row of one dataset, and the (learner, reason) pairs it skipped."""
+    tuner = tuner or tune
+    data = spec.load()
+    classes = spec.classes(data)
+    metric = "accuracy" if spec.multiclass else "f1"
+    rows: list[Row] = []
+    skipped: list[dict[str, str]] = []
+    names = []
+    for name in candidates(spec.multiclass, plan.learners):
+        reason = skip_reason(name, data)
+        if reason:
+            skipped.append({"dataset": spec.name, "learner": name, "reason": reason})
+        else:
+            names.append(name)
+    seeds = tuning_seeds(plan.permutations, plan.tuning_permutations)
+    for regime in plan.regimes:
+        for name in names:
+            for target in plan.budgets:
+                params: dict[str, Any] = {}
+                if regime == "tuned":
+                    params, _ = tuner(name, data, classes, target, seeds, metric)
+                for r in measure_ours(name, data, classes, params, target, plan.permutations, regime=regime,
+                                      dataset=spec.name, metric=metric):
+                    rows.append(r)
+                    log(line(r))
+    if plan.peers:
+        shared = measure_peers(spec, data, classes, plan.budgets, plan.permutations, metric=metric, log=log)
+        for regime in plan.regimes:  # peers keep their own defaults in both regimes
+            rows.extend(Row(**{**asdict(r), "regime": regime}) for r in shared)
+    return rows, skipped
+
+
+def _commit() -> str:
+    from benchmarks.reproduce import commit
+
+    try:
+        return commit()
+    except (OSError, subprocess.CalledProcessError):  # not a git checkout: the file says so
+        return "unknown"
+
+
+def summary_table(rows: list[Row], regime: str, budgets: Sequence[float]) -> list[str]:
+    """Mean rank per budget, wins per dataset and the median time of one pass, best first. ``rows``
+    are one kind of dataset (binary or multiclass): their learners differ, so do their ranks."""
+    ranks = mean_ranks(rows)
+    won = wins(rows)
+    labels = sorted({r.label for r in rows if r.regime == regime and r.budget is not None})
+    seconds: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        if r.regime == regime:
+            seconds[r.label].append(r.seconds)
+    cells = {label: sum(ranks[(regime, b, label)][1] for b in budgets if (regime, b, label) in ranks)
+             for label in labels}
+    most = max(cells.values(), default=0)
+
+    def overall(label: str) -> tuple[bool, float]:
+        """By mean rank over the budgets; entries ranked in fewer than half the cells of the best
+        covered one go last (a mean over a few easy cells is not comparable)."""
+        got = [ranks[(regime, b, label)][0] for b in budgets if (regime, b, label) in ranks]
+        return cells[label] < most / 2, float(np.mean(got)) if got else float("inf")
+
+    out = ["| entry | " + " | ".join(f"mean rank {b:.0%} (datasets)" for b in budgets)
+           + " | wins (dataset: budgets) | median s / pass |",
+           "|---|" + "---|" * len(budgets) + "---|---|"]
+    for label in sorted(labels, key=overall):
+        shown_ranks = [f"{ranks[(regime, b, label)][0]:.2f} ({ranks[(regime, b, label)][1]})"
+                       if (regime, b, label) in ranks else "—" for b in budgets]
+        w = won.get((regime, label), {})
+        shown = ", ".join(f"{d}: {k}" for d, k in sorted(w.items())) or "—"
+        out.append(f"| {label} | " + " | ".join(shown_ranks) + f" | {shown} | {np.median(seconds[label]):.2f} |")
+    return out
+
+
+def dataset_tables(rows: list[Row], regime: str, datasets: Sequence[str]) -> list[str]:
+    """Per dataset: the references, then each budget's entries, ranked first, best first."""
+    out: list[str] = []
+    for name in datasets:
+        mine = [r for r in rows if r.regime == regime and r.dataset == name]
+        if not mine:
+            continue
+        spec = DATASETS.get(name)
+        out += [f"### {name}", "", *([f"{spec.note}.", ""] if spec and spec.note else []), *TABLE_HEAD]
+        key = lambda r: (r.budget is not None, r.budget or 0.0, r.rank is None, r.rank or 0.0, -r.mean)  # noqa: E731
+        out += [line(r) for r in sorted(mine, key=key)]
+        out.append("")
+    return out
+
+
+def markdown(rows: list[Row], skipped: list[dict[str, str]], plan: Plan, *, meta: Mapping[str, Any]) -> str:
+    """``leaderboard.md``: provenance, protocol, what was skipped and why, then each regime's tables."""
+    full = plan.permutations >= PERMUTATIONS and plan.learners is None and set(plan.datasets) == set(DATASETS)
+    skipped_by: dict[str, list[str]] = defaultdict(list)
+    for s in skipped:
+        skipped_by[f"{s['learner']}: {s['reason']}"].append(s["dataset"])
+    head = [
+        "# Leaderboard: the best learner at every budget",
+        "",
+        f"{meta['date']}, commit `{meta['commit']}`, {plan.permutations} permutations, "
+        f"{meta['minutes']:.1f} min on this machine. Command: `{meta['command']}`",
+        "",
+        *([] if full else ["**A reduced run** (fewer permutations, learners or datasets than the full "
+                           "leaderboard): not the committed results.", ""]),
+        "Metric: F1 of the positive class (binary), accuracy (multiclass), prequential over every round. "
+        "*online*: `BudgetController(target)`, no look-ahead, ranked if its realised ratio is within ±10 % of "
+        "the target; *offline*: the knob bisected over the evaluated permutations (`find_budget`). Peers: the "
+        "knob bisected on the first permutation, run on the others. An entry lands when its mean query ratio "
+        "is within min(0.5 %, 10 % of the target) of it; ranks are within each dataset and budget, among "
+        "landed entries. References (all labels, not ranked): `vw-supervised`, `linear-svc` (batch, trained "
+        "and scored on every row: the ceiling). See docs/leaderboard.md for the protocol.",
+        "",
+        "## Skipped",
+        "",
+        f"- Supervised learners (ask for every label, no budget to set): {', '.join(supervised())}.",
+        *[f"- {what} ({', '.join(ds)})" for what, ds in skipped_by.items()],
+        "",
+    ]
+    body: list[str] = []
+    for regime in plan.regimes:
+        title = {"defaults": "Defaults, no tuning", "tuned": "Tuned on separate permutations"}[regime]
+        body += [f"## {title}", "", "Mean rank per budget over the datasets an entry landed on (how many in "
+                 "brackets), best first; entries ranked in fewer than half the cells of the best covered one last.",
+                 ""]
+        for kind, multiclass in (("Binary", False), ("Multiclass", True)):
+            mine = [r for r in rows if r.dataset in DATASETS and DATASETS[r.dataset].multiclass == multiclass]
+            if any(r.regime == regime for r in mine):
+                body += [f"### {kind} datasets", "", *summary_table(mine, regime, plan.budgets), ""]
+        body += ["## Per dataset "
+                 f"({regime})", "", *dataset_tables(rows, regime, plan.datasets)]
+    plots = [f"![{d}](leaderboard_{d}.png)" for d in plan.datasets if any(r.dataset == d for r in rows)]
+    return "\n".join(head + body + plots + [""])
+
+
+def plot(rows: list[Row], dataset: str, path: Path) -> None:
+    """The metric against the realised query ratio: one line per entry (defaults regime first)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    regime = next(r.regime for r in rows if r.dataset == dataset)
+    mine = [r for r in rows if r.dataset == dataset and r.regime == regime]
+    fig, ax = plt.subplots(figsize=(9, 5.5))
+    ax.set_prop_cycle(color=plt.cm.tab20.colors)  # up to 20 entries without a repeated colour
+    by: dict[str, list[Row]] = defaultdict(list)
+    for r in mine:
+        if r.budget is not None and r.mode != "offline":
+            by[r.label].append(r)
+    for label, pts in sorted(by.items()):
+        pts.sort(key=lambda r: r.query)
+        style = "--" if label in {"river-entropy(pa)", "river-entropy(lr)", "vw-active"} else "-"
+        ax.errorbar([r.query for r in pts], [r.mean for r in pts], yerr=[r.std for r in pts], ls=style, marker="o",
+                    ms=3, lw=1, label=label)
+    for r in mine:
+        if r.budget is None:
+            ax.axhline(r.mean, color="0.4", ls=":" if r.entry == "vw-supervised" else "-.", lw=1)
+            ax.annotate(r.entry, (1.0, r.mean), xycoords=("axes fraction", "data"), fontsize=7, ha="right",
+                        va="bottom")
+    budgets = [r.budget for r in mine if r.budget is not None]
+    # a peer that stopped asking (ratio ≈ 0) would stretch the log axis over decades: it stays off the plot
+    ax.set_xlim(0.5 * min(budgets, default=0.01), 1.5 * max(budgets, default=0.2))
+    ax.set(xscale="log", xlabel="realised query ratio (entries below half the smallest budget: off the plot)",
+           ylabel=mine[0].metric,
+           title=f"{dataset} ({regime}; ours online, peers dashed)")
+    ax.legend(fontsize=6, ncol=2, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def write(rows: list[Row], skipped: list[dict[str, str]], plan: Plan, out: Path, meta: Mapping[str, Any]) -> None:
+    """Rank the rows, then write the md, the json and one figure per dataset into ``out``."""
+    rank(rows)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "leaderboard.md").write_text(markdown(rows, skipped, plan, meta=meta))
+    ranks = mean_ranks(rows)
+    payload = {**meta, "plan": asdict(plan), "skipped": skipped, "rows": [asdict(r) for r in rows],
+               "mean_ranks": [{"regime": k[0], "budget": k[1], "entry": k[2], "mean_rank": v[0], "datasets": v[1]}
+                              for k, v in ranks.items()],
+               "wins": [{"regime": k[0], "entry": k[1], "datasets": v} for k, v in wins(rows).items()]}
+    (out / "leaderboard.json").write_text(json.dumps(payload, indent=1, default=float))
+    for d in plan.datasets:
+        if any(r.dataset == d for r in rows):
+            plot(rows, d, out / f"leaderboard_{d}.png")
+
+
+def parse(argv: Sequence[str] | None) -> tuple[Plan, Path, str, bool]:
+    """The plan, the output directory, the command line as run, and whether only to render."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.leaderboard", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true",
+                        help=f"{QUICK_PERMUTATIONS} permutations, the reduced learner and dataset lists")
+    parser.add_argument("--datasets", nargs="+", choices=list(DATASETS), metavar="NAME",
+                        help=f"default: all ({', '.join(DATASETS)}); with --quick: {', '.join(QUICK_DATASETS)}")
+    parser.add_argument("--learners", nargs="+", metavar="NAME", help="registry names (default: every one with a "
+                        "budget knob; with --quick, the reduced list)")
+    parser.add_argument("--budgets", nargs="+", type=float, default=list(BUDGETS), metavar="RATIO")
+    parser.add_argument("--permutations", type=int, help=f"default {PERMUTATIONS}, {QUICK_PERMUTATIONS} with --quick")
+    parser.add_argument("--tuning-permutations", type=int, default=TUNING_PERMUTATIONS)
+    parser.add_argument("--regime", choices=("defaults", "tuned", "both"), default="both")
+    parser.add_argument("--no-peers", action="store_true", help="our learners only")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--render-only", action="store_true",
+                        help="rewrite leaderboard.md and the figures from --out's leaderboard.json, run nothing")
+    args = parser.parse_args(argv)
+    learners = args.learners or (list(QUICK_LEARNERS) if args.quick else None)
+    if learners:
+        unknown = [n for n in learners if n not in ALGORITHMS]
+        if unknown:
+            parser.error(f"unknown learners: {', '.join(unknown)}")
+    datasets = args.datasets or list(QUICK_DATASETS if args.quick else DATASETS)
+    plan = Plan(datasets=datasets, learners=learners, budgets=args.budgets,
+                permutations=args.permutations or (QUICK_PERMUTATIONS if args.quick else PERMUTATIONS),
+                regimes=["defaults", "tuned"] if args.regime == "both" else [args.regime], peers=not args.no_peers,
+                tuning_permutations=args.tuning_permutations)
+    command = "python -m benchmarks.leaderboard " + " ".join(argv if argv is not None else sys.argv[1:])
+    return plan, args.out, command.strip(), args.render_only
+
+
+def render(out: Path) -> None:
+    """The md and the figures again from the json (after a change of layout, without a rerun)."""
+    payload = json.loads((out / "leaderboard.json").read_text())
+    rows = [Row(**r) for r in payload["rows"]]
+    meta = {k: payload[k] for k in ("date", "commit", "command", "minutes")}
+    write(rows, payload["skipped"], Plan(**payload["plan"]), out, meta)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    plan, out, command, render_only = parse(argv)
+    if render_only:
+        render(out)
+        return 0
+    commit = _commit()  # the code that runs, read before the run
+    started = time.perf_counter()
+    rows: list[Row] = []
+    skipped: list[dict[str, str]] = []
+    for name in plan.datasets:
+        t = time.perf_counter()
+        got, skip = run_dataset(DATASETS[name], plan, log=lambda s: print(s, flush=True))
+        rows += got
+        skipped += skip
+        print(f"== {name}: {len(got)} rows, {time.perf_counter() - t:.0f} s", flush=True)
+    meta = {"date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), "commit": commit,
+            "command": command, "minutes": (time.perf_counter() - started) / 60}
+    write(rows, skipped, plan, out, meta)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
