@@ -277,7 +277,7 @@ RESULTS: tuple[Entry, ...] = (
     Entry("paa-tables-best", "paa", ("paa_table2_3_best.md", "paa_table2_3_best.json", "paa_fig1_best.png"),
           (*_PAA_TABLES, "--config", "best", "--river"),
           {"config": "best", "permutations": 20, "figure_permutations": 20, "river": True},
-          quick=(*_PAA_TABLES, "--config", "best", "--permutations", "3", "--no-figure"), minutes=21.6,
+          quick=(*_PAA_TABLES, "--config", "best", "--permutations", "3", "--no-figure"), minutes=12.6,
           check=lambda: _paa_cell("paa_table2_3_best", "svmguide1", "paa-1", 0.1)),
     Entry("paa-tables-raw-rows", "paa",
           ("paa_table2_3_paper+normalize=False.md", "paa_table2_3_paper+normalize=False.json"),
