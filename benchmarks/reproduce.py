@@ -27,6 +27,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -446,7 +447,20 @@ def regenerate(entry: Entry, *, quick: bool, invoked: str) -> int:
     started, wall = time.perf_counter(), time.time()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
            "ACTIVESTREAM_DATASETS": str(data_dir())}
+    # A directory among the files is the script's cache of finished cells, which it reuses rather than
+    # recompute: set aside, so that every figure is made at HEAD; put back if the run fails.
+    caches = [RESULTS_DIR / f for f in entry.files if f.endswith("/") and (RESULTS_DIR / f).is_dir()]
+    for cache in caches:
+        shutil.rmtree(cache.with_name(cache.name + ".before"), ignore_errors=True)
+        cache.rename(cache.with_name(cache.name + ".before"))
     code = subprocess.run([sys.executable, *argv], cwd=ROOT, env=env).returncode
+    for cache in caches:
+        kept = cache.with_name(cache.name + ".before")
+        if code == 0:
+            shutil.rmtree(kept)
+        else:
+            shutil.rmtree(cache, ignore_errors=True)
+            kept.rename(cache)
     minutes = (time.perf_counter() - started) / 60
     if code == 0:
         stamp(entry, made_at=made_at, commit_id=commit_id, command=f"python {' '.join(argv)}", minutes=minutes,
@@ -479,7 +493,9 @@ def _select(only: Sequence[str] | None) -> list[Entry]:
     unknown = [o for o in only if o not in known]
     if unknown:
         raise SystemExit(f"unknown: {', '.join(unknown)} (known: {', '.join(sorted(known))})")
-    return [e for e in RESULTS if e.name in only or e.paper in only]
+    names = {e.name for e in RESULTS}
+    # an entry's own name selects that entry alone, even where a paper shares it ("budget")
+    return [e for e in RESULTS if e.name in only or (e.paper in only and e.paper not in names)]
 
 
 def provenance(entry: Entry) -> dict[str, Any] | None:

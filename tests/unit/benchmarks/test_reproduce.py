@@ -77,3 +77,28 @@ def test_check_detects_a_tampered_cell_in_a_committed_file(datasets_dir, monkeyp
     monkeypatch.setattr(reproduce, "RESULTS_DIR", tmp_path)
     entry = next(e for e in RESULTS if e.name == "paa-tables")
     assert check_entry(entry)[0] == verdict
+
+
+def test_an_entry_name_selects_that_entry_alone_and_a_paper_name_all_of_its_entries():
+    assert [e.name for e in reproduce._select(["budget"])] == ["budget"]  # also a paper's name
+    assert {e.name for e in reproduce._select(["paa"])} >= {"paa-tables", "paa-tables-best", "paa-gaps"}
+
+
+def _script_entry(tmp_path, body: str) -> reproduce.Entry:
+    code = f"import pathlib; p = pathlib.Path({str(tmp_path)!r}); {body}"
+    return reproduce.Entry("cached", "performance", ("cached.md", "cells/"), ("-c", code), {}, timing=True)
+
+
+def test_regenerating_sets_a_cache_of_cells_aside_and_restores_it_if_the_run_fails(tmp_path, monkeypatch):
+    monkeypatch.setattr(reproduce, "RESULTS_DIR", tmp_path)
+    (tmp_path / "cells").mkdir()
+    (tmp_path / "cells" / "old.json").write_text("{}")
+    fails = _script_entry(tmp_path, "assert not (p / 'cells').exists(); raise SystemExit(3)")
+    assert reproduce.regenerate(fails, quick=False, invoked="") == 3
+    assert sorted(f.name for f in (tmp_path / "cells").iterdir()) == ["old.json"]  # put back
+    runs = _script_entry(tmp_path, "assert not (p / 'cells').exists(); (p / 'cells').mkdir(); "
+                                   "(p / 'cells' / 'new.json').write_text('{}'); (p / 'cached.md').write_text('# t')")
+    assert reproduce.regenerate(runs, quick=False, invoked="") == 0
+    assert sorted(f.name for f in (tmp_path / "cells").iterdir()) == ["new.json"]  # made afresh, the old gone
+    assert not (tmp_path / "cells.before").exists()
+
