@@ -366,8 +366,7 @@ RESULTS: tuple[Entry, ...] = (
     Entry("replay-throughput", "performance", ("throughput.md",), ("-m", "benchmarks.throughput"),
           {"runs": 3, "inputs": "a8a×30, synthetic 10⁷ × 2²⁰, news20"},
           quick=("-m", "benchmarks.throughput", "--repeats", "1", "--a8a-copies", "10", "--synthetic-rows", "1000000"),
-          timing=True, stale="made before `replay --in-order` streamed its input and lost its start-up imports, on "
-          "a8a×10 and 10⁶ synthetic rows; regenerating needs the bench extra (vowpalwabbit) and a quiet machine"),
+          timing=True),
     Entry("replay-startup", "performance", ("startup.md",), ("-m", "benchmarks.startup"), {"repeats": 5},
           timing=True),
     Entry("replay-memory", "performance", ("replay_memory.md",), ("-m", "benchmarks.replay_memory"),
