@@ -3,11 +3,10 @@ the embedded broker gives what the same records give replayed from a file."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
-import os
 import random
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import orjson
 import pytest
 from confluent_kafka import Producer
 
+from consumer.cli import main
 from consumer.demo.broker import create_topics
 from learners.datasets import read_libsvm
 
@@ -23,10 +23,14 @@ T0 = 1_750_000_000.0  # the records' times: one second apart, in file order
 
 
 def _replay(*args: str) -> tuple[int, dict | None, str]:
-    done = subprocess.run([sys.executable, "-m", "consumer", "replay", "--json", *args], capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "PYTHONHASHSEED": "0"})
-    report = json.loads(done.stdout) if done.returncode == 0 else None
-    return done.returncode, report, done.stderr
+    """``activestream replay --json ARGS`` in this process (the kernels are loaded once): exit code,
+    the report, what went to stderr."""
+    out, err = io.BytesIO(), io.StringIO()
+    stdout = io.TextIOWrapper(out, encoding="utf-8")  # the report is written to sys.stdout.buffer
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(err):
+        code = main(["replay", "--json", *args])
+        stdout.flush()
+    return code, json.loads(out.getvalue()) if code == 0 else None, err.getvalue()
 
 
 @pytest.fixture(scope="module")
