@@ -152,14 +152,14 @@ def _topic_data(args: argparse.Namespace, params: dict[str, Any]) -> tuple[Any, 
     """The dataset of ``--from-kafka BOOTSTRAP --topic T [--labels-topic L]`` and what the read found.
     Client properties come from ACTIVESTREAM_KAFKA / ACTIVESTREAM_KAFKA_CONSUMER, as the service's."""
     from consumer.config import load_settings
-    from consumer.kafka import CONSUMER_DEFAULTS
+    from consumer.kafka import consumer_config
     from consumer.topic_replay import parse_time, read_topic_dataset, used_width
 
     if args.topic is None:
         raise ValueError("--from-kafka needs --topic (the recorded features topic)")
     settings = load_settings(bootstrap_servers=args.from_kafka)
-    conf = {**CONSUMER_DEFAULTS, **settings.kafka, **settings.kafka_consumer,
-            "bootstrap.servers": settings.bootstrap_servers, "client.id": "activestream-replay"}
+    # the service's client properties; the reader assigns partitions itself, in a group of its own
+    conf = {k: v for k, v in consumer_config(settings, "replay").items() if k != "group.instance.id"}
     since = None if args.since is None else parse_time(args.since, "--since")
     until = None if args.until is None else parse_time(args.until, "--until")
     # The model's dimension: --param n_features, else ACTIVESTREAM_N_FEATURES if set; otherwise the
