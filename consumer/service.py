@@ -841,13 +841,17 @@ class Service:
         produced[i] = recorded.prediction is not None
         decided_now = wants[i]
         wants[i] = recorded.prediction["label_requested"] if recorded.prediction else True
-        if decided_now and not wants[i] and self.learner.budget is not None:
-            self.learner.budget.uncount_request()  # no request before the restart: none counted now either
+        if self.learner.budget is not None and decided_now != wants[i]:
+            # the controller counts the decision kept, not the one it just made: a request made before
+            # the restart (or one whose prediction landed and whose request was lost with the process,
+            # made again below) is counted, one not made is taken back
+            if wants[i]:
+                self.learner.budget.count_request()
+            else:
+                self.learner.budget.uncount_request()
         if wants[i] and recorded.request is not None:
             r = recorded.request
             self.budget.allow(decoded.ts[i])  # it used the budget before the restart too
-            if self.learner.budget is not None and not decided_now:
-                self.learner.budget.count_request()  # made before the restart: the caps count it too
             if self.keeps_pending:
                 batch.pending.append((decoded.ids[i], Entry(decoded.rows.take([i]), 0, codes[i], probs[i], scores[i],
                                                             r["requested_at"], r["expires_at"], r["cost"])))
