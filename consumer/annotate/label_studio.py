@@ -140,10 +140,15 @@ class Connector:
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
+        self.forwarder = None  # no webhook can reach it now; it holds the producer, let go below
         if self._consumer is not None:
             self._consumer.close()
+            self._consumer = None
         if self._producer is not None:
             self._producer.flush(10)
+            # librdkafka keeps reconnecting for as long as the producer lives: let it go now, not
+            # whenever the last reference to this connector does
+            self._producer = None
 
     # -- the loop
 
