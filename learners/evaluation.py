@@ -23,7 +23,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-__all__ = ["Metrics", "auc_roc", "binary_metrics", "multiclass_metrics"]
+__all__ = ["Metrics", "auc_of_classes", "auc_roc", "binary_counts", "binary_metrics", "binary_metrics_of_counts",
+           "multiclass_counts", "multiclass_metrics", "multiclass_metrics_of_counts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,29 +56,32 @@ def _ratio(num: float, den: float) -> float:
     return num / den if den else 0.0
 
 
-def _mid_ranks(x: np.ndarray) -> np.ndarray:
-    """Ranks 1..n of ``x``, tied values sharing the mean of their ranks (``scipy.stats.rankdata``'s
-    default, without importing SciPy's statistics for it)."""
-    order = np.argsort(x, kind="stable")
-    ordered = x[order]
-    first = np.concatenate([[True], ordered[:-1] != ordered[1:]])
-    starts = np.flatnonzero(first)
-    counts = np.diff(starts, append=x.size)
-    ranks = np.empty(x.size)
-    ranks[order] = np.repeat(starts + 1.0 + (counts - 1.0) / 2.0, counts)
-    return ranks
-
-
 def auc_roc(y_true: np.ndarray, scores: np.ndarray) -> float:
     """Area under the ROC curve of ``scores`` for the positive class (code +1): the Mann-Whitney
-    statistic with mid-ranks for ties. NaN unless both classes are present. O(n log n)."""
+    statistic, ties counted a half. NaN unless both classes are present. O(n log n)."""
     pos = np.asarray(y_true) > 0
-    n_p = int(np.count_nonzero(pos))
-    n_n = pos.size - n_p
+    s = np.asarray(scores, dtype=np.float64)
+    return auc_of_classes(s[pos], s[~pos])
+
+
+_AUC_BLOCK = 1 << 20  # positives looked up at a time: the lookups' memory stays a few MB
+
+
+def auc_of_classes(positive: np.ndarray, negative: np.ndarray) -> float:
+    """:func:`auc_roc` from the scores of the positive and of the negative rounds (both sorted in
+    place): U = Σ over positives of the negatives below it, plus half those equal to it, an exact
+    integer count (2U is summed), so no rank array the size of the stream is made."""
+    n_p, n_n = positive.size, negative.size
     if n_p == 0 or n_n == 0:
         return float("nan")
-    ranks = _mid_ranks(np.asarray(scores, dtype=np.float64))
-    return float((ranks[pos].sum() - n_p * (n_p + 1) / 2.0) / (n_p * n_n))
+    positive.sort()  # sorted lookups walk the negatives in order
+    negative.sort()
+    twice_u = 0
+    for lo in range(0, n_p, _AUC_BLOCK):
+        block = positive[lo : lo + _AUC_BLOCK]
+        twice_u += int(np.searchsorted(negative, block, "left").sum()) + int(np.searchsorted(negative, block,
+                                                                                              "right").sum())
+    return float((twice_u / 2.0) / (n_p * n_n))
 
 
 def binary_metrics(y_true: np.ndarray, y_pred: np.ndarray, queried: np.ndarray, *,
@@ -86,37 +90,56 @@ def binary_metrics(y_true: np.ndarray, y_pred: np.ndarray, queried: np.ndarray, 
     """Prequential metrics of a binary stream; labels are internal codes ±1. ``scores`` (the
     margins the predictions came from) adds the AUC-ROC."""
     y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
+    return binary_metrics_of_counts(binary_counts(y_true, y_pred), int(np.count_nonzero(queried)),
+                                    eta_p=eta_p, eta_n=eta_n, c_p=c_p, c_n=c_n,
+                                    auc=float("nan") if scores is None else auc_roc(y_true, scores))
+
+
+def binary_counts(y_true: np.ndarray, y_pred: np.ndarray) -> np.ndarray:
+    """(tp, fn, fp, tn) of internal codes ±1: what the binary metrics need of the rounds, summable
+    over parts of a stream."""
     pos, pred_pos = y_true > 0, y_pred > 0
-    tp = int(np.count_nonzero(pos & pred_pos))
-    fn = int(np.count_nonzero(pos & ~pred_pos))
-    fp = int(np.count_nonzero(~pos & pred_pos))
-    tn = int(np.count_nonzero(~pos & ~pred_pos))
-    n = y_true.size
+    return np.array([np.count_nonzero(pos & pred_pos), np.count_nonzero(pos & ~pred_pos),
+                     np.count_nonzero(~pos & pred_pos), np.count_nonzero(~pos & ~pred_pos)], dtype=np.int64)
+
+
+def binary_metrics_of_counts(counts: np.ndarray, queries: int, *, eta_p: float = 0.5, eta_n: float = 0.5,
+                             c_p: float = 0.5, c_n: float = 0.5, auc: float = float("nan")) -> Metrics:
+    """:func:`binary_metrics` from :func:`binary_counts` (summed over a stream's parts)."""
+    tp, fn, fp, tn = (int(c) for c in counts)
+    n = tp + fn + fp + tn
     precision, recall = _ratio(tp, tp + fp), _ratio(tp, tp + fn)
     specificity = _ratio(tn, tn + fp)
-    queries = int(np.count_nonzero(queried))
     return Metrics(
         examples=n, mistakes=fp + fn, accuracy=_ratio(tp + tn, n), mistake_rate=_ratio(fp + fn, n),
         f1=_ratio(2 * precision * recall, precision + recall), query_ratio=_ratio(queries, n),
         queries=queries, precision=precision, recall=recall, sensitivity=recall,
         specificity=specificity, weighted_sum=eta_p * recall + eta_n * specificity,
-        cost=c_p * fn + c_n * fp, auc_roc=float("nan") if scores is None else auc_roc(y_true, scores),
-        tp=tp, fp=fp, tn=tn, fn=fn,
+        cost=c_p * fn + c_n * fp, auc_roc=auc, tp=tp, fp=fp, tn=tn, fn=fn,
     )
 
 
 def multiclass_metrics(y_true: np.ndarray, y_pred: np.ndarray, queried: np.ndarray,
                        n_classes: int) -> Metrics:
     """Prequential metrics of a multiclass stream; labels are class indices. f1 is macro-F1."""
-    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
-    n = y_true.size
-    mistakes = int(np.count_nonzero(y_true != y_pred))
-    tp = np.bincount(y_true[y_true == y_pred], minlength=n_classes)
-    support = np.bincount(y_true, minlength=n_classes)
-    predicted = np.bincount(y_pred, minlength=n_classes)
+    return multiclass_metrics_of_counts(multiclass_counts(np.asarray(y_true), np.asarray(y_pred), n_classes),
+                                        int(np.count_nonzero(queried)))
+
+
+def multiclass_counts(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> np.ndarray:
+    """Per class: rounds right, rounds of the class, rounds predicted as it (3 × k), summable over
+    parts of a stream."""
+    return np.stack([np.bincount(y_true[y_true == y_pred], minlength=n_classes),
+                     np.bincount(y_true, minlength=n_classes), np.bincount(y_pred, minlength=n_classes)])
+
+
+def multiclass_metrics_of_counts(counts: np.ndarray, queries: int) -> Metrics:
+    """:func:`multiclass_metrics` from :func:`multiclass_counts` (summed over a stream's parts)."""
+    tp, support, predicted = counts
+    n = int(support.sum())
+    mistakes = n - int(tp.sum())
     with np.errstate(invalid="ignore", divide="ignore"):
         f1 = np.where(support + predicted > 0, 2 * tp / (support + predicted), 0.0)
-    queries = int(np.count_nonzero(queried))
     present = support > 0
     return Metrics(
         examples=n, mistakes=mistakes, accuracy=_ratio(n - mistakes, n), mistake_rate=_ratio(mistakes, n),

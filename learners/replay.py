@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from learners import budget, drivers
+from learners import budget, drivers, evaluation
 from learners.base import Learner
 from learners.datasets import Dataset
 from learners.evaluation import Metrics, binary_metrics, multiclass_metrics
@@ -172,17 +172,13 @@ def replay(learner: Learner, data: Dataset, *, order: np.ndarray | None = None, 
     return _replay_prepared(learner, prep, order, delay)
 
 
-def replay_stream(learner: Learner, chunks: Iterable[Dataset], *, delay: int = 0, rows: int = 0) -> Trace:
-    """:func:`replay` in file order of the rows of ``chunks`` one after the other, bit for bit, holding
-    one chunk at a time: a file read as a stream (:func:`learners.datasets.iter_libsvm`).
-
-    The chunks must share their ``n_features`` (the stream's). Besides the chunk, memory holds the
-    last ``delay`` rows (their labels may still be on the way) and the per-round outputs the metrics
-    read (34 bytes a row), allocated once if ``rows`` says how many the stream holds.
-    """
+def _stream(learner: Learner, chunks: Iterable[Dataset], delay: int,
+            sink: Callable[[np.ndarray, _Outputs, int], None]) -> tuple[int, int, float]:
+    """The chunk loop of :func:`replay_stream` and :func:`run_stream`: ``sink(codes, out, first)``
+    gets each chunk's rounds as they are decided (``out``'s rounds after its first ``first``, the
+    labels' codes of those rounds); returns (rounds, updates that changed the model, seconds)."""
     if delay < 0:
         raise ValueError(f"delay must be ≥ 0, got {delay}")
-    codes, trail = [], _Trail(rows)
     carry: _Prepared | None = None  # the previous chunk's last rows, their labels possibly pending
     carried: _Outputs | None = None
     n = changed = 0
@@ -191,7 +187,7 @@ def replay_stream(learner: Learner, chunks: Iterable[Dataset], *, delay: int = 0
         if chunk.n == 0:
             continue
         prep = _prepare(learner, chunk, first_key=n)
-        codes.append(prep.codes)
+        codes = prep.codes
         first = 0 if carry is None else carry.rows.n
         if carry is not None:
             prep = carry.then(prep)
@@ -200,7 +196,7 @@ def replay_stream(learner: Learner, chunks: Iterable[Dataset], *, delay: int = 0
         start = time.perf_counter()
         changed += _drive(learner, prep, np.arange(size, dtype=np.int64), delay, first, False, out)
         seconds += time.perf_counter() - start
-        trail.append(out, first)
+        sink(codes, out, first)
         keep = min(delay, size)
         carry, carried = (prep.tail(keep), out) if keep else (None, None)
         n += chunk.n
@@ -210,12 +206,89 @@ def replay_stream(learner: Learner, chunks: Iterable[Dataset], *, delay: int = 0
         start = time.perf_counter()
         changed += _drive(learner, carry, np.arange(k, dtype=np.int64), delay, k, True, out)
         seconds += time.perf_counter() - start
+    return n, changed, seconds
+
+
+def replay_stream(learner: Learner, chunks: Iterable[Dataset], *, delay: int = 0, rows: int = 0) -> Trace:
+    """:func:`replay` in file order of the rows of ``chunks`` one after the other, bit for bit, holding
+    one chunk at a time: a file read as a stream (:func:`learners.datasets.iter_libsvm`).
+
+    The chunks must share their ``n_features`` (the stream's). Besides the chunk, memory holds the
+    last ``delay`` rows (their labels may still be on the way) and the per-round outputs of the
+    trace (34 bytes a row), allocated once if ``rows`` says how many the stream holds;
+    :func:`run_stream` keeps only what the metrics need.
+    """
+    codes, trail = [], _Trail(rows)
+
+    def keep(chunk_codes: np.ndarray, out: _Outputs, first: int) -> None:
+        codes.append(chunk_codes)
+        trail.append(out, first)
+
+    n, changed, seconds = _stream(learner, chunks, delay, keep)
     joined = trail.arrays()
     learner.rounds_ += n
     learner.labels_ += int(np.count_nonzero(joined[3]))
     learner.updates_ += changed
     y_true = np.concatenate(codes) if codes else np.empty(0, dtype=np.int64)
     return Trace(y_true, *joined, changed, seconds)
+
+
+class _Tally:
+    """What one pass's metrics need, summed chunk after chunk: the counts of the rounds after
+    ``warmup`` (:func:`learners.evaluation.binary_counts` or ``multiclass_counts``), their queries,
+    the queries of every window of :func:`learners.budget.max_window_query_ratio`, and (binary) the
+    margins of the AUC-ROC by class: 8 bytes a round, the one part that grows with the stream, as an
+    exact rank statistic must."""
+
+    def __init__(self, n_classes: int, multiclass: bool, warmup: int, window: int = 1000) -> None:
+        self.n_classes, self.multiclass, self.warmup, self.window = n_classes, multiclass, warmup, window
+        self.counts = np.zeros((3, n_classes) if multiclass else 4, dtype=np.int64)
+        self.rounds = self.queries = self.all_queries = 0
+        self.windows: list[int] = []  # queries per full window, in order
+        self.open = 0  # queries of the window being filled
+        self.margins: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])  # of positive, of negative rounds
+
+    def add(self, codes: np.ndarray, out: _Outputs, first: int) -> None:
+        yhat, p, queried = out.yhat[first:], out.p[first:], out.queried[first:]
+        self._count_windows(queried)
+        self.all_queries += int(np.count_nonzero(queried))
+        skip = min(max(self.warmup - self.rounds, 0), codes.size)
+        self.rounds += codes.size
+        y, yhat, p, queried = codes[skip:], yhat[skip:], p[skip:], queried[skip:]
+        if self.multiclass:
+            self.counts += evaluation.multiclass_counts(y, yhat, self.n_classes)
+        else:
+            self.counts += evaluation.binary_counts(y, yhat)
+            pos = y > 0
+            self.margins[0].append(p[pos])
+            self.margins[1].append(p[~pos])
+        self.queries += int(np.count_nonzero(queried))
+
+    def _count_windows(self, queried: np.ndarray) -> None:
+        at = self.rounds % self.window
+        head = min(self.window - at, queried.size) if at else 0
+        self.open += int(np.count_nonzero(queried[:head]))
+        if at and at + head == self.window:
+            self.windows.append(self.open)
+            self.open = 0
+        body = queried[head:]
+        full = body.size // self.window * self.window
+        if full:
+            self.windows += np.count_nonzero(body[:full].reshape(-1, self.window), axis=1).tolist()
+        self.open += int(np.count_nonzero(body[full:]))
+
+    def max_window(self) -> float:
+        """:func:`learners.budget.max_window_query_ratio` of the whole pass."""
+        later = self.windows[1:]
+        return float(max(later) / self.window) if later else math.nan
+
+    def metrics(self, **costs: float) -> Metrics:
+        if not 0 <= self.warmup < max(self.rounds, 1):
+            raise ValueError(f"warmup must be in [0, {self.rounds}), got {self.warmup}")
+        if self.multiclass:
+            return evaluation.multiclass_metrics_of_counts(self.counts, self.queries)
+        auc = evaluation.auc_of_classes(*(np.concatenate(part) if part else np.empty(0) for part in self.margins))
+        return evaluation.binary_metrics_of_counts(self.counts, self.queries, auc=auc, **costs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,18 +342,21 @@ def run(learner: Learner, data: Dataset, *, permutations: int = 1, seed: int = 0
 def run_stream(learner: Learner, chunks: Callable[[], Iterable[Dataset]], *, permutations: int = 1,
                delay: int = 0, costs: dict | None = None, warmup: int = 0, rows: int = 0) -> Run:
     """:func:`run` in file order (``shuffle=False``), bit for bit, over a stream: ``chunks()`` yields
-    the rows again for each pass (:func:`replay_stream`), so memory follows a chunk, not the data.
-    ``rows``: how many rows the stream holds, if known."""
+    the rows again for each pass, so memory follows a chunk, not the data (but for the AUC-ROC's
+    9 bytes a round, :class:`_Tally`). ``rows`` is accepted for the callers that know it."""
     if permutations < 1:
         raise ValueError(f"permutations must be ≥ 1, got {permutations}")
     metrics, seconds, windows = [], [], []
     for k in range(permutations):
         fresh = learner.clone(seed=learner.seed + k)
-        trace = replay_stream(fresh, chunks(), delay=delay, rows=rows)
-        rows = trace.y_true.size  # the next pass's length
-        metrics.append(trace.after(warmup).metrics(fresh, **(costs or {})))
-        seconds.append(trace.seconds)
-        windows.append(budget.max_window_query_ratio(trace.queried))
+        tally = _Tally(len(fresh.classes), fresh.multiclass, warmup)
+        n, changed, spent = _stream(fresh, chunks(), delay, tally.add)
+        fresh.rounds_ += n
+        fresh.labels_ += tally.all_queries
+        fresh.updates_ += changed
+        metrics.append(tally.metrics(**(costs or {})))
+        seconds.append(spent)
+        windows.append(tally.max_window())
     return Run(metrics, learner.get_params(), seconds, windows)
 
 

@@ -57,3 +57,19 @@ def test_binary_metrics_carry_auc_only_with_scores():
     y, p = np.array([1, -1]), np.array([1, -1])
     assert np.isnan(binary_metrics(y, p, np.ones(2, bool)).auc_roc)
     assert binary_metrics(y, p, np.ones(2, bool), scores=np.array([0.3, -0.1])).auc_roc == 1.0
+
+
+def test_auc_roc_equals_the_mid_rank_statistic_exactly(monkeypatch):
+    """The counted U (positives looked up in blocks) against the Mann-Whitney rank sum with mid-ranks
+    (scipy's rankdata), bit for bit, scores with many ties."""
+    from scipy.stats import rankdata
+
+    from learners import evaluation
+
+    monkeypatch.setattr(evaluation, "_AUC_BLOCK", 7)
+    rng = np.random.default_rng(3)
+    y = np.where(rng.random(5_000) < 0.3, 1, -1)
+    s = np.round(rng.normal(size=5_000) + 0.4 * y, 1)  # rounded: ties within and across the classes
+    n_p = int((y > 0).sum())
+    reference = (rankdata(s)[y > 0].sum() - n_p * (n_p + 1) / 2.0) / (n_p * (y.size - n_p))
+    assert auc_roc(y, s) == reference
