@@ -12,9 +12,11 @@ the same rows in VW text format:
 then times, one after another, each command as a whole (interpreter start included) and reads
 its CPU time and peak RSS with GNU ``/usr/bin/time``:
 
-* ``activestream replay --learner paa-1 --data FILE --in-order --param delta=… --json`` (``mpaa-1``
-  on news20), whose JSON also reports the in-process ``read_seconds`` (read + parse) and
-  ``total_seconds`` (read + parse + learn + evaluate, i.e. excluding interpreter start and imports);
+* ``activestream replay --learner paa-1 --data FILE --in-order --param delta=… --param n_features=…
+  --param classes=… --json`` (``mpaa-1`` on news20; the dimension and classes given, as VW is given
+  its ``-b`` and ``--oaa``, so the file is read once), whose JSON also reports the in-process
+  ``read_seconds`` (read + parse) and ``total_seconds`` (read + parse + learn + evaluate, i.e.
+  excluding interpreter start and imports);
 * ``python -m vowpalwabbit -d FILE.vw --loss_function hinge -b B --quiet`` (``--oaa 20`` on news20;
   the wheel has no ``vw`` binary; this runs the same C++ driver), and ``python -c "import
   vowpalwabbit"`` so the start-up can be subtracted.
@@ -161,9 +163,15 @@ def synthetic_chunks(n: int, d: int, seed: int, chunk: int = 1_000_000) -> Itera
         yield rows, labels
 
 
+def declared(n_features: int, classes: list) -> list[str]:
+    """``--param`` arguments giving the model's dimension and classes."""
+    return ["--param", f"n_features={n_features}", "--param", f"classes={json.dumps([int(c) for c in classes])}"]
+
+
 def build_inputs(tmp: Path, synthetic_rows: int, a8a_copies: int, names: Sequence[str],
-                 ) -> dict[str, tuple[Path, Path, int, int, bool]]:
-    """name → (LIBSVM path, VW path, rows, VW hash bits, multiclass)."""
+                 ) -> dict[str, tuple[Path, Path, int, int, bool, list[str]]]:
+    """name → (LIBSVM path, VW path, rows, VW hash bits, multiclass, our declared dimension and classes:
+    what VW is told by ``-b`` and ``--oaa``, so that neither reads the file before learning)."""
     inputs = {}
     if "a8a" in names:
         a8a = read_libsvm(datasets_dir() / "a8a.xz")
@@ -171,19 +179,20 @@ def build_inputs(tmp: Path, synthetic_rows: int, a8a_copies: int, names: Sequenc
         with svm.open("wb") as f_svm, vw.open("wb") as f_vw:
             for _ in range(a8a_copies):
                 write_libsvm_and_vw(a8a.rows, a8a.labels, f_svm, f_vw)
-        inputs[f"a8a×{a8a_copies}"] = (svm, vw, a8a_copies * a8a.n, 18, False)
+        inputs[f"a8a×{a8a_copies}"] = (svm, vw, a8a_copies * a8a.n, 18, False, declared(a8a.rows.n_features, [-1, 1]))
     if "synthetic" in names:
         svm, vw = tmp / "synthetic.svm", tmp / "synthetic.vw"
         with svm.open("wb") as f_svm, vw.open("wb") as f_vw:
             for rows, labels in synthetic_chunks(synthetic_rows, 2**20, seed=0):
                 write_libsvm_and_vw(rows, labels, f_svm, f_vw)
-        inputs[f"synthetic {synthetic_rows:.0e}×2²⁰".replace("e+0", "e")] = (svm, vw, synthetic_rows, 20, False)
+        inputs[f"synthetic {synthetic_rows:.0e}×2²⁰".replace("e+0", "e")] = (svm, vw, synthetic_rows, 20, False,
+                                                                                      declared(2**20, [-1, 1]))
     if "news20" in names:
         news = read_libsvm(datasets_dir() / "news20.xz")
         svm, vw = tmp / "news20.svm", tmp / "news20.vw"
         with svm.open("wb") as f_svm, vw.open("wb") as f_vw:
             write_libsvm_and_vw(news.rows, news.labels, f_svm, f_vw)
-        inputs["news20"] = (svm, vw, news.n, 18, True)
+        inputs["news20"] = (svm, vw, news.n, 18, True, declared(news.rows.n_features, news.classes()))
     return inputs
 
 
@@ -242,15 +251,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         ours_startup, _ = median_run(tiny, args.repeats)
         vw_import, _ = median_run([sys.executable, "-c", "import vowpalwabbit"], args.repeats)
         rows = []
-        for name, (svm, vw, n, bits, multiclass) in inputs.items():
+        for name, (svm, vw, n, bits, multiclass, given) in inputs.items():
             sizes = dict(rows=n, mb_svm=svm.stat().st_size / 1e6, mb_vw=vw.stat().st_size / 1e6, data=name)
             learner = ["mpaa-1"] if multiclass else ["paa-1", "--param", f"delta={args.delta}"]
-            ours_cmd = [activestream, "replay", "--learner", *learner, "--data", str(svm), "--in-order", "--json"]
+            ours_cmd = [activestream, "replay", "--learner", *learner, "--data", str(svm), "--in-order", *given,
+                        "--json"]
             run, walls = median_run(ours_cmd, args.repeats)
             report = json.loads(run.stdout)
             assert report["examples"] == n, report["examples"]
             shown = "mpaa-1" if multiclass else f"paa-1 --param delta={args.delta:g}"
-            ours_text = f"activestream replay --learner {shown} --in-order"
+            ours_text = f"activestream replay --learner {shown} --in-order --param n_features=… --param classes=…"
             rows.append(dict(sizes, command=ours_text,
                              wall=run.wall_s, cpu=run.cpu_s, rss=run.peak_rss_mb, inner=report["total_seconds"],
                              read=report["read_seconds"], query=report["query_ratio"], walls=walls))
