@@ -6,8 +6,8 @@ One command writes ``benchmarks/results/replay_memory.md``::
     python -m benchmarks.replay_memory      # --repeats 3 by default
 
 Inputs, built in a temporary directory: a8a repeated ten times (325,610 rows, 123 features; plain
-and ``.xz``) and :func:`learners.datasets.synthetic_sparse` with 10⁶ rows over 2²⁰ dimensions
-(``--synthetic-rows``). Each command is one process measured from outside with GNU time (peak RSS,
+and ``.xz``) and the synthetic rows of :mod:`benchmarks.throughput` (10⁶ over 2²⁰ dimensions,
+``--synthetic-rows``). Each command is one process measured from outside with GNU time (peak RSS,
 wall, user+sys CPU), numba's kernels loaded from the on-disk cache and Python's modules from their
 bytecode cache; the table shows medians.
 """
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from benchmarks.paa_data import datasets_dir
 from benchmarks.startup import TEN_ROWS
-from benchmarks.throughput import BIN, RESULTS, synthetic_text, timed
+from benchmarks.throughput import BIN, RESULTS, build_inputs, timed
 
 __all__ = ["main"]
 
@@ -47,12 +47,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         a8a = lzma.decompress((datasets_dir() / "a8a.xz").read_bytes()) * 10
         (tmp / "a8a10.svm").write_bytes(a8a)
         (tmp / "a8a10.svm.xz").write_bytes(lzma.compress(a8a, preset=1))
-        (tmp / "synthetic.svm").write_bytes(synthetic_text(args.synthetic_rows, 2**20, seed=0))
+        synthetic = next(iter(build_inputs(tmp, args.synthetic_rows, 0, ["synthetic"]).values()))[0]
         (tmp / "ten.svm").write_bytes(TEN_ROWS)
         # each input with the dimension and classes it declares for a stream read once
         inputs = [("10 rows", tmp / "ten.svm", 0), ("a8a×10", tmp / "a8a10.svm", 123),
                   ("a8a×10, .xz", tmp / "a8a10.svm.xz", 123),
-                  (f"synthetic {args.synthetic_rows:,}×2²⁰", tmp / "synthetic.svm", 2**20)]
+                  (f"synthetic {args.synthetic_rows:,}×2²⁰", synthetic, 2**20)]
         replay = [activestream, "replay", "--learner", "paa-1", "--param", "delta=0.125", "--json"]
         timed([*replay, "--data", str(tmp / "ten.svm"), "--in-order"])  # kernels into the on-disk cache
         for name, path, dimension in inputs:
