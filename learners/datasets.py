@@ -200,6 +200,69 @@ def _parse(buf, one_based, labels, indptr, indices, data, fix_kind, fix_at, fix_
     return row, k, fixes, 0, 0
 
 
+@kernel(types.UniTuple(types.int64, 5)(_BYTES, types.int64, types.float64[::1], _I64, _I64, _I64))
+def _scan(buf, one_based, labels, fix_at, fix_lo, fix_hi):
+    """:func:`_parse`'s walk over LIBSVM text keeping only what a stream must know before its first
+    row: the labels and the largest index. Values are stepped over, not read (the replay's parse
+    checks them). Returns (rows, width, label fixes, error_code, error_offset), codes as ``_parse``'s
+    but for 4, which it never raises."""
+    n = buf.size
+    i = 0
+    row = 0
+    width = 0
+    fixes = 0
+    while i < n:
+        c = buf[i]
+        if c == _NL or c == _CR or c == _SP or c == _TAB:  # noqa: SIM109 (compiled: no tuple scan)
+            i += 1
+            continue
+        if c == _HASH:
+            while i < n and buf[i] != _NL:
+                i += 1
+            continue
+        start = i
+        value, i, status = _parse_number(buf, i, n)
+        if status < 0 or (i < n and buf[i] != _SP and buf[i] != _TAB and buf[i] != _NL and buf[i] != _CR):
+            return row, width, fixes, 1, start
+        if status == 1:
+            fix_at[fixes], fix_lo[fixes], fix_hi[fixes] = row, start, i
+            fixes += 1
+        labels[row] = value
+        while True:
+            while i < n and (buf[i] == _SP or buf[i] == _TAB or buf[i] == _CR):
+                i += 1
+            if i >= n or buf[i] == _NL:
+                break
+            if buf[i] == _HASH:
+                while i < n and buf[i] != _NL:
+                    i += 1
+                break
+            start = i
+            if buf[i] == 113:  # 'q': a qid:N token, not a feature
+                while i < n and buf[i] != _SP and buf[i] != _TAB and buf[i] != _NL:
+                    i += 1
+                continue
+            index = 0
+            while i < n and 48 <= buf[i] <= 57:
+                index = index * 10 + (buf[i] - 48)
+                if index > 2147483647:
+                    return row, width, fixes, 2, start
+                i += 1
+            if i == start:
+                return row, width, fixes, 2, start
+            if i >= n or buf[i] != _COLON:
+                return row, width, fixes, 3, start
+            index -= one_based
+            if index < 0:
+                return row, width, fixes, 5, start
+            if index >= width:
+                width = index + 1
+            while i < n and buf[i] != _SP and buf[i] != _TAB and buf[i] != _NL and buf[i] != _CR:
+                i += 1
+        row += 1
+    return row, width, fixes, 0, 0
+
+
 _ERRORS = {
     1: "a label that is not a number",
     2: "a feature index that is not a non-negative integer below 2**31",
@@ -284,6 +347,13 @@ def read_libsvm(source: str | os.PathLike | bytes, *, zero_based: bool = False,
     return Dataset(rows, _labels(labels), name or _name_of(source))
 
 
+def _malformed(raw: bytes, name: str, err: int, at: int, lines_before: int) -> ValueError:
+    """The error of a malformed token at byte ``at`` of ``raw``, naming the file's line and the text."""
+    line = lines_before + raw.count(b"\n", 0, at) + 1
+    text = raw[at : raw.find(b"\n", at) if raw.find(b"\n", at) >= 0 else None][:60].decode(errors="replace")
+    return ValueError(f"{name}, line {line}: {_ERRORS[err]} at {text!r}")
+
+
 def _parse_text(raw: bytes, name: str, zero_based: bool, n_features: int | None, threads: int | None,
                 lines_before: int) -> tuple[Rows, np.ndarray]:
     """Rows (over ``n_features``, default the largest index + 1) and float labels of whole lines of
@@ -292,10 +362,7 @@ def _parse_text(raw: bytes, name: str, zero_based: bool, n_features: int | None,
         threads = min(os.cpu_count() or 1, 4) if len(raw) > _PARALLEL_BYTES else 1
     parsed = _parse_chunks(raw, _chunks(raw, threads), 0 if zero_based else 1)
     if parsed.error:
-        err, at = parsed.error
-        line = lines_before + raw.count(b"\n", 0, at) + 1
-        text = raw[at : raw.find(b"\n", at) if raw.find(b"\n", at) >= 0 else None][:60].decode(errors="replace")
-        raise ValueError(f"{name}, line {line}: {_ERRORS[err]} at {text!r}")
+        raise _malformed(raw, name, *parsed.error, lines_before)
     labels, data, indices = parsed.labels, parsed.data, parsed.indices
     for kind, at_, lo, hi in parsed.fixes:
         (labels if kind == 1 else data)[at_] = float(raw[lo:hi])
@@ -324,29 +391,42 @@ def iter_libsvm(path: str | os.PathLike, *, zero_based: bool = False, n_features
     (None: decided per block). ``threads`` parse a block at once (default: as :func:`read_libsvm`).
     """
     name = name or _name_of(path)
+    for text, lines, _ in _blocks(path, block_bytes):
+        rows, labels = _parse_text(text, name, zero_based, n_features, threads, lines)
+        if integral_labels is None:
+            labels = _labels(labels)
+        elif integral_labels:
+            labels = labels.astype(np.int64)
+        yield Dataset(rows, labels, name)
+
+
+def _blocks(path: str | os.PathLike, block_bytes: int) -> Iterator[tuple[bytes, int, int]]:
+    """The file's text in blocks of about ``block_bytes`` ending at a line end (a line longer than a
+    block makes a longer one), each with the number of lines before it and in it; blank blocks left
+    out."""
+    buf = bytearray(block_bytes)  # read into, so each block is copied once (into the bytes handed out)
+    held = 0  # the start of a line not yet ended, carried at the front of buf
     lines = 0
-    rest = b""
     with _open(path) as f:
         while True:
-            block = f.read(block_bytes)
-            if block:
-                text = rest + block
-                cut = text.rfind(b"\n") + 1
-                if cut == 0:  # a line longer than a block: read on
-                    rest = text
-                    continue
-                text, rest = text[:cut], text[cut:]
-            else:
-                text, rest = rest, b""
-            if text.strip():
-                rows, labels = _parse_text(text, name, zero_based, n_features, threads, lines)
-                if integral_labels is None:
-                    labels = _labels(labels)
-                elif integral_labels:
-                    labels = labels.astype(np.int64)
-                yield Dataset(rows, labels, name)
-            lines += text.count(b"\n")
-            if not block:
+            if held == len(buf):  # a line longer than the buffer: read on into a larger one
+                buf.extend(bytes(len(buf)))
+            got = f.readinto(memoryview(buf)[held:])
+            end = held + got
+            cut = buf.rfind(b"\n", 0, end) + 1 if got else end
+            if got and cut == 0:
+                held = end
+                continue
+            text = bytes(memoryview(buf)[:cut])
+            buf[: end - cut] = memoryview(buf)[cut:end]
+            held = end - cut
+            # numpy counts the line ends four times as fast as bytes.count; isspace stops at the first
+            # non-blank byte where strip() would copy the block
+            newlines = int(np.count_nonzero(np.frombuffer(text, dtype=np.uint8) == _NL))
+            if text and not text.isspace():
+                yield text, lines, newlines
+            lines += newlines
+            if not got:
                 return
 
 
@@ -451,16 +531,47 @@ _TRANSFORM_PREFIXES = ("scale", "maxabs")  # learners.transforms.TRANSFORMS, wit
 
 def scan_libsvm(paths: Sequence[str | os.PathLike], *, zero_based: bool = False) -> StreamSummary:
     """One streaming pass over LIBSVM files, keeping only their row count, width and label set (the
-    files one after the other, as :func:`concat` joins them)."""
+    files one after the other, as :func:`concat` joins them). Feature values are stepped over, not
+    read: a malformed value is reported by the pass that parses the rows."""
     n, width, labels = 0, 0, []
+    threads = os.cpu_count() or 1  # nothing else runs meanwhile: every core scans
     for path in paths:
-        # nothing else runs meanwhile: every core parses
-        for chunk in _prefetched(iter_libsvm(path, zero_based=zero_based, threads=os.cpu_count() or 1)):
-            n += chunk.n
-            width = max(width, chunk.rows.n_features)
-            labels.append(np.unique(chunk.labels.astype(np.float64)))
+        name = _name_of(path)
+        for text, lines, newlines in _blocks(path, STREAM_BYTES):
+            rows, block_width, block_labels = _scan_text(text, name, zero_based, threads, lines, newlines + 1)
+            n += rows
+            width = max(width, block_width)
+            labels.append(np.unique(block_labels))
     distinct = np.unique(np.concatenate(labels)) if labels else np.empty(0)
     return StreamSummary(n, width, _labels(distinct), "+".join(_name_of(p) for p in paths))
+
+
+def _scan_text(raw: bytes, name: str, zero_based: bool, threads: int, lines_before: int, most_rows: int,
+               ) -> tuple[int, int, np.ndarray]:
+    """(rows, largest index + 1, float labels) of whole lines of LIBSVM text holding at most
+    ``most_rows`` rows, by :func:`_scan` in ``threads`` parts at once; errors as :func:`_parse_text`
+    names them."""
+    chunks = _chunks(raw, threads if len(raw) > _PARALLEL_BYTES else 1)
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    scan = ready(_scan)
+
+    def scan_chunk(lo_hi: tuple[int, int]):
+        lo, hi = lo_hi
+        labels, fixes = np.empty(most_rows), [np.empty(most_rows, dtype=np.int64) for _ in range(3)]
+        rows, width, k, err, at = scan(buf[lo:hi], 0 if zero_based else 1, labels, *fixes)
+        for j in range(k if not err else 0):
+            labels[fixes[0][j]] = float(raw[lo + fixes[1][j] : lo + fixes[2][j]])
+        return rows, width, labels[:rows], err, lo + at
+
+    with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
+        results = list(pool.map(scan_chunk, chunks))
+    for _, _, _, err, at in results:
+        if err:
+            raise _malformed(raw, name, err, at, lines_before)
+    labels = np.concatenate([r[2] for r in results])
+    if not np.isfinite(labels).all():
+        raise ValueError(f"{name}: a value overflows float64")
+    return sum(r[0] for r in results), max(r[1] for r in results), labels
 
 
 _PARALLEL_BYTES = 1 << 22  # below this, one thread parses the whole buffer

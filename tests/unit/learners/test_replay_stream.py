@@ -153,6 +153,35 @@ def test_iter_libsvm_names_the_line_of_a_malformed_row(tmp_path):
     assert str(prefetched.value) == str(whole.value) and sum(rows) == 35  # the blocks before the bad one
 
 
+def test_scan_libsvm_finds_what_read_libsvm_finds_in_parallel_parts(tmp_path, monkeypatch):
+    """The scan (labels and widths only, values stepped over) split in parts scanned by threads at
+    once, labels that need an exact re-read (20 digits) among them."""
+    import learners.datasets as datasets
+
+    monkeypatch.setattr(datasets, "_PARALLEL_BYTES", 1000)  # every block in parts
+    text = TEXT * 3 + b"3.14159265358979323846 7:1\n" + TEXT + b"2 qid:4 12:1 # the widest\n"
+    path = tmp_path / "rows.svm"
+    path.write_bytes(text)
+    whole = read_libsvm(path)
+    summary = scan_libsvm([path])
+    assert (summary.n, summary.n_features) == (whole.n, whole.rows.n_features)
+    np.testing.assert_array_equal(summary.labels, np.unique(whole.labels))
+    assert 3.14159265358979323846 in summary.labels.tolist() and summary.labels.dtype == np.float64
+
+
+def test_scan_libsvm_names_a_malformed_index_and_leaves_values_to_the_parse(tmp_path):
+    bad_index = tmp_path / "index.svm"
+    bad_index.write_bytes(b"+1 1:1\n" * 40 + b"-1 x:1\n")
+    with pytest.raises(ValueError, match="line 41") as scanned:
+        scan_libsvm([bad_index])
+    with pytest.raises(ValueError, match="line 41") as whole:
+        read_libsvm(bad_index)
+    assert str(scanned.value) == str(whole.value)
+    bad_value = tmp_path / "value.svm"
+    bad_value.write_bytes(b"+1 1:1\n" * 40 + b"-1 2:x\n")
+    assert scan_libsvm([bad_value]).n == 41  # the replay's parse names it (above)
+
+
 def test_libsvm_stream_joins_files_and_counts_rows(tmp_path):
     (tmp_path / "a.svm").write_bytes(b"+1 1:1\n-1 2:1\n")
     (tmp_path / "b.svm.gz").write_bytes(gzip.compress(b"-1 7:0.5\n"))
