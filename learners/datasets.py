@@ -126,6 +126,77 @@ def _count(buf):
     return lines, colons
 
 
+# The steps of a walk over LIBSVM text, shared by the parse and the scan (inlined: no call cost).
+@njit(cache=True, nogil=True, inline="always")
+def _row_start(buf, i, n):
+    """The first byte of the next row at or after ``i`` (blank and comment lines stepped over); n at
+    the end of the text."""
+    while i < n:
+        c = buf[i]
+        if c == _NL or c == _CR or c == _SP or c == _TAB:  # noqa: SIM109 (compiled: no tuple scan)
+            i += 1
+        elif c == _HASH:
+            while i < n and buf[i] != _NL:
+                i += 1
+        else:
+            return i
+    return n
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _ends_token(buf, i, n):
+    return i >= n or buf[i] == _SP or buf[i] == _TAB or buf[i] == _NL or buf[i] == _CR
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _number_token(buf, i, n):
+    """:func:`_parse_number` of a whole token (a label, a value): status −1 also when it does not end
+    at a blank."""
+    value, i, status = _parse_number(buf, i, n)
+    if status >= 0 and not _ends_token(buf, i, n):
+        status = -1
+    return value, i, status
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _feature_start(buf, i, n):
+    """(the first byte of the row's next feature, True), or (where the row ends, False); ``qid:``
+    tokens and a trailing comment are stepped over."""
+    while True:
+        while i < n and (buf[i] == _SP or buf[i] == _TAB or buf[i] == _CR):
+            i += 1
+        if i >= n or buf[i] == _NL:
+            return i, False
+        if buf[i] == _HASH:
+            while i < n and buf[i] != _NL:
+                i += 1
+            return i, False
+        if buf[i] != 113:  # 'q': a qid:N token, not a feature
+            return i, True
+        while i < n and buf[i] != _SP and buf[i] != _TAB and buf[i] != _NL:
+            i += 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _index(buf, i, n, one_based):
+    """A feature's ``index:`` at ``i``: (0-based index, the byte after ':', error code or 0)."""
+    start = i
+    index = 0
+    while i < n and 48 <= buf[i] <= 57:
+        index = index * 10 + (buf[i] - 48)
+        if index > 2147483647:
+            return 0, i, 2
+        i += 1
+    if i == start:
+        return 0, i, 2
+    if i >= n or buf[i] != _COLON:
+        return 0, i, 3
+    index -= one_based
+    if index < 0:
+        return 0, i, 5
+    return index, i + 1, 0
+
+
 @kernel(types.UniTuple(types.int64, 5)(_BYTES, types.int64, types.float64[::1], _I64, types.int32[::1],
                                      types.float64[::1], _I64, _I64, _I64, _I64))
 def _parse(buf, one_based, labels, indptr, indices, data, fix_kind, fix_at, fix_lo, fix_hi):
@@ -135,59 +206,29 @@ def _parse(buf, one_based, labels, indptr, indices, data, fix_kind, fix_at, fix_
     fix_* record numbers to re-read exactly: kind 0 = data[at], 1 = labels[at], text buf[lo:hi].
     """
     n = buf.size
-    i = 0
     row = 0
     k = 0
     fixes = 0
+    i = _row_start(buf, 0, n)
     while i < n:
-        c = buf[i]
-        if c == _NL or c == _CR or c == _SP or c == _TAB:  # noqa: SIM109 (compiled: no tuple scan)
-            i += 1
-            continue
-        if c == _HASH:
-            while i < n and buf[i] != _NL:
-                i += 1
-            continue
         start = i
-        value, i, status = _parse_number(buf, i, n)
-        if status < 0 or (i < n and buf[i] != _SP and buf[i] != _TAB and buf[i] != _NL and buf[i] != _CR):
+        value, i, status = _number_token(buf, i, n)
+        if status < 0:
             return row, k, fixes, 1, start
         if status == 1:
             fix_kind[fixes], fix_at[fixes], fix_lo[fixes], fix_hi[fixes] = 1, row, start, i
             fixes += 1
         labels[row] = value
         indptr[row] = k
-        while True:
-            while i < n and (buf[i] == _SP or buf[i] == _TAB or buf[i] == _CR):
-                i += 1
-            if i >= n or buf[i] == _NL:
-                break
-            if buf[i] == _HASH:
-                while i < n and buf[i] != _NL:
-                    i += 1
-                break
+        i, more = _feature_start(buf, i, n)
+        while more:
             start = i
-            if buf[i] == 113:  # 'q': a qid:N token, not a feature
-                while i < n and buf[i] != _SP and buf[i] != _TAB and buf[i] != _NL:
-                    i += 1
-                continue
-            index = 0
-            while i < n and 48 <= buf[i] <= 57:
-                index = index * 10 + (buf[i] - 48)
-                if index > 2147483647:
-                    return row, k, fixes, 2, start
-                i += 1
-            if i == start:
-                return row, k, fixes, 2, start
-            if i >= n or buf[i] != _COLON:
-                return row, k, fixes, 3, start
-            i += 1
-            index -= one_based
-            if index < 0:
-                return row, k, fixes, 5, start
+            index, i, err = _index(buf, i, n, one_based)
+            if err:
+                return row, k, fixes, err, start
             vstart = i
-            value, i, status = _parse_number(buf, i, n)
-            if status < 0 or (i < n and buf[i] != _SP and buf[i] != _TAB and buf[i] != _NL and buf[i] != _CR):
+            value, i, status = _number_token(buf, i, n)
+            if status < 0:
                 return row, k, fixes, 4, start
             if status == 1:
                 fix_kind[fixes], fix_at[fixes], fix_lo[fixes], fix_hi[fixes] = 0, k, vstart, i
@@ -195,7 +236,9 @@ def _parse(buf, one_based, labels, indptr, indices, data, fix_kind, fix_at, fix_
             indices[k] = index
             data[k] = value
             k += 1
+            i, more = _feature_start(buf, i, n)
         row += 1
+        i = _row_start(buf, i, n)
     indptr[row] = k
     return row, k, fixes, 0, 0
 
@@ -207,59 +250,32 @@ def _scan(buf, one_based, labels, fix_at, fix_lo, fix_hi):
     checks them). Returns (rows, width, label fixes, error_code, error_offset), codes as ``_parse``'s
     but for 4, which it never raises."""
     n = buf.size
-    i = 0
     row = 0
     width = 0
     fixes = 0
+    i = _row_start(buf, 0, n)
     while i < n:
-        c = buf[i]
-        if c == _NL or c == _CR or c == _SP or c == _TAB:  # noqa: SIM109 (compiled: no tuple scan)
-            i += 1
-            continue
-        if c == _HASH:
-            while i < n and buf[i] != _NL:
-                i += 1
-            continue
         start = i
-        value, i, status = _parse_number(buf, i, n)
-        if status < 0 or (i < n and buf[i] != _SP and buf[i] != _TAB and buf[i] != _NL and buf[i] != _CR):
+        value, i, status = _number_token(buf, i, n)
+        if status < 0:
             return row, width, fixes, 1, start
         if status == 1:
             fix_at[fixes], fix_lo[fixes], fix_hi[fixes] = row, start, i
             fixes += 1
         labels[row] = value
-        while True:
-            while i < n and (buf[i] == _SP or buf[i] == _TAB or buf[i] == _CR):
-                i += 1
-            if i >= n or buf[i] == _NL:
-                break
-            if buf[i] == _HASH:
-                while i < n and buf[i] != _NL:
-                    i += 1
-                break
+        i, more = _feature_start(buf, i, n)
+        while more:
             start = i
-            if buf[i] == 113:  # 'q': a qid:N token, not a feature
-                while i < n and buf[i] != _SP and buf[i] != _TAB and buf[i] != _NL:
-                    i += 1
-                continue
-            index = 0
-            while i < n and 48 <= buf[i] <= 57:
-                index = index * 10 + (buf[i] - 48)
-                if index > 2147483647:
-                    return row, width, fixes, 2, start
-                i += 1
-            if i == start:
-                return row, width, fixes, 2, start
-            if i >= n or buf[i] != _COLON:
-                return row, width, fixes, 3, start
-            index -= one_based
-            if index < 0:
-                return row, width, fixes, 5, start
+            index, i, err = _index(buf, i, n, one_based)
+            if err:
+                return row, width, fixes, err, start
             if index >= width:
                 width = index + 1
             while i < n and buf[i] != _SP and buf[i] != _TAB and buf[i] != _NL and buf[i] != _CR:
                 i += 1
+            i, more = _feature_start(buf, i, n)
         row += 1
+        i = _row_start(buf, i, n)
     return row, width, fixes, 0, 0
 
 
