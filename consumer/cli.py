@@ -114,7 +114,7 @@ def _replay(args: argparse.Namespace) -> int:
         learner, result = find_budget(learner, data, args.query_rate, **options)
     elif stream is not None:
         result = run_stream(learner, stream, permutations=args.permutations, delay=args.delay, costs=costs,
-                            warmup=args.warmup, rows=summary.n)
+                            warmup=args.warmup)
         read_seconds += stream.read_seconds
     else:
         result = run(learner, data, **options)

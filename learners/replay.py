@@ -173,15 +173,16 @@ def replay(learner: Learner, data: Dataset, *, order: np.ndarray | None = None, 
 
 
 def _stream(learner: Learner, chunks: Iterable[Dataset], delay: int,
-            sink: Callable[[np.ndarray, _Outputs, int], None]) -> tuple[int, int, float]:
+            sink: Callable[[np.ndarray, _Outputs, int], None]) -> tuple[int, float]:
     """The chunk loop of :func:`replay_stream` and :func:`run_stream`: ``sink(codes, out, first)``
     gets each chunk's rounds as they are decided (``out``'s rounds after its first ``first``, the
-    labels' codes of those rounds); returns (rounds, updates that changed the model, seconds)."""
+    labels' codes of those rounds); the learner counts its rounds, labels and updates. Returns
+    (updates that changed the model, seconds)."""
     if delay < 0:
         raise ValueError(f"delay must be ≥ 0, got {delay}")
     carry: _Prepared | None = None  # the previous chunk's last rows, their labels possibly pending
     carried: _Outputs | None = None
-    n = changed = 0
+    n = changed = labels = 0
     seconds = 0.0
     for chunk in chunks:
         if chunk.n == 0:
@@ -197,6 +198,7 @@ def _stream(learner: Learner, chunks: Iterable[Dataset], delay: int,
         changed += _drive(learner, prep, np.arange(size, dtype=np.int64), delay, first, False, out)
         seconds += time.perf_counter() - start
         sink(codes, out, first)
+        labels += int(np.count_nonzero(out.queried[first:]))
         keep = min(delay, size)
         carry, carried = (prep.tail(keep), out) if keep else (None, None)
         n += chunk.n
@@ -206,7 +208,10 @@ def _stream(learner: Learner, chunks: Iterable[Dataset], delay: int,
         start = time.perf_counter()
         changed += _drive(learner, carry, np.arange(k, dtype=np.int64), delay, k, True, out)
         seconds += time.perf_counter() - start
-    return n, changed, seconds
+    learner.rounds_ += n
+    learner.labels_ += labels
+    learner.updates_ += changed
+    return changed, seconds
 
 
 def replay_stream(learner: Learner, chunks: Iterable[Dataset], *, delay: int = 0, rows: int = 0) -> Trace:
@@ -224,11 +229,8 @@ def replay_stream(learner: Learner, chunks: Iterable[Dataset], *, delay: int = 0
         codes.append(chunk_codes)
         trail.append(out, first)
 
-    n, changed, seconds = _stream(learner, chunks, delay, keep)
+    changed, seconds = _stream(learner, chunks, delay, keep)
     joined = trail.arrays()
-    learner.rounds_ += n
-    learner.labels_ += int(np.count_nonzero(joined[3]))
-    learner.updates_ += changed
     y_true = np.concatenate(codes) if codes else np.empty(0, dtype=np.int64)
     return Trace(y_true, *joined, changed, seconds)
 
@@ -243,7 +245,7 @@ class _Tally:
     def __init__(self, n_classes: int, multiclass: bool, warmup: int, window: int = 1000) -> None:
         self.n_classes, self.multiclass, self.warmup, self.window = n_classes, multiclass, warmup, window
         self.counts = np.zeros((3, n_classes) if multiclass else 4, dtype=np.int64)
-        self.rounds = self.queries = self.all_queries = 0
+        self.rounds = self.queries = 0
         self.windows: list[int] = []  # queries per full window, in order
         self.open = 0  # queries of the window being filled
         self.margins: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])  # of positive, of negative rounds
@@ -251,7 +253,6 @@ class _Tally:
     def add(self, codes: np.ndarray, out: _Outputs, first: int) -> None:
         yhat, p, queried = out.yhat[first:], out.p[first:], out.queried[first:]
         self._count_windows(queried)
-        self.all_queries += int(np.count_nonzero(queried))
         skip = min(max(self.warmup - self.rounds, 0), codes.size)
         self.rounds += codes.size
         y, yhat, p, queried = codes[skip:], yhat[skip:], p[skip:], queried[skip:]
@@ -340,20 +341,17 @@ def run(learner: Learner, data: Dataset, *, permutations: int = 1, seed: int = 0
 
 
 def run_stream(learner: Learner, chunks: Callable[[], Iterable[Dataset]], *, permutations: int = 1,
-               delay: int = 0, costs: dict | None = None, warmup: int = 0, rows: int = 0) -> Run:
+               delay: int = 0, costs: dict | None = None, warmup: int = 0) -> Run:
     """:func:`run` in file order (``shuffle=False``), bit for bit, over a stream: ``chunks()`` yields
     the rows again for each pass, so memory follows a chunk, not the data (but for the AUC-ROC's
-    9 bytes a round, :class:`_Tally`). ``rows`` is accepted for the callers that know it."""
+    8 bytes a round, :class:`_Tally`)."""
     if permutations < 1:
         raise ValueError(f"permutations must be ≥ 1, got {permutations}")
     metrics, seconds, windows = [], [], []
     for k in range(permutations):
         fresh = learner.clone(seed=learner.seed + k)
         tally = _Tally(len(fresh.classes), fresh.multiclass, warmup)
-        n, changed, spent = _stream(fresh, chunks(), delay, tally.add)
-        fresh.rounds_ += n
-        fresh.labels_ += tally.all_queries
-        fresh.updates_ += changed
+        _, spent = _stream(fresh, chunks(), delay, tally.add)
         metrics.append(tally.metrics(**(costs or {})))
         seconds.append(spent)
         windows.append(tally.max_window())
