@@ -2,24 +2,20 @@
 broker, the service and the connector, with annotations made in Label Studio's web UI by headless
 system Chromium driven by Playwright.
 
-Label Studio is heavy (Django) and lives in a venv of its own, with Playwright beside it:
-``python3 -m venv .ls-venv && .ls-venv/bin/pip install label-studio playwright`` (or point
-``ACTIVESTREAM_LABEL_STUDIO_VENV`` at one). Without it the test is skipped, saying so. Its first start
-migrates an empty database, kept beside the venv as a template so later runs start in seconds.
+Label Studio runs from a venv of its own (tests/integration/label_studio_server.py says how to make
+it). Without it the tests skip, saying so, unless ``ACTIVESTREAM_REQUIRE_LABEL_STUDIO=1`` (as in CI)
+makes that a failure.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 
@@ -33,93 +29,79 @@ from consumer.annotate.label_studio import Connector, ensure_project
 from consumer.demo.broker import CLIENT_SETTINGS
 from consumer.demo.feed import drifting_stream
 from consumer.service import Service
+from tests.integration.label_studio_server import (
+    EMAIL,
+    LS_VENV,
+    PASSWORD,
+    ROOT,
+    TOKEN,
+    LabelStudioProcess,
+    free_port,
+    start_from_template,
+)
 from tests.kafka_helpers import produce_features, read_all, settings_for, stream, unique_topics, wait_for
 
-ROOT = Path(__file__).resolve().parents[2]
-LS_VENV = Path(os.environ.get("ACTIVESTREAM_LABEL_STUDIO_VENV", ROOT / ".ls-venv"))
+REQUIREMENTS = Path(__file__).with_name("label-studio-requirements.txt")
 UI_DRIVER = Path(__file__).with_name("label_studio_ui.py")
 CHROMIUM = os.environ.get("ACTIVESTREAM_CHROMIUM", "/usr/bin/chromium")
-EMAIL, PASSWORD = "annotator@example.com", "activestream-test-1"
-TOKEN = "0a1b2c3d4e5f60718293a4b5c6d7e8f901234567"
 N_RECORDS = 200
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url + "/health", timeout=2) as r:
-            return r.status == 200
-    except OSError:
-        return False
-
-
-class LabelStudioProcess:
-    """``label-studio start`` on a data directory and a free port, stopped with its process group."""
-
-    def __init__(self, data_dir: Path) -> None:
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = data_dir.parent / f"{data_dir.name}.log"
-        env = {**os.environ, "SSRF_PROTECTION_ENABLED": "false",  # the connector's webhook is on 127.0.0.1
-               "LABEL_STUDIO_BASE_DATA_DIR": str(data_dir), "DJANGO_DB": "sqlite"}
-        with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(
-                [str(LS_VENV / "bin" / "label-studio"), "start", "--no-browser", "--internal-host", "127.0.0.1",
-                 "--port", str(self.port), "--data-dir", str(data_dir), "--username", EMAIL, "--password",
-                 PASSWORD, "--user-token", TOKEN, "--enable-legacy-api-token", "--log-level", "WARNING"],
-                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        wait_for(lambda: _healthy(self.url) or self.proc.poll() is not None, 900, "Label Studio did not start",
-                 lambda: self.log.read_text()[-2000:])
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"Label Studio exited: {self.log.read_text()[-2000:]}")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+def _missing(why: str) -> None:
+    if os.environ.get("ACTIVESTREAM_REQUIRE_LABEL_STUDIO") == "1":
+        pytest.fail(f"ACTIVESTREAM_REQUIRE_LABEL_STUDIO=1 but {why}")
+    pytest.skip(why)
 
 
 @pytest.fixture(scope="module")
 def label_studio(tmp_path_factory):
+    install = f"{LS_VENV}/bin/pip install -r {REQUIREMENTS.relative_to(ROOT)}"
     if not (LS_VENV / "bin" / "label-studio").exists():
-        pytest.skip(f"no Label Studio venv at {LS_VENV} (python3 -m venv {LS_VENV} && {LS_VENV}/bin/pip install "
-                    "label-studio playwright; or set ACTIVESTREAM_LABEL_STUDIO_VENV)")
+        _missing(f"no Label Studio venv at {LS_VENV} (python3 -m venv {LS_VENV} && {install}; "
+                 "or set ACTIVESTREAM_LABEL_STUDIO_VENV)")
     if subprocess.run([str(LS_VENV / "bin" / "python"), "-c", "import playwright"], capture_output=True).returncode:
-        pytest.skip(f"Playwright is not installed in {LS_VENV} ({LS_VENV}/bin/pip install playwright)")
+        _missing(f"Playwright is not installed in {LS_VENV} ({install})")
     if not Path(CHROMIUM).exists():
-        pytest.skip(f"no system Chromium at {CHROMIUM} (apt-get install chromium, or set ACTIVESTREAM_CHROMIUM)")
-    template = LS_VENV / "activestream-template"
-    if not (template / "label_studio.sqlite3").exists():
-        fresh = tmp_path_factory.mktemp("ls-template") / "data"
-        LabelStudioProcess(fresh).stop()
-        shutil.copytree(fresh, template.with_suffix(".tmp"), dirs_exist_ok=True)
-        template.with_suffix(".tmp").rename(template)
-    data = tmp_path_factory.mktemp("ls") / "data"
-    shutil.copytree(template, data)
-    started = time.monotonic()
-    server = LabelStudioProcess(data)
-    server.start_s = time.monotonic() - started
+        _missing(f"no system Chromium at {CHROMIUM} (apt-get install chromium, or set ACTIVESTREAM_CHROMIUM)")
+    server = start_from_template(tmp_path_factory.mktemp("ls"))
     yield server
     server.stop()
 
 
-def annotate_in_browser(server: LabelStudioProcess, project: int, actions: list[tuple[int, str]]) -> list[int]:
-    """Pick ``choice`` on each task in the web UI; returns the annotation ids saved."""
-    job = {"url": server.url, "email": EMAIL, "password": PASSWORD, "project": project,
-           "actions": [{"task": task, "choice": choice} for task, choice in actions]}
-    done = subprocess.run([str(LS_VENV / "bin" / "python"), str(UI_DRIVER)], input=json.dumps(job), text=True,
-                          capture_output=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout)
+class Browser:
+    """The web UI driver (label_studio_ui.py) in the Label Studio venv: one headless Chromium, logged
+    in once, annotating on request."""
+
+    def __init__(self, server: LabelStudioProcess, log: Path) -> None:
+        self.log = log
+        with open(log, "wb") as err:
+            self.proc = subprocess.Popen([str(LS_VENV / "bin" / "python"), str(UI_DRIVER)], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=err, text=True)
+        assert self._ask({"url": server.url, "email": EMAIL, "password": PASSWORD}) == "logged in"
+
+    def _ask(self, job: dict):
+        self.proc.stdin.write(json.dumps(job) + "\n")
+        self.proc.stdin.flush()
+        # Each step of the driver times out on its own (60 s); a line, or the end of its output, comes.
+        line = self.proc.stdout.readline()
+        assert line, f"the browser driver stopped: {self.log.read_text()[-3000:]}"
+        return json.loads(line)
+
+    def annotate(self, project: int, actions: list[tuple[int, str]]) -> list[int]:
+        """Pick ``choice`` on each task in the web UI; returns the annotation ids saved."""
+        return self._ask({"project": project, "actions": [{"task": t, "choice": c} for t, c in actions]})
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        if self.proc.wait(60):
+            raise AssertionError(f"the browser driver failed: {self.log.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="module")
+def browser(label_studio, tmp_path_factory):
+    driver = Browser(label_studio, tmp_path_factory.mktemp("browser") / "driver.log")
+    yield driver
+    driver.close()
 
 
 class Running:
@@ -136,13 +118,13 @@ class Running:
         assert not self.thread.is_alive()
 
 
-def test_label_studio_connector_tasks_labels_edit_expiry_restart(kafka_bootstrap, label_studio, tmp_path):
+def test_label_studio_connector_tasks_labels_edit_expiry_restart(kafka_bootstrap, label_studio, browser, tmp_path):
     topics = unique_topics(kafka_bootstrap)
     records, truth = stream(N_RECORDS, prefix="ls")
     service = Service(settings_for(kafka_bootstrap, topics, tmp_path / "ckpt"), serve_http=False)
     service_thread = threading.Thread(target=service.run, daemon=True)
     service_thread.start()
-    port = _free_port()
+    port = free_port()
 
     def connector_settings(group: str):
         return load_annotate_settings(
@@ -180,7 +162,7 @@ def test_label_studio_connector_tasks_labels_edit_expiry_restart(kafka_bootstrap
 
         # 2. annotated in the browser: webhooks (and the poller) bring one applied label each
         first = sorted(by_id)[:4]
-        annotate_in_browser(label_studio, project, [(by_id[rid][0], str(truth[rid])) for rid in first])
+        browser.annotate(project, [(by_id[rid][0], str(truth[rid])) for rid in first])
         wait_for(lambda: applied() == 4, 60, "4 labels applied", lambda: f"applied {applied()}")
         assert connector.connector.metrics.registry.get_sample_value(
             "activestream_annotate_webhooks_total", {"outcome": "ok"}) >= 1
@@ -195,7 +177,7 @@ def test_label_studio_connector_tasks_labels_edit_expiry_restart(kafka_bootstrap
         wait_for(lambda: service.totals.get("records_scored") == N_RECORDS, 120, "second half scored")
         by_id = tasks()
         while_down = sorted(set(by_id) - set(first))[:3]
-        annotate_in_browser(label_studio, project, [(by_id[rid][0], str(truth[rid])) for rid in while_down])
+        browser.annotate(project, [(by_id[rid][0], str(truth[rid])) for rid in while_down])
 
         # 4. it restarts having lost its offsets: every request is read again, no task made twice,
         # and the poller forwards what no webhook could deliver
@@ -211,7 +193,7 @@ def test_label_studio_connector_tasks_labels_edit_expiry_restart(kafka_bootstrap
 
         # 5. an edited annotation is a second label for its id: the service's policy (first) drops it
         edited = first[0]
-        annotate_in_browser(label_studio, project, [(by_id[edited][0], str(-truth[edited]))])
+        browser.annotate(project, [(by_id[edited][0], str(-truth[edited]))])
         wait_for(lambda: duplicate() >= 1, 60, "the edit counted as a duplicate", lambda: f"dup {duplicate()}")
 
         # 6. a request that expires closes its open task
@@ -219,7 +201,7 @@ def test_label_studio_connector_tasks_labels_edit_expiry_restart(kafka_bootstrap
         now = time.time()
         p.produce(topics["label_requests"], key=b"ls-expiring", value=orjson.dumps({
             "v": 1, "id": "ls-expiring", "features": [0.0] * 8, "prediction": 1, "uncertainty": 0.9,
-            "requested_at": now, "expires_at": now + 20}))
+            "requested_at": now, "expires_at": now + 10}))
         p.flush(10)
         wait_for(lambda: counted("tasks_closed_total", {"reason": "expired"}) == 1, 90, "the expired task closed",
                  lambda: f"created {counted('tasks_created_total')}")
@@ -251,7 +233,7 @@ def test_label_studio_personal_access_token_is_exchanged_and_renewed(label_studi
     assert refused.value.status == 401
 
 
-def test_the_demo_with_people_labelling_in_label_studio_reports_what_they_gave(label_studio, tmp_path):
+def test_the_demo_with_people_labelling_in_label_studio_reports_what_they_gave(label_studio, browser, tmp_path):
     """``activestream demo --annotator label-studio`` against this Label Studio: three of its tasks
     annotated in the web UI, one against the truth, then Ctrl-C; the report lists exactly those."""
     env = {**os.environ, "ACTIVESTREAM_ANNOTATE__URL": label_studio.url, "ACTIVESTREAM_ANNOTATE__TOKEN": TOKEN,
@@ -272,8 +254,7 @@ def test_the_demo_with_people_labelling_in_label_studio_reports_what_they_gave(l
         chosen = sorted(ls.tasks(project()), key=lambda t: t["id"])[:3]
         gave = {t["data"]["activestream_id"]: truth[t["data"]["activestream_id"]] * (-1 if k == 0 else 1)
                 for k, t in enumerate(chosen)}
-        annotate_in_browser(label_studio, project(), [(t["id"], str(gave[t["data"]["activestream_id"]]))
-                                                      for t in chosen])
+        browser.annotate(project(), [(t["id"], str(gave[t["data"]["activestream_id"]])) for t in chosen])
         # the connector marks a task once its label is on the labels topic
         wait_for(lambda: all(ls.task(t["id"])["meta"].get("activestream_forwarded") for t in chosen), 60,
                  "the annotations were not forwarded")
