@@ -12,12 +12,13 @@ reads that service's totals from its ``/metrics`` (the compose demo in ``deploy/
 
 With ``--annotator label-studio`` people answer instead, in the user's Label Studio
 (:mod:`consumer.demo.people`): the demo runs until every request is answered or expired, until its
-timeout, or until Ctrl-C, and reports the labels they gave beside the truth.
+timeout, or until Ctrl-C (or SIGTERM), and reports the labels they gave beside the truth.
 """
 
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
 import tempfile
 import threading
@@ -241,7 +242,7 @@ def _play(opts: DemoOptions, stream: DemoStream, bootstrap: str, clients: dict, 
           runner: threading.Thread | None, t: Any, board: _Scoreboard, samples: list[Sample], started: float,
           progress, annotator: Annotator | LabelStudioAnnotators) -> None:
     """Feed the stream, answer its label requests, follow its predictions until all are settled
-    (people: until they answered every request, the timeout, or Ctrl-C)."""
+    (people: until they answered every request, the timeout, Ctrl-C or SIGTERM)."""
     n = len(stream.values)
     remote = service is None
     people = isinstance(annotator, LabelStudioAnnotators)
@@ -261,6 +262,7 @@ def _play(opts: DemoOptions, stream: DemoStream, bootstrap: str, clients: dict, 
             t.refresh()
         samples.append(_sample(started, board, t))
 
+    termed = _stop_on_sigterm() if people else None
     try:
         # everybody joins their consumer group before the first record is fed
         while not (annotator.ready.is_set() and board.ready.is_set() and (remote or service.health.ready()[0])):
@@ -288,6 +290,8 @@ def _play(opts: DemoOptions, stream: DemoStream, bootstrap: str, clients: dict, 
         if not people:
             raise
     finally:
+        if termed is not None:
+            signal.signal(signal.SIGTERM, termed)
         bar.show(len(board.predicted), t, board, final=True)
         if bar._tty:
             progress.write("\n")
@@ -301,6 +305,19 @@ def _play(opts: DemoOptions, stream: DemoStream, bootstrap: str, clients: dict, 
         samples[-1] = last  # the final totals, at the same point of the stream
     else:
         samples.append(last)
+
+
+def _stop_on_sigterm() -> Any:
+    """While people label, SIGTERM ends the session as Ctrl-C does, with the report: a script or a
+    process manager stops it so, and a background job's Ctrl-C never arrives (shells start those with
+    SIGINT ignored). Returns the handler it replaced (None off the main thread, where none can be set)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def interrupt(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, interrupt)
 
 
 def _report(opts: DemoOptions, stream: DemoStream, learner: str, t: Any, board: _Scoreboard,

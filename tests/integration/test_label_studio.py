@@ -235,8 +235,9 @@ def test_label_studio_personal_access_token_is_exchanged_and_renewed(label_studi
 
 def test_the_demo_with_people_labelling_in_label_studio_reports_what_they_gave(label_studio, browser, tmp_path):
     """``activestream demo --annotator label-studio`` against this Label Studio: three of its tasks
-    annotated in the web UI, one against the truth, then Ctrl-C; the report lists exactly those."""
-    env = {**os.environ, "ACTIVESTREAM_ANNOTATE__URL": label_studio.url, "ACTIVESTREAM_ANNOTATE__TOKEN": TOKEN,
+    annotated in the web UI, one against the truth, then SIGTERM; the report lists exactly those."""
+    env = {**os.environ, "PYTHONFAULTHANDLER": "1",
+           "ACTIVESTREAM_ANNOTATE__URL": label_studio.url, "ACTIVESTREAM_ANNOTATE__TOKEN": TOKEN,
            "ACTIVESTREAM_ANNOTATE__PROJECT": f"demo-{uuid.uuid4().hex[:8]}"}
     demo = subprocess.Popen([sys.executable, "-m", "consumer", "demo", "--annotator", "label-studio", "--records", "60",
                              "--rate", "0", "--timeout", "300", "--json", "--report", str(tmp_path / "demo.html")],
@@ -258,8 +259,15 @@ def test_the_demo_with_people_labelling_in_label_studio_reports_what_they_gave(l
         # the connector marks a task once its label is on the labels topic
         wait_for(lambda: all(ls.task(t["id"])["meta"].get("activestream_forwarded") for t in chosen), 60,
                  "the annotations were not forwarded")
-        demo.send_signal(signal.SIGINT)  # the person is done: the demo reports
-        out, err = demo.communicate(timeout=120)
+        # the person is done: the demo reports. SIGTERM, as a script stops it: a background job (as CI
+        # runs these tests) starts its children with SIGINT ignored, so a Ctrl-C would never arrive
+        demo.send_signal(signal.SIGTERM)
+        try:
+            out, err = demo.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            demo.send_signal(signal.SIGABRT)  # faulthandler writes every thread's stack to stderr
+            stacks = demo.communicate(timeout=30)[1]
+            raise AssertionError(f"the demo did not stop on SIGTERM: {stacks[-6000:]}") from None
     finally:
         if demo.poll() is None:
             demo.kill()
