@@ -22,7 +22,6 @@ the dead-letter topic with its key, value and headers, read from the message the
 from __future__ import annotations
 
 import ctypes
-import functools
 import logging
 import os
 import sys
@@ -31,6 +30,7 @@ from typing import Any
 
 import numpy as np
 from confluent_kafka import Consumer, TopicPartition
+from llvmlite import ir
 from numba import carray, njit, types
 from numba.extending import intrinsic
 
@@ -82,6 +82,37 @@ _void = _cast(types.voidptr)
 _ERR, _PARTITION, _PAYLOAD, _LEN, _KEY, _KEY_LEN, _OFFSET = 0, 2, 3, 4, 5, 6, 7
 
 
+def _call_at(address: Any, builder: Any, result: ir.Type, args: list) -> Any:
+    """LLVM: call the C function at the integer ``address`` with ``args`` (each a ``void*``).
+
+    librdkafka's functions are called at addresses passed in, not baked in as constants, so that the
+    loops calling them compile once into numba's on-disk cache, not in every process: each start of
+    the service spent 5-7 s of CPU compiling them before it read a record."""
+    function = ir.FunctionType(result, [ir.IntType(8).as_pointer()] * len(args))
+    return builder.call(builder.inttoptr(address, function.as_pointer()), args)
+
+
+@intrinsic
+def _message_timestamp(typingctx, address, message, kind):
+    """int64_t rd_kafka_message_timestamp(const rd_kafka_message_t *, rd_kafka_timestamp_type_t *)"""
+
+    def codegen(context, builder, signature, args):
+        return _call_at(args[0], builder, ir.IntType(64), [args[1], args[2]])
+
+    return types.int64(types.uint64, types.voidptr, types.voidptr), codegen
+
+
+@intrinsic
+def _message_destroy(typingctx, address, message):
+    """void rd_kafka_message_destroy(rd_kafka_message_t *)"""
+
+    def codegen(context, builder, signature, args):
+        _call_at(args[0], builder, ir.VoidType(), [args[1]])
+        return context.get_dummy_value()
+
+    return types.none(types.uint64, types.voidptr), codegen
+
+
 @njit(nogil=True, inline="always")
 def _append(out, at, address, size):
     """Copy the ``size`` bytes at ``address`` to out[at:]; returns where they end."""
@@ -91,54 +122,52 @@ def _append(out, at, address, size):
     return at
 
 
-@functools.cache
-def _kernels(lib: ctypes.CDLL) -> tuple[Any, Any]:
-    """The compiled loops over a batch of messages. They call librdkafka, whose addresses are known
-    only once it is loaded, so they are compiled once per process (during the service's first
-    warm-up), not cached on disk."""
-    timestamp, destroy = lib.rd_kafka_message_timestamp, lib.rd_kafka_message_destroy
+@njit(nogil=True, cache=True)
+def _gather(ptrs, n, timestamp_fn):
+    """Columns of messages ptrs[:n]: values and keys end to end with their bounds (a null value or
+    key flagged), partitions, offsets, timestamps and their types, error codes; ``timestamp_fn`` is
+    the address of rd_kafka_message_timestamp."""
+    value_len = 0
+    key_len = 0
+    for k in range(n):
+        m = carray(_address(ptrs[k]), 8)
+        value_len += m[_LEN]
+        key_len += m[_KEY_LEN]
+    values = np.empty(value_len, dtype=np.uint8)
+    keys = np.empty(key_len, dtype=np.uint8)
+    bounds = np.zeros(n + 1, dtype=np.int64)
+    key_bounds = np.zeros(n + 1, dtype=np.int64)
+    null_value = np.zeros(n, dtype=np.bool_)
+    null_key = np.zeros(n, dtype=np.bool_)
+    partitions = np.empty(n, dtype=np.int32)
+    offsets = np.empty(n, dtype=np.int64)
+    stamps = np.empty(n, dtype=np.int64)
+    kinds = np.zeros(n, dtype=np.int32)
+    errors = np.empty(n, dtype=np.int32)
+    at = 0
+    key_at = 0
+    for k in range(n):
+        m = carray(_address(ptrs[k]), 8)
+        errors[k] = np.int32(m[_ERR] & 0xFFFFFFFF)
+        partitions[k] = np.int32(m[_PARTITION] & 0xFFFFFFFF)
+        offsets[k] = m[_OFFSET]
+        null_value[k] = m[_PAYLOAD] == 0
+        at = bounds[k + 1] = _append(values, at, m[_PAYLOAD], m[_LEN])
+        null_key[k] = m[_KEY] == 0
+        key_at = key_bounds[k + 1] = _append(keys, key_at, m[_KEY], m[_KEY_LEN])
+        stamps[k] = _message_timestamp(timestamp_fn, _void(ptrs[k]), _void(np.uint64(kinds[k:].ctypes.data)))
+    return values, bounds, null_value, keys, key_bounds, null_key, partitions, offsets, stamps, kinds, errors
 
-    @njit(nogil=True)
-    def gather(ptrs, n):
-        """Columns of messages ptrs[:n]: values and keys end to end with their bounds (a null value
-        or key flagged), partitions, offsets, timestamps and their types, error codes."""
-        value_len = 0
-        key_len = 0
-        for k in range(n):
-            m = carray(_address(ptrs[k]), 8)
-            value_len += m[_LEN]
-            key_len += m[_KEY_LEN]
-        values = np.empty(value_len, dtype=np.uint8)
-        keys = np.empty(key_len, dtype=np.uint8)
-        bounds = np.zeros(n + 1, dtype=np.int64)
-        key_bounds = np.zeros(n + 1, dtype=np.int64)
-        null_value = np.zeros(n, dtype=np.bool_)
-        null_key = np.zeros(n, dtype=np.bool_)
-        partitions = np.empty(n, dtype=np.int32)
-        offsets = np.empty(n, dtype=np.int64)
-        stamps = np.empty(n, dtype=np.int64)
-        kinds = np.zeros(n, dtype=np.int32)
-        errors = np.empty(n, dtype=np.int32)
-        at = 0
-        key_at = 0
-        for k in range(n):
-            m = carray(_address(ptrs[k]), 8)
-            errors[k] = np.int32(m[_ERR] & 0xFFFFFFFF)
-            partitions[k] = np.int32(m[_PARTITION] & 0xFFFFFFFF)
-            offsets[k] = m[_OFFSET]
-            null_value[k] = m[_PAYLOAD] == 0
-            at = bounds[k + 1] = _append(values, at, m[_PAYLOAD], m[_LEN])
-            null_key[k] = m[_KEY] == 0
-            key_at = key_bounds[k + 1] = _append(keys, key_at, m[_KEY], m[_KEY_LEN])
-            stamps[k] = timestamp(_void(ptrs[k]), _void(np.uint64(kinds[k:].ctypes.data)))
-        return values, bounds, null_value, keys, key_bounds, null_key, partitions, offsets, stamps, kinds, errors
 
-    @njit(nogil=True)
-    def destroy_all(ptrs):
-        for k in range(ptrs.size):
-            destroy(_void(ptrs[k]))
+@njit(nogil=True, cache=True)
+def _destroy_all(ptrs, destroy_fn):
+    """rd_kafka_message_destroy (at address ``destroy_fn``) on every message of ``ptrs``."""
+    for k in range(ptrs.size):
+        _message_destroy(destroy_fn, _void(ptrs[k]))
 
-    return gather, destroy_all
+
+def _function_address(function: Any) -> np.uint64:
+    return np.uint64(ctypes.cast(function, ctypes.c_void_p).value)
 
 
 class BatchReader:
@@ -149,17 +178,24 @@ class BatchReader:
     def __init__(self, lib: ctypes.CDLL, rk: int, topic: str) -> None:
         self._lib, self._rk, self.topic = lib, rk, topic
         self._queue = lib.rd_kafka_queue_new(rk)
-        self._gather, self._destroy = _kernels(lib)
+        self._timestamp_fn = _function_address(lib.rd_kafka_message_timestamp)
+        self._destroy_fn = _function_address(lib.rd_kafka_message_destroy)
         self._ptrs = np.zeros(0, dtype=np.uint64)
         self._outstanding: set[Fetched] = set()
         # (topic, partition, offset) of each position librdkafka found outside the log: the service's to act on
         self.out_of_range: list[tuple[str, int, int]] = []
 
     def warm_up(self) -> None:
-        """Compile the loops now (reading nothing)."""
+        """Load the loops from numba's cache (or compile them) now, reading nothing."""
         empty = np.zeros(0, dtype=np.uint64)
         self._gather(empty, 0)
         self._destroy(empty)
+
+    def _gather(self, ptrs: np.ndarray, n: int) -> tuple:
+        return _gather(ptrs, n, self._timestamp_fn)
+
+    def _destroy(self, ptrs: np.ndarray) -> None:
+        _destroy_all(ptrs, self._destroy_fn)
 
     def forward(self, partitions: list[TopicPartition]) -> None:
         """Have these partitions' fetched records come to this reader."""
