@@ -9,6 +9,7 @@ import orjson
 import pytest
 from confluent_kafka import KafkaError
 
+from consumer.demo.broker import CLIENT_SETTINGS
 from consumer.service import Service
 from tests.kafka_helpers import produce_features, read_all, run_until, settings_for, stream
 from tests.rdmock import ApiKey, MockCluster
@@ -83,7 +84,12 @@ def test_a_broker_outage_delays_but_loses_nothing(cluster, tmp_path):
     topics = mock_topics(cluster)
     records, _ = stream(600)
     produce_features(cluster.bootstraps, topics["features"], records)
+    # The outage outlasts the deliveries' timeout (1.5 s) and stays within the groups' session (the
+    # service's default, 10 s): at the tests' 2 s the trainer lease could lapse first, and a lapsed
+    # lease stops the service by design (consumer.lease).
     settings = settings_for(cluster.bootstraps, topics, tmp_path, batch_size=50,
+                            kafka_consumer={**CLIENT_SETTINGS, "session.timeout.ms": "10000",
+                                            "heartbeat.interval.ms": "1000"},
                             kafka_producer={"message.timeout.ms": "1500", "retry.backoff.ms": "50"})
     service = Service(settings, serve_http=False)
     service.start()
