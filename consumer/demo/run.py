@@ -24,7 +24,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -262,7 +262,7 @@ def _play(opts: DemoOptions, stream: DemoStream, bootstrap: str, clients: dict, 
             t.refresh()
         samples.append(_sample(started, board, t))
 
-    termed = _stop_on_sigterm() if people else None
+    restore_sigterm = _stop_on_sigterm() if people else None
     try:
         # everybody joins their consumer group before the first record is fed
         while not (annotator.ready.is_set() and board.ready.is_set() and (remote or service.health.ready()[0])):
@@ -290,8 +290,8 @@ def _play(opts: DemoOptions, stream: DemoStream, bootstrap: str, clients: dict, 
         if not people:
             raise
     finally:
-        if termed is not None:
-            signal.signal(signal.SIGTERM, termed)
+        if restore_sigterm is not None:
+            restore_sigterm()
         bar.show(len(board.predicted), t, board, final=True)
         if bar._tty:
             progress.write("\n")
@@ -307,17 +307,19 @@ def _play(opts: DemoOptions, stream: DemoStream, bootstrap: str, clients: dict, 
         samples.append(last)
 
 
-def _stop_on_sigterm() -> Any:
+def _stop_on_sigterm() -> Callable[[], None] | None:
     """While people label, SIGTERM ends the session as Ctrl-C does, with the report: a script or a
     process manager stops it so, and a background job's Ctrl-C never arrives (shells start those with
-    SIGINT ignored). Returns the handler it replaced (None off the main thread, where none can be set)."""
+    SIGINT ignored). Returns what puts the previous handler back; None off the main thread, where no
+    handler can be set."""
     if threading.current_thread() is not threading.main_thread():
         return None
 
     def interrupt(*_: object) -> None:
         raise KeyboardInterrupt
 
-    return signal.signal(signal.SIGTERM, interrupt)
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    return lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 def _report(opts: DemoOptions, stream: DemoStream, learner: str, t: Any, board: _Scoreboard,

@@ -18,6 +18,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import NoReturn
 
 import orjson
 import pytest
@@ -47,7 +48,7 @@ CHROMIUM = os.environ.get("ACTIVESTREAM_CHROMIUM", "/usr/bin/chromium")
 N_RECORDS = 200
 
 
-def _missing(why: str) -> None:
+def _missing(why: str) -> NoReturn:
     if os.environ.get("ACTIVESTREAM_REQUIRE_LABEL_STUDIO") == "1":
         pytest.fail(f"ACTIVESTREAM_REQUIRE_LABEL_STUDIO=1 but {why}")
     pytest.skip(why)
