@@ -302,6 +302,12 @@ def _account(cs, cp, ring, recent, queried, refused):
             cs[_RSUM] += cs[_CHAT]
 
 
+@njit(cache=True, nogil=True)
+def _forget_scores(cs):
+    """Empty the window of recent scores (:meth:`BudgetController.forget_scores`)."""
+    cs[_HEAD] = cs[_FILLED] = cs[_SINCE] = 0.0
+
+
 @_driver(
     types.none(
         types.int64[::1], IDX, VAL, U64, types.uint64, types.int64, types.boolean, VEC,
@@ -335,20 +341,21 @@ def decide_rows(
 @_driver(
     types.int64(
         types.int64[::1], IDX, VAL, I64, I64, U64, types.uint64, types.int64, types.boolean, types.int64,
-        types.float64, types.int64, types.int64, types.boolean,
+        types.float64, types.int64, types.int64, types.boolean, types.boolean,
         STATE, VEC, VEC, SCORE_FN, UPDATE_FN, VEC, PROB_FN, ROUND_FN, LABEL_FN,
         VEC, VEC, STATE, STATE, VEC, VEC,
         I64, VEC, VEC, B1,
     )
 )
 def replay_rows(
-    indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column, first, final,
+    indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column, first, final, fresh,
     S, a, P, score, update, qs, probability, after_round, after_label,
     cs, cp, win, ring, recent, qw,
     out_yhat, out_p, out_prob, out_query,
 ):
     """:func:`learners.drivers.replay_rows` with the controller; the clock counts the rounds the
-    controller has seen."""
+    controller has seen. ``fresh``: the model has never changed, so its first change empties the
+    window of scores (:meth:`BudgetController.forget_scores`)."""
     n = order.size
     fifo = np.empty(n, dtype=np.int64)  # rounds whose label is on its way, oldest first
     width = widest(indptr) + 1
@@ -380,6 +387,8 @@ def replay_rows(
             i = order[s]
             idx, val = row_of(indptr, indices, data, i, bias, column, idx_buf, val_buf)
             if update(S, a, P, idx, val, y[i]):
+                if fresh and changed == 0:
+                    _forget_scores(cs)
                 changed += 1
             after_label(qw, qs, out_yhat[s] != y[i])
     return changed
@@ -625,7 +634,7 @@ class BudgetController(Parameterized):
         scores solves the knob to its floor, and the learnt model's records (|p| > 0) then get
         almost no requests until the window has turned over. The next solves use the new scores
         alone, as from the first record; the ledger keeps the requests already made."""
-        self.cs_[_HEAD] = self.cs_[_FILLED] = self.cs_[_SINCE] = 0.0
+        _forget_scores(self.cs_)
 
     def uncount_request(self) -> None:
         """Take back a request :meth:`decide` counted but that was not made: the record was decided

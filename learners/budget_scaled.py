@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import types
 
-from learners.budget import _SEEN, _account, _step
+from learners.budget import _SEEN, _account, _forget_scores, _step
 from learners.coin import draw
 from learners.drivers import B1, I64, U64, _driver, _predict, pending_rounds, row_of, widest
 from learners.kernels import IDX, LABEL_FN, PROB_FN, ROUND_FN, SCORE_FN, STATE, UPDATE_FN, VAL, VEC
@@ -61,7 +61,7 @@ def decide_rows(
 @_driver(
     types.int64(
         I64, IDX, VAL, I64, I64, U64, types.uint64, types.int64, types.boolean, types.int64,
-        types.float64, types.int64, types.int64, types.boolean, types.int64, types.int64,
+        types.float64, types.int64, types.int64, types.boolean, types.boolean, types.int64, types.int64,
         STATE, VEC, VEC, STATE, VEC, VEC, VEC, SCORE_FN, UPDATE_FN, RESCALE_FN,
         VEC, PROB_FN, ROUND_FN, LABEL_FN,
         VEC, VEC, STATE, STATE, VEC, VEC,
@@ -69,7 +69,7 @@ def decide_rows(
     )
 )
 def replay_rows(
-    indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column, first, final,
+    indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column, first, final, fresh,
     score_level, learn_level,
     Z, zs, zp, S, a, P, R, score, update, rescale, qs, probability, after_round, after_label,
     cs, cp, win, ring, recent, qw,
@@ -112,6 +112,8 @@ def replay_rows(
             idx, val = row_of(indptr, indices, data, i, bias, column, idx_buf, val_buf)
             idx, x = _scaled(Z, zs, zp, learn_level, idx, val, S, a, P, R, rescale, changed, ratio, out, dense)
             if update(S, a, P, idx, x, y[i]):
+                if fresh and n_changed == 0:
+                    _forget_scores(cs)
                 n_changed += 1
                 mark_learnt(Z, zp, idx)
             after_label(qw, qs, out_yhat[s] != y[i])

@@ -133,18 +133,21 @@ class _Trail:
 
 
 def _drive(learner: Learner, prep: _Prepared, order: np.ndarray, delay: int, first: int, final: bool,
-           out: _Outputs) -> int:
-    """One call of the learner's replay driver; returns the updates that changed the model."""
+           out: _Outputs, changed: int = 0) -> int:
+    """One call of the learner's replay driver; returns the updates that changed the model
+    (``changed``: those of the earlier calls of the same replay, not yet counted by the learner)."""
     rows = prep.rows
-    common = (rows.indptr, rows.indices, rows.data, order, prep.codes, prep.keys, np.uint64(learner.seed),
-              learner._tie, learner.multiclass, int(delay), prep.bias, prep.column, int(first), bool(final),
-              *learner.rule.kernel_state(), learner.rule.score_fn, learner.rule.update_fn)
+    head = (rows.indptr, rows.indices, rows.data, order, prep.codes, prep.keys, np.uint64(learner.seed),
+            learner._tie, learner.multiclass, int(delay), prep.bias, prep.column, int(first), bool(final))
+    tail = (*learner.rule.kernel_state(), learner.rule.score_fn, learner.rule.update_fn)
     outputs = (out.yhat, out.p, out.prob, out.queried)
     if learner.budget is not None:  # the online controller, between probability and coin
         loop = budget.replay_rows if learner._scaler is None else learner._scaler.budget_replay_rows
-        return int(loop(*common, learner.query.qs_, *learner.query.kernels, *learner.budget.arrays(), *outputs))
+        fresh = learner.updates_ == 0 and changed == 0
+        return int(loop(*head, fresh, *tail, learner.query.qs_, *learner.query.kernels, *learner.budget.arrays(),
+                        *outputs))
     loop = drivers.replay_rows if learner._scaler is None else learner._scaler.replay_rows
-    return int(loop(*common, *learner.query.kernel_state(), *learner.query.kernels, *outputs))
+    return int(loop(*head, *tail, *learner.query.kernel_state(), *learner.query.kernels, *outputs))
 
 
 def _replay_prepared(learner: Learner, prep: _Prepared, order: np.ndarray, delay: int) -> Trace:
@@ -195,7 +198,7 @@ def _stream(learner: Learner, chunks: Iterable[Dataset], delay: int,
         size = prep.rows.n
         out = _Outputs.empty(size) if carried is None else carried.carried(first, size)
         start = time.perf_counter()
-        changed += _drive(learner, prep, np.arange(size, dtype=np.int64), delay, first, False, out)
+        changed += _drive(learner, prep, np.arange(size, dtype=np.int64), delay, first, False, out, changed)
         seconds += time.perf_counter() - start
         sink(codes, out, first)
         labels += int(np.count_nonzero(out.queried[first:]))
@@ -206,7 +209,7 @@ def _stream(learner: Learner, chunks: Iterable[Dataset], delay: int,
         k = carry.rows.n
         out = carried.carried(k, k)
         start = time.perf_counter()
-        changed += _drive(learner, carry, np.arange(k, dtype=np.int64), delay, k, True, out)
+        changed += _drive(learner, carry, np.arange(k, dtype=np.int64), delay, k, True, out, changed)
         seconds += time.perf_counter() - start
     learner.rounds_ += n
     learner.labels_ += labels

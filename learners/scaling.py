@@ -674,13 +674,13 @@ class Scaler:
                                   after_round, *controller_and_outputs)
 
     def budget_replay_rows(self, indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column,
-                           first, final, S, a, P, score, update, qs, probability, after_round, after_label,
+                           first, final, fresh, S, a, P, score, update, qs, probability, after_round, after_label,
                            *controller_and_outputs) -> int:
         """:func:`learners.budget.replay_rows`'s arguments, run on x̃."""
         from learners import budget_scaled
 
         return int(budget_scaled.replay_rows(indptr, indices, data, order, y, keys, seed, tie, multiclass, delay,
-                                             bias, column, first, final, self.score_level, self.learn_level,
+                                             bias, column, first, final, fresh, self.score_level, self.learn_level,
                                              self.Z, self.zs, self.zp, S, a, P, self.R, score, update, self._rescale,
                                              qs, probability, after_round, after_label, *controller_and_outputs))
 

@@ -11,7 +11,7 @@ from learners.base import Learner
 from learners.budget import _LEDGER, BudgetController, advance_clock, max_window_query_ratio
 from learners.datasets import Dataset, synthetic_shift, synthetic_sparse
 from learners.inputs import Rows
-from learners.replay import Trace, replay, run
+from learners.replay import Trace, replay, replay_stream, run
 
 D = 2**10
 BINARY = ["paa-1", "soal-diag", "d-amd", "rpa-1", "sel-ada", "pa-1"]
@@ -371,6 +371,34 @@ def test_controller_first_update_forgets_the_fresh_models_scores_so_no_window_st
     windows = np.convolve(queried, np.ones(1000), "valid") / 1000
     assert abs(queried.mean() - 0.1) <= 0.005
     assert (windows.min() >= 0.07) == forgets, windows.min()
+
+
+def chunks_of(data: Dataset, size: int) -> list[Dataset]:
+    return [Dataset(data.rows.take(np.arange(i, min(i + size, data.n))), data.labels[i:i + size], data.name)
+            for i in range(0, data.n, size)]
+
+
+@pytest.mark.parametrize("path", ["replay", "replay_stream", "scaled"])
+@pytest.mark.parametrize("forgets", [True, False])
+def test_compiled_replay_forgets_the_fresh_models_scores_at_its_first_update(path, forgets, monkeypatch):
+    """The compiled replay loops (``replay --budget-rate``, the leaderboard's online entries) empty
+    the window at the model's first change as the learner does: same check as above. Only a model
+    that never changed forgets (``forgets=False``: the learner counts an update it never made, so
+    its zeros stay in the window and the check fails)."""
+    data = synthetic_sparse(n=8000, d=D, seed=2)
+    learner = make("paa-1", n_features=D, **({"scale": "maxabs"} if path == "scaled" else {}))
+    learner.budget = BudgetController(target=0.1)
+    learner.updates_ = 0 if forgets else 1
+    calls = []
+    monkeypatch.setattr(BudgetController, "forget_scores", lambda self: calls.append(1))
+    if path == "replay_stream":
+        queried = replay_stream(learner, chunks_of(data, 1500), delay=1000).queried
+    else:
+        queried = replay(learner, data, delay=1000).queried
+    windows = np.convolve(queried, np.ones(1000), "valid") / 1000
+    assert abs(queried.mean() - 0.1) <= 0.005
+    assert (windows.min() >= 0.07) == forgets, windows.min()
+    assert not calls  # the compiled loop does it itself
 
 
 def test_uncount_request_takes_back_a_request_not_made_from_the_ledger_and_the_cap():
