@@ -83,7 +83,7 @@ def measure(name: str, d: int, batch, repeats: int) -> tuple[float, float, float
         y = np.ascontiguousarray(labels, dtype=np.int64)
         mistakes = np.zeros(n, dtype=np.bool_)
         start = time.perf_counter()
-        changed = learn_rows(indptr, indices, data, order, y, mistakes, S, a, P, rule.update_fn, qp, qs,
+        changed = learn_rows(indptr, indices, data, order, y, mistakes, np.ones(n), S, a, P, rule.update_fn, qp, qs,
                              query.kernels[2])
         best_update = min(best_update, time.perf_counter() - start)
         out = [np.empty(n), np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)]

@@ -55,7 +55,7 @@ def measure(name: str, data: Dataset, repeats: int) -> tuple[float, float, float
         order = np.arange(data.n, dtype=np.int64)
         started = time.perf_counter()
         changed = drivers.learn_rows(rows.indptr, rows.indices, rows.data, order, codes,
-                                     np.zeros(data.n, dtype=np.bool_), *fresh.rule.kernel_state(),
+                                     np.zeros(data.n, dtype=np.bool_), np.ones(data.n), *fresh.rule.kernel_state(),
                                      fresh.rule.update_fn, *fresh.query.kernel_state(), fresh.query.kernels[2])
         best_update = min(best_update, (time.perf_counter() - started) / max(changed, 1))
     return best_pass * 1e6, best_update * 1e6, fraction

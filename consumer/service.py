@@ -958,7 +958,8 @@ class Service:
         rows = Rows.gather(column.rows, column.row, self.settings.n_features)
         predicted = np.array(column.predicted, dtype=np.int64)
         codes = self.learner.encode(values)
-        self.learner.learn_many(rows, codes, predicted=predicted, encoded=True)
+        self.learner.learn_many(rows, codes, predicted=predicted, encoded=True,
+                                probability=np.array(column.probability, dtype=np.float64))
         costs = self.costs.of_many(values, np.array(stated, dtype=np.float64))  # None (no cost stated): NaN
         weights = 1.0 / np.array(column.probability)
         mistakes = predicted != codes

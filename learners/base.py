@@ -69,6 +69,10 @@ class UpdateRule(Parameterized):
     score_kernel: ClassVar[Any]
     update_kernel: ClassVar[Any]
     scalars: ClassVar[tuple[str, ...]] = ()  # names of the entries of the scalar state ``a``
+    # True for rules whose update applies a label's importance weight (the kernels' ``weight``):
+    # only those can learn under an importance-weighted query (IWAL), whose labels are unbiased
+    # only once weighted by 1/q
+    importance_weights: ClassVar[bool] = False
     # False for rules whose update writes coordinates outside x's non-zeros: full d×d matrices,
     # support-vector sets. The generic checks hold every other rule to O(nnz) writes.
     has_sparse_update: ClassVar[bool] = True
@@ -155,9 +159,10 @@ class UpdateRule(Parameterized):
             top=top if self.multiclass else None,
         )
 
-    def update(self, idx: np.ndarray, val: np.ndarray, y: int) -> bool:
-        """Apply one label: y ∈ {-1, +1} (binary) or a class index. True if the model changed."""
-        return bool(self.update_fn(*self.kernel_state(), idx, val, int(y)))
+    def update(self, idx: np.ndarray, val: np.ndarray, y: int, weight: float = 1.0) -> bool:
+        """Apply one label: y ∈ {-1, +1} (binary) or a class index, with importance ``weight``
+        (applied only by rules with ``importance_weights``). True if the model changed."""
+        return bool(self.update_fn(*self.kernel_state(), idx, val, int(y), float(weight)))
 
     # -- state -----------------------------------------------------------------------------
     def state_dict(self) -> dict[str, np.ndarray]:
@@ -188,6 +193,9 @@ class QueryStrategy(Parameterized):
     """
 
     requires: ClassVar[frozenset[str]] = frozenset({"p"})
+    # True: a label asked with probability q is learnt with importance weight 1/q (IWAL), so the
+    # labelled rows stand for the whole stream; False: weight 1, as the papers' algorithms learn
+    importance_weighted: ClassVar[bool] = False
     budget_param: ClassVar[str | None] = "delta"
     # the parameter the probability is monotone in, which a budget controller moves
     # (:class:`learners.budget.Knob`); None: the strategy has none
@@ -352,6 +360,9 @@ class Learner(Parameterized):
                 f"{type(query).__name__} needs {sorted(missing)}; {type(rule).__name__} provides "
                 f"{sorted(rule.provides)}"
             )
+        if query.importance_weighted and not rule.importance_weights:
+            raise ValueError(f"{type(query).__name__} weighs each label by 1/q; {type(rule).__name__} cannot apply "
+                             "an importance weight")
         self.rule, self.query = rule, query
         self.seed, self.bias, self.normalize, self.tie = seed, bias, normalize, tie
         self.n_features, self.name = n_features, name
@@ -561,12 +572,15 @@ class Learner(Parameterized):
         return Decisions(scores, yhat, self.decode(yhat), prob, query)
 
     def learn_many(self, X, y, predicted: np.ndarray | None = None, encoded: bool = False,
-                   scored: bool = True) -> int:
+                   scored: bool = True, probability: np.ndarray | None = None) -> int:
         """Apply a batch of labels in order; ``predicted`` (internal codes) marks mistakes for
         adaptive queries, default: the current model's predictions. ``encoded``: ``y`` holds
         internal codes already (see :meth:`encode`). ``scored``: the rows went through
         :meth:`decide` first (with ``scale_from="scored"`` they already updated the scale; False:
-        labelled rows the learner has not seen, as in ``partial_fit``). Returns updates made."""
+        labelled rows the learner has not seen, as in ``partial_fit``). ``probability``: the query
+        probability each label was asked with (:attr:`Decisions.probability`), which an
+        importance-weighted query turns into the weight 1/q; default 1 (labels not asked for).
+        Returns updates made."""
         rows = self._rows(X)
         codes = np.ascontiguousarray(y if encoded else self.encode(y), dtype=np.int64).reshape(-1)
         if codes.size != rows.n:
@@ -574,11 +588,12 @@ class Learner(Parameterized):
         if predicted is None:
             predicted = self.encode(self.predict(X)) if rows.n else codes
         mistakes = np.ascontiguousarray(np.asarray(predicted) != codes)
+        weights = self._weights(probability, rows.n)
         if self._scaler is not None:
-            changed = self._scaler.learn_rows(rows, codes, mistakes, self.rule, self.query, scored)
+            changed = self._scaler.learn_rows(rows, codes, mistakes, weights, self.rule, self.query, scored)
         else:
             changed = drivers.learn_rows(
-                rows.indptr, rows.indices, rows.data, np.arange(rows.n, dtype=np.int64), codes, mistakes,
+                rows.indptr, rows.indices, rows.data, np.arange(rows.n, dtype=np.int64), codes, mistakes, weights,
                 *self.rule.kernel_state(), self.rule.update_fn,
                 *self.query.kernel_state(), self.query.kernels[2],
             )
@@ -612,9 +627,21 @@ class Learner(Parameterized):
         code = top if self.multiclass else (1 if p > 0 else -1 if p < 0 else self._tie)
         return self._class_array[(code + 1) // 2 if not self.multiclass else code].item(), float(prob), bool(query)
 
-    def learn(self, x, y: Any, predicted: Any = None) -> bool:
+    def _weights(self, probability: np.ndarray | None, n: int) -> np.ndarray:
+        """Each label's importance weight: 1/q under an importance-weighted query, else 1."""
+        if probability is None or not self.query.importance_weighted:
+            return np.ones(n)
+        q = np.asarray(probability, dtype=np.float64).reshape(-1)
+        if q.size != n:
+            raise ValueError(f"{q.size} query probabilities for {n} labels")
+        if not np.all((q > 0) & (q <= 1)):
+            raise ValueError("a query probability must be in (0, 1] to weigh its label by 1/q")
+        return np.ascontiguousarray(1.0 / q)
+
+    def learn(self, x, y: Any, predicted: Any = None, probability: float | None = None) -> bool:
         """Apply one label. ``predicted`` is the prediction made when the label was asked for
-        (default: the current model's). True if the model changed."""
+        (default: the current model's); ``probability`` the query probability it was asked with
+        (see :meth:`learn_many`). True if the model changed."""
         idx, val = self._row(x)
         code = self._codes.get(_jsonable(y))
         if code is None:
@@ -627,10 +654,11 @@ class Learner(Parameterized):
             guess = top if self.multiclass else (1 if p > 0 else -1 if p < 0 else self._tie)
         else:
             guess = self._codes.get(_jsonable(predicted))
-        changed = self.rule.update(idx, val, code)
+        weight = float(self._weights(None if probability is None else [probability], 1)[0])
+        changed = self.rule.update(idx, val, code, weight)
         if changed and self._scaler is not None:
             self._scaler.mark_learnt(idx)
-        self.query.kernels[2](*self.query.kernel_state(), guess != code)
+        self.query.kernels[2](*self.query.kernel_state(), guess != code, weight)
         self._first_update(changed)
         self.labels_ += 1
         self.updates_ += changed

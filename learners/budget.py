@@ -341,14 +341,14 @@ def decide_rows(
 @_driver(
     types.int64(
         types.int64[::1], IDX, VAL, I64, I64, U64, types.uint64, types.int64, types.boolean, types.int64,
-        types.float64, types.int64, types.int64, types.boolean, types.boolean,
+        types.float64, types.int64, types.int64, types.boolean, types.boolean, types.boolean,
         STATE, VEC, VEC, SCORE_FN, UPDATE_FN, VEC, PROB_FN, ROUND_FN, LABEL_FN,
         VEC, VEC, STATE, STATE, VEC, VEC,
         I64, VEC, VEC, B1,
     )
 )
 def replay_rows(
-    indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column, first, final, fresh,
+    indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column, first, final, weighted, fresh,
     S, a, P, score, update, qs, probability, after_round, after_label,
     cs, cp, win, ring, recent, qw,
     out_yhat, out_p, out_prob, out_query,
@@ -386,11 +386,12 @@ def replay_rows(
             head += 1
             i = order[s]
             idx, val = row_of(indptr, indices, data, i, bias, column, idx_buf, val_buf)
-            if update(S, a, P, idx, val, y[i]):
+            weight = 1.0 / out_prob[s] if weighted else 1.0
+            if update(S, a, P, idx, val, y[i], weight):
                 if fresh and changed == 0:
                     _forget_scores(cs)
                 changed += 1
-            after_label(qw, qs, out_yhat[s] != y[i])
+            after_label(qw, qs, out_yhat[s] != y[i], weight)
     return changed
 
 

@@ -61,7 +61,7 @@ def decide_rows(
 @_driver(
     types.int64(
         I64, IDX, VAL, I64, I64, U64, types.uint64, types.int64, types.boolean, types.int64,
-        types.float64, types.int64, types.int64, types.boolean, types.boolean, types.int64, types.int64,
+        types.float64, types.int64, types.int64, types.boolean, types.boolean, types.boolean, types.int64, types.int64,
         STATE, VEC, VEC, STATE, VEC, VEC, VEC, SCORE_FN, UPDATE_FN, RESCALE_FN,
         VEC, PROB_FN, ROUND_FN, LABEL_FN,
         VEC, VEC, STATE, STATE, VEC, VEC,
@@ -69,7 +69,7 @@ def decide_rows(
     )
 )
 def replay_rows(
-    indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column, first, final, fresh,
+    indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column, first, final, weighted, fresh,
     score_level, learn_level,
     Z, zs, zp, S, a, P, R, score, update, rescale, qs, probability, after_round, after_label,
     cs, cp, win, ring, recent, qw,
@@ -111,10 +111,11 @@ def replay_rows(
             i = order[s]
             idx, val = row_of(indptr, indices, data, i, bias, column, idx_buf, val_buf)
             idx, x = _scaled(Z, zs, zp, learn_level, idx, val, S, a, P, R, rescale, changed, ratio, out, dense)
-            if update(S, a, P, idx, x, y[i]):
+            weight = 1.0 / out_prob[s] if weighted else 1.0
+            if update(S, a, P, idx, x, y[i], weight):
                 if fresh and n_changed == 0:
                     _forget_scores(cs)
                 n_changed += 1
                 mark_learnt(Z, zp, idx)
-            after_label(qw, qs, out_yhat[s] != y[i])
+            after_label(qw, qs, out_yhat[s] != y[i], weight)
     return n_changed

@@ -162,7 +162,7 @@ def _one_at_a_time_equals_batch(name: str, **overrides) -> None:
         prediction, prob, query = a.ask(X[i], record_id=i)
         asked.append((prediction, prob, query))
         if query:
-            a.learn(X[i], y[i], predicted=prediction)
+            a.learn(X[i], y[i], predicted=prediction, probability=prob)
     b = _fresh(name, **_budget(_fresh(name)), **overrides)
     trace = replay(b, Dataset(as_rows(X), y))
     assert trace.queried.sum() > 0 and np.all((trace.probability >= 0) & (trace.probability <= 1))

@@ -105,18 +105,19 @@ def decide_rows(
 
 @_driver(
     types.int64(
-        INDPTR, IDX, VAL, I64, I64, B1, STATE, VEC, VEC, UPDATE_FN, VEC, VEC, LABEL_FN
+        INDPTR, IDX, VAL, I64, I64, B1, VEC, STATE, VEC, VEC, UPDATE_FN, VEC, VEC, LABEL_FN
     )
 )
-def learn_rows(indptr, indices, data, rows, y, mistakes, S, a, P, update, qp, qs, after_label):
-    """Apply the labels ``y`` of ``rows`` in order; returns how many changed the model."""
+def learn_rows(indptr, indices, data, rows, y, mistakes, weights, S, a, P, update, qp, qs, after_label):
+    """Apply the labels ``y`` of ``rows`` in order, with their importance ``weights``; returns how
+    many changed the model."""
     changed = 0
     for k in range(rows.size):
         i = rows[k]
         lo, hi = indptr[i], indptr[i + 1]
-        if update(S, a, P, indices[lo:hi], data[lo:hi], y[k]):
+        if update(S, a, P, indices[lo:hi], data[lo:hi], y[k], weights[k]):
             changed += 1
-        after_label(qp, qs, mistakes[k])
+        after_label(qp, qs, mistakes[k], weights[k])
     return changed
 
 
@@ -160,13 +161,13 @@ def pending_rounds(out_query, first, fifo):
 @_driver(
     types.int64(
         INDPTR, IDX, VAL, I64, I64, U64, types.uint64, types.int64, types.boolean, types.int64,
-        types.float64, types.int64, types.int64, types.boolean,
+        types.float64, types.int64, types.int64, types.boolean, types.boolean,
         STATE, VEC, VEC, SCORE_FN, UPDATE_FN, VEC, VEC, PROB_FN, ROUND_FN, LABEL_FN,
         I64, VEC, VEC, B1,
     )
 )
 def replay_rows(
-    indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column, first, final,
+    indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column, first, final, weighted,
     S, a, P, score, update, qp, qs, probability, after_round, after_label,
     out_yhat, out_p, out_prob, out_query,
 ):
@@ -179,7 +180,8 @@ def replay_rows(
 
     A stream replayed in chunks: rounds ``0 .. first-1`` are the previous chunk's last rounds,
     already predicted (their outputs filled in), carried so their pending labels can be applied;
-    labels still pending at the end are applied in order only if ``final``.
+    labels still pending at the end are applied in order only if ``final``. ``weighted``: a
+    label asked with probability q is learnt with importance weight 1/q, else 1.
     """
     n = order.size
     fifo = np.empty(n, dtype=np.int64)  # rounds whose label is on its way, oldest first
@@ -208,7 +210,8 @@ def replay_rows(
             head += 1
             i = order[s]
             idx, val = row_of(indptr, indices, data, i, bias, column, idx_buf, val_buf)
-            if update(S, a, P, idx, val, y[i]):
+            weight = 1.0 / out_prob[s] if weighted else 1.0
+            if update(S, a, P, idx, val, y[i], weight):
                 changed += 1
-            after_label(qp, qs, out_yhat[s] != y[i])
+            after_label(qp, qs, out_yhat[s] != y[i], weight)
     return changed

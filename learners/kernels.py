@@ -59,14 +59,17 @@ STATE = types.float64[:, ::1]
 SCORE_SIG = types.Tuple((types.float64, types.float64, types.float64, types.int64))(
     STATE, VEC, VEC, IDX, VAL
 )
-# update(S, a, P, idx, val, y) -> changed; y is ±1 (binary) or a class index (multiclass)
-UPDATE_SIG = types.boolean(STATE, VEC, VEC, IDX, VAL, types.int64)
+# update(S, a, P, idx, val, y, weight) -> changed; y is ±1 (binary) or a class index (multiclass);
+#   weight is the label's importance weight, 1/q under an importance-weighted query, else 1. A rule
+#   whose ``importance_weights`` is True applies it; the others are never given another value
+UPDATE_SIG = types.boolean(STATE, VEC, VEC, IDX, VAL, types.int64, types.float64)
 # probability(p, gap, v, qp, qs) -> query probability in [0, 1]
 PROB_SIG = types.float64(types.float64, types.float64, types.float64, VEC, VEC)
 # after_round(qp, qs): called once per scored record, after its probability is computed
 ROUND_SIG = types.none(VEC, VEC)
-# after_label(qp, qs, mistake): called once per applied label; mistake = the prediction was wrong
-LABEL_SIG = types.none(VEC, VEC, types.boolean)
+# after_label(qp, qs, mistake, weight): called once per applied label; mistake = the prediction was
+#   wrong, weight = the label's importance weight (as the update's)
+LABEL_SIG = types.none(VEC, VEC, types.boolean, types.float64)
 
 SCORE_FN = FunctionType(SCORE_SIG)
 UPDATE_FN = FunctionType(UPDATE_SIG)
@@ -207,5 +210,5 @@ def no_round(qp, qs):
 
 
 @kernel(LABEL_SIG)
-def no_label(qp, qs, mistake):
+def no_label(qp, qs, mistake, weight):
     """after_label of a query without per-label state."""

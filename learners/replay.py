@@ -138,7 +138,8 @@ def _drive(learner: Learner, prep: _Prepared, order: np.ndarray, delay: int, fir
     (``changed``: those of the earlier calls of the same replay, not yet counted by the learner)."""
     rows = prep.rows
     head = (rows.indptr, rows.indices, rows.data, order, prep.codes, prep.keys, np.uint64(learner.seed),
-            learner._tie, learner.multiclass, int(delay), prep.bias, prep.column, int(first), bool(final))
+            learner._tie, learner.multiclass, int(delay), prep.bias, prep.column, int(first), bool(final),
+            learner.query.importance_weighted)
     tail = (*learner.rule.kernel_state(), learner.rule.score_fn, learner.rule.update_fn)
     outputs = (out.yhat, out.p, out.prob, out.queried)
     if learner.budget is not None:  # the online controller, between probability and coin

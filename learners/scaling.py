@@ -462,12 +462,12 @@ def decide_scaled_rows(
 
 @_driver(
     types.int64(
-        I64, IDX, VAL, I64, B1, types.int64, STATE, VEC, VEC, STATE, VEC, VEC, VEC,
+        I64, IDX, VAL, I64, B1, VEC, types.int64, STATE, VEC, VEC, STATE, VEC, VEC, VEC,
         UPDATE_FN, RESCALE_FN, VEC, VEC, LABEL_FN,
     )
 )
-def learn_scaled_rows(indptr, indices, data, y, mistakes, level, Z, zs, zp, S, a, P, R, update, rescale,
-               qp, qs, after_label):
+def learn_scaled_rows(indptr, indices, data, y, mistakes, weights, level, Z, zs, zp, S, a, P, R, update, rescale,
+                      qp, qs, after_label):
     """:func:`learners.drivers.learn_rows` (every row, in order) on x̃; returns updates made."""
     width = _widest(indptr)
     changed, ratio = np.empty(width, dtype=np.int32), np.empty(width)
@@ -477,24 +477,24 @@ def learn_scaled_rows(indptr, indices, data, y, mistakes, level, Z, zs, zp, S, a
         lo, hi = indptr[i], indptr[i + 1]
         idx, x = _scaled(Z, zs, zp, level, indices[lo:hi], data[lo:hi], S, a, P, R, rescale, changed, ratio, out,
                          dense)
-        if update(S, a, P, idx, x, y[i]):
+        if update(S, a, P, idx, x, y[i], weights[i]):
             n_changed += 1
             mark_learnt(Z, zp, idx)
-        after_label(qp, qs, mistakes[i])
+        after_label(qp, qs, mistakes[i], weights[i])
     return n_changed
 
 
 @_driver(
     types.int64(
         I64, IDX, VAL, I64, I64, U64, types.uint64, types.int64, types.boolean, types.int64,
-        types.float64, types.int64, types.int64, types.boolean, types.int64, types.int64,
+        types.float64, types.int64, types.int64, types.boolean, types.boolean, types.int64, types.int64,
         STATE, VEC, VEC, STATE, VEC, VEC, VEC, SCORE_FN, UPDATE_FN, RESCALE_FN,
         VEC, VEC, PROB_FN, ROUND_FN, LABEL_FN,
         I64, VEC, VEC, B1,
     )
 )
 def replay_scaled_rows(
-    indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column, first, final,
+    indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column, first, final, weighted,
     score_level, learn_level,
     Z, zs, zp, S, a, P, R, score, update, rescale, qp, qs, probability, after_round, after_label,
     out_yhat, out_p, out_prob, out_query,
@@ -532,10 +532,11 @@ def replay_scaled_rows(
             i = order[s]
             idx, val = row_of(indptr, indices, data, i, bias, column, idx_buf, val_buf)
             idx, x = _scaled(Z, zs, zp, learn_level, idx, val, S, a, P, R, rescale, changed, ratio, out, dense)
-            if update(S, a, P, idx, x, y[i]):
+            weight = 1.0 / out_prob[s] if weighted else 1.0
+            if update(S, a, P, idx, x, y[i], weight):
                 n_changed += 1
                 mark_learnt(Z, zp, idx)
-            after_label(qp, qs, out_yhat[s] != y[i])
+            after_label(qp, qs, out_yhat[s] != y[i], weight)
     return n_changed
 
 
@@ -626,13 +627,14 @@ class Scaler:
                            self.Z, self.zs, self.zp, S, a, P, self.R, score, self._rescale,
                            qp, qs, probability, after_round, *outputs)
 
-    def learn_rows(self, rows: Any, codes: np.ndarray, mistakes: np.ndarray, rule: Any, query: Any,
-                   scored: bool = True) -> int:
-        """Apply the labels ``codes`` of every row of ``rows`` in order, on x̃; updates made.
+    def learn_rows(self, rows: Any, codes: np.ndarray, mistakes: np.ndarray, weights: np.ndarray, rule: Any,
+                   query: Any, scored: bool = True) -> int:
+        """Apply the labels ``codes`` of every row of ``rows`` in order, with their importance
+        ``weights``, on x̃; updates made.
         ``scored``: the rows were decided on first (else they are observed like labelled rows
         under ``scale_from="labelled"``)."""
         level = self.learn_level if scored else _OBSERVE_ALL
-        return int(learn_scaled_rows(rows.indptr, rows.indices, rows.data, codes, mistakes, level,
+        return int(learn_scaled_rows(rows.indptr, rows.indices, rows.data, codes, mistakes, weights, level,
                                      self.Z, self.zs, self.zp, *rule.kernel_state(), self.R, rule.update_fn,
                                      self._rescale, *query.kernel_state(), query.kernels[2]))
 
@@ -657,12 +659,13 @@ class Scaler:
         mark_learnt(self.Z, self.zp, np.ascontiguousarray(idx, dtype=np.int32))
 
     def replay_rows(self, indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column, first,
-                    final, S, a, P, score, update, qp, qs, probability, after_round, after_label, *outputs) -> int:
+                    final, weighted, S, a, P, score, update, qp, qs, probability, after_round, after_label,
+                    *outputs) -> int:
         """:func:`learners.drivers.replay_rows`'s arguments, run on x̃."""
         return int(replay_scaled_rows(indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias,
-                                      column, first, final, self.score_level, self.learn_level, self.Z, self.zs,
-                                      self.zp, S, a, P, self.R, score, update, self._rescale, qp, qs, probability,
-                                      after_round, after_label, *outputs))
+                                      column, first, final, weighted, self.score_level, self.learn_level, self.Z,
+                                      self.zs, self.zp, S, a, P, self.R, score, update, self._rescale, qp, qs,
+                                      probability, after_round, after_label, *outputs))
 
     def budget_decide_rows(self, indptr, indices, data, keys, seed, tie, multiclass, times, S, a, P, score, qs,
                            probability, after_round, *controller_and_outputs) -> None:
@@ -674,13 +677,14 @@ class Scaler:
                                   after_round, *controller_and_outputs)
 
     def budget_replay_rows(self, indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column,
-                           first, final, fresh, S, a, P, score, update, qs, probability, after_round, after_label,
-                           *controller_and_outputs) -> int:
+                           first, final, weighted, fresh, S, a, P, score, update, qs, probability, after_round,
+                           after_label, *controller_and_outputs) -> int:
         """:func:`learners.budget.replay_rows`'s arguments, run on x̃."""
         from learners import budget_scaled
 
         return int(budget_scaled.replay_rows(indptr, indices, data, order, y, keys, seed, tie, multiclass, delay,
-                                             bias, column, first, final, fresh, self.score_level, self.learn_level,
+                                             bias, column, first, final, weighted, fresh, self.score_level,
+                                             self.learn_level,
                                              self.Z, self.zs, self.zp, S, a, P, self.R, score, update, self._rescale,
                                              qs, probability, after_round, after_label, *controller_and_outputs))
 

@@ -6,6 +6,7 @@ from learners.queries.discrimination import DiscriminationQuery, GapDiscriminati
 from learners.queries.entropy import EntropyQuery, GapEntropyQuery
 from learners.queries.fixed import AlwaysQuery, FixedRateQuery
 from learners.queries.gap import GapQuery
+from learners.queries.iwal import GapIWALQuery, IWALQuery
 from learners.queries.margin import MarginQuery
 from learners.queries.soal import SOALQuery
 
@@ -18,7 +19,9 @@ __all__ = [
     "FixedRateQuery",
     "GapDiscriminationQuery",
     "GapEntropyQuery",
+    "GapIWALQuery",
     "GapQuery",
+    "IWALQuery",
     "MarginQuery",
     "SOALQuery",
     "SelAdaQuery",

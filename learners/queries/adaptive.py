@@ -41,7 +41,7 @@ def sel_ada_probability(p, gap, v, qp, qs):
 
 
 @kernel(LABEL_SIG)
-def sel_ada_count(qp, qs, mistake):
+def sel_ada_count(qp, qs, mistake, weight):
     """K ← K + 1 when a queried label shows the prediction was wrong (a Perceptron update)."""
     if mistake:
         qs[0] += 1.0
@@ -68,7 +68,7 @@ class SelAdaQuery(QueryStrategy):
     >>> q = SelAdaQuery(delta=1.0)
     >>> q.probability(Scores(p=np.array([1.0]), v=np.array([1.0]))).tolist()     # b = 1
     [0.5]
-    >>> for _ in range(3): q.kernels[2](*q.kernel_state(), True)             # K = 3
+    >>> for _ in range(3): q.kernels[2](*q.kernel_state(), True, 1.0)        # K = 3
     >>> round(float(q.probability(Scores(p=np.array([1.0]), v=np.array([0.5])))[0]), 4)   # b = 0.5·2
     0.5
     """

@@ -110,7 +110,7 @@ def _da_score(S, a, P, idx, val):
 
 
 @kernel(UPDATE_SIG)
-def _da_update(S, a, P, idx, val, y):
+def _da_update(S, a, P, idx, val, y, weight):
     return da_update(S[0], S[1], idx, val, y, P[0], P[1])
 
 
@@ -124,7 +124,7 @@ def _md_score(S, a, P, idx, val):
 
 
 @kernel(UPDATE_SIG)
-def _md_update(S, a, P, idx, val, y):
+def _md_update(S, a, P, idx, val, y, weight):
     return md_update(S[0], S[1], idx, val, y, P[0], P[1])
 
 

@@ -121,7 +121,7 @@ def _mda_score(S, a, P, idx, val):
 
 
 @kernel(UPDATE_SIG)
-def _mda_update(S, a, P, idx, val, y):
+def _mda_update(S, a, P, idx, val, y, weight):
     C = S.shape[0] // 2
     return mda_update(S[:C], S[C:], idx, val, y, P[0], P[1])
 
@@ -134,7 +134,7 @@ def _mmd_score(S, a, P, idx, val):
 
 
 @kernel(UPDATE_SIG)
-def _mmd_update(S, a, P, idx, val, y):
+def _mmd_update(S, a, P, idx, val, y, weight):
     C = S.shape[0] // 2
     return mmd_update(S[:C], S[C:], idx, val, y, P[0], P[1])
 

@@ -67,12 +67,12 @@ def arow_diag_update(mu, Sigma, idx, val, y, r):
 
 
 @kernel(UPDATE_SIG)
-def _update(S, a, P, idx, val, y):
+def _update(S, a, P, idx, val, y, weight):
     return arow_update(S[0], S[1:], idx, val, y, P[0])
 
 
 @kernel(UPDATE_SIG)
-def _diag_update(S, a, P, idx, val, y):
+def _diag_update(S, a, P, idx, val, y, weight):
     return arow_diag_update(S[0], S[1], idx, val, y, P[0])
 
 

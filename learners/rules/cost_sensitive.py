@@ -114,19 +114,19 @@ def paum_update(w, idx, val, y, tau_p, tau_n):
 
 
 @kernel(UPDATE_SIG)
-def _cspaa(S, a, P, idx, val, y):
+def _cspaa(S, a, P, idx, val, y, weight):
     rho, C = _observe(a, P, y)
     return cspaa_update(S[0], idx, val, y, rho, C)
 
 
 @kernel(UPDATE_SIG)
-def _cpa(S, a, P, idx, val, y):
+def _cpa(S, a, P, idx, val, y, weight):
     rho, C = _observe(a, P, y)
     return cpa_update(S[0], idx, val, y, rho, C)
 
 
 @kernel(UPDATE_SIG)
-def _paum(S, a, P, idx, val, y):
+def _paum(S, a, P, idx, val, y, weight):
     rho, _ = _observe(a, P, y)
     return paum_update(S[0], idx, val, y, rho, 1.0)
 

@@ -89,12 +89,12 @@ def cw_diag_update(mu, Sigma, idx, val, y, phi):
 
 
 @kernel(UPDATE_SIG)
-def _update(S, a, P, idx, val, y):
+def _update(S, a, P, idx, val, y, weight):
     return cw_update(S[0], S[1:], idx, val, y, P[0])
 
 
 @kernel(UPDATE_SIG)
-def _diag_update(S, a, P, idx, val, y):
+def _diag_update(S, a, P, idx, val, y, weight):
     return cw_diag_update(S[0], S[1], idx, val, y, P[0])
 
 

@@ -112,7 +112,7 @@ def _score(S, a, P, idx, val):
 
 
 @kernel(UPDATE_SIG)
-def _update(S, a, P, idx, val, y):
+def _update(S, a, P, idx, val, y, weight):
     budget = S.shape[0]
     return kernel_pa_update(S, a[2 : 2 + budget], a[2 + budget :], a, idx, val, y, P)
 

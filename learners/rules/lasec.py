@@ -87,7 +87,7 @@ def _full_score(S, a, P, idx, val):
 
 
 @kernel(UPDATE_SIG)
-def _full_update(S, a, P, idx, val, y):
+def _full_update(S, a, P, idx, val, y, weight):
     if y * sparse_dot(S[0], idx, val) > 0.0 or sq_norm(val) == 0.0:  # no mistake; or x = 0
         return False
     lasec_full_update(S[0], S[1:], idx, val, y, P[1])
@@ -146,7 +146,7 @@ def _diag_score(S, a, P, idx, val):
 
 
 @kernel(UPDATE_SIG)
-def _diag_update(S, a, P, idx, val, y):
+def _diag_update(S, a, P, idx, val, y, weight):
     if y * sparse_dot(S[0], idx, val) > 0.0 or sq_norm(val) == 0.0:
         return False
     lasec_diag_update(S[0], S[1], S[2], idx, val, y, a[0], P[1])

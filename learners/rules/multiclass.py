@@ -102,13 +102,14 @@ def mpa_update(W, idx, val, y, C, mode):
 
 
 @kernel(UPDATE_SIG)
-def _perceptron(S, a, P, idx, val, y):
+def _perceptron(S, a, P, idx, val, y, weight):
     return max_score_perceptron_update(S, idx, val, y)
 
 
 @kernel(UPDATE_SIG)
-def _mpa(S, a, P, idx, val, y):
-    return mpa_update(S, idx, val, y, P[0], int(P[1]))
+def _mpa(S, a, P, idx, val, y, weight):
+    # importance weight ω: C ω for C in Eq. (4), as for the binary PA-I and PA-II
+    return mpa_update(S, idx, val, y, P[0] * weight, int(P[1]))
 
 
 class _MulticlassRule(UpdateRule):
@@ -118,11 +119,11 @@ class _MulticlassRule(UpdateRule):
     provides: ClassVar = frozenset({"p", "gap"})
     score_kernel = top_two_scores
 
-    def update(self, idx: np.ndarray, val: np.ndarray, y: int) -> bool:
+    def update(self, idx: np.ndarray, val: np.ndarray, y: int, weight: float = 1.0) -> bool:
         k = self.S_.shape[0]
         if not 0 <= int(y) < k:
             raise ValueError(f"class index {y} is outside the model's {k} classes (valid: 0..{k - 1})")
-        return super().update(idx, val, y)
+        return super().update(idx, val, y, weight)
 
 
 class MaxScorePerceptronRule(_MulticlassRule):
@@ -204,6 +205,12 @@ class MPARule(_MulticlassRule):
 
     _constraints: ClassVar = {"mode": Options(0, 1, 2), "C": Interval(0, None, closed="neither")}
     update_kernel = _mpa
+
+    @property
+    def importance_weights(self) -> bool:
+        """MPA-I and MPA-II weigh a label's slack by its importance ω (C ω for C); MPA's hard
+        constraint has no slack to weigh."""
+        return self.mode != 0
 
     def __init__(self, *, mode: int = 1, C: float = 1.0) -> None:
         self.mode = mode

@@ -44,8 +44,9 @@ def pa_update(w, idx, val, y, C, mode):
 
 
 @kernel(UPDATE_SIG)
-def _update(S, a, P, idx, val, y):
-    return pa_update(S[0], idx, val, y, P[0], int(P[1]))
+def _update(S, a, P, idx, val, y, weight):
+    # importance weight ω: min_w' ½‖w' − w‖² + C ω ξ (ξ² for PA-II) is Eq. (1) with C ω for C
+    return pa_update(S[0], idx, val, y, P[0] * weight, int(P[1]))
 
 
 class PARule(UpdateRule):
@@ -87,6 +88,12 @@ class PARule(UpdateRule):
     _constraints: ClassVar = {"mode": Options(0, 1, 2), "C": Interval(0, None, closed="neither")}
     score_kernel = binary_margin
     update_kernel = _update
+
+    @property
+    def importance_weights(self) -> bool:
+        """PA-I and PA-II weigh a label's slack by its importance ω (C ω for C); PA's hard
+        constraint has no slack to weigh."""
+        return self.mode != 0
 
     def __init__(self, *, mode: int = 1, C: float = 1.0) -> None:
         self.mode = mode

@@ -39,7 +39,7 @@ def _score(S, a, P, idx, val):
 
 
 @kernel(UPDATE_SIG)
-def _update(S, a, P, idx, val, y):
+def _update(S, a, P, idx, val, y, weight):
     changed = perceptron_update(S[0], idx, val, y)
     if changed:
         a[0] = squared_radius(a[0], val)  # X_k = X' on an update round only (ibid., Fig. 2)

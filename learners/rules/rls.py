@@ -37,7 +37,7 @@ def _score(S, a, P, idx, val):
 
 
 @kernel(UPDATE_SIG)
-def _update(S, a, P, idx, val, y):
+def _update(S, a, P, idx, val, y, weight):
     if sq_norm(val) == 0.0:
         return False
     lasec_full_update(S[0], S[1:], idx, val, y, 0.0)

@@ -70,12 +70,12 @@ def soal_diag_update(mu, Sigma, idx, val, y, eta, gamma):
 
 
 @kernel(UPDATE_SIG)
-def _update(S, a, P, idx, val, y):
+def _update(S, a, P, idx, val, y, weight):
     return soal_update(S[0], S[1:], idx, val, y, P[0], P[1])
 
 
 @kernel(UPDATE_SIG)
-def _diag_update(S, a, P, idx, val, y):
+def _diag_update(S, a, P, idx, val, y, weight):
     return soal_diag_update(S[0], S[1], idx, val, y, P[0], P[1])
 
 

@@ -65,7 +65,7 @@ def _score(S, a, P, idx, val):
 
 
 @kernel(UPDATE_SIG)
-def _update(S, a, P, idx, val, y):
+def _update(S, a, P, idx, val, y, weight):
     return sop_update(S[0], S[1:], idx, val, y)
 
 
@@ -102,7 +102,7 @@ def _diag_score(S, a, P, idx, val):
 
 
 @kernel(UPDATE_SIG)
-def _diag_update(S, a, P, idx, val, y):
+def _diag_update(S, a, P, idx, val, y, weight):
     return sop_diag_update(S[0], S[1], idx, val, y)
 
 

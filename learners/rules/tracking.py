@@ -69,7 +69,7 @@ def _shifting_score(S, a, P, idx, val):
 
 
 @kernel(UPDATE_SIG)
-def _shifting_update(S, a, P, idx, val, y):
+def _shifting_update(S, a, P, idx, val, y, weight):
     return shifting_perceptron_update(S[0], a, idx, val, y, P[0])
 
 
@@ -151,7 +151,7 @@ def modified_perceptron_update(w, a, idx, val, y):
 
 
 @kernel(UPDATE_SIG)
-def _modified_update(S, a, P, idx, val, y):
+def _modified_update(S, a, P, idx, val, y, weight):
     return modified_perceptron_update(S[0], a, idx, val, y)
 
 
@@ -228,7 +228,7 @@ def randomized_budget_update(w, sv, a, idx, val, y, seed):
 
 
 @kernel(UPDATE_SIG)
-def _budget_update(S, a, P, idx, val, y):
+def _budget_update(S, a, P, idx, val, y, weight):
     return randomized_budget_update(S[0], S[1:], a, idx, val, y, np.uint64(P[0]))
 
 

@@ -322,6 +322,37 @@ def test_importance_weighted_totals_sum_inverse_probabilities(harness):
     assert h.service.totals.get("labelled_mistakes") == mistakes.sum()
 
 
+def test_an_importance_weighted_learner_learns_each_label_with_its_request_probability(tmp_path):
+    """Under IWAL (``paa-1-iwal``) a label asked with probability q is learnt with weight 1/q: the
+    service's model equals one taught the same labels with those probabilities."""
+    from learners import make
+
+    h = Harness(tmp_path, learner="paa-1-iwal", learner_params={"mellowness": 1e-3})
+    h.service.start()
+    truth: dict[str, int] = {}
+    labelled = 0
+    for prefix in ("a", "b", "c"):  # each batch is decided by the model the labels before it taught
+        truth |= feed(h, 100, prefix=prefix)
+        h.service.run_once()
+        requests = h.out("label-requests")
+        for r in requests[labelled:]:
+            h.label(r["id"], truth[r["id"]])
+        labelled = len(requests)
+        h.service.run_once()
+    requests = h.out("label-requests")
+    assert 0 < len(requests) < 300 and min(r["probability"] for r in requests) < 0.5
+    taught = make("paa-1-iwal", n_features=4, mellowness=1e-3)
+    rows = np.array([r["features"] for r in requests])
+    codes = taught.encode([truth[r["id"]] for r in requests])
+    predicted = taught.encode([r["prediction"] for r in requests])
+    taught.learn_many(rows, codes, predicted=predicted, encoded=True,
+                      probability=np.array([r["probability"] for r in requests]))
+    np.testing.assert_allclose(h.service.learner.rule.S_, taught.rule.S_, rtol=1e-12)
+    unweighted = make("paa-1-iwal", n_features=4, mellowness=1e-3)
+    unweighted.learn_many(rows, codes, predicted=predicted, encoded=True)
+    assert not np.allclose(h.service.learner.rule.S_, unweighted.rule.S_)
+
+
 def test_labelled_records_count_applied_labels_by_true_and_predicted_class(harness):
     h = harness
     h.service.start()

@@ -43,8 +43,8 @@ def test_sel_ada_b_grows_with_radius_and_sqrt_of_queried_mistakes():
             b = 0.5 * X2 * math.sqrt(1 + k)  # b_t = β X'² √(1 + K)
             got = q.probability(Scores(p=np.array([2.0]), v=np.array([X2])))[0]
             assert got == pytest.approx(b / (b + 2.0))
-        label(*q.kernel_state(), True)
-    label(*q.kernel_state(), False)  # a correct prediction does not count
+        label(*q.kernel_state(), True, 1.0)
+    label(*q.kernel_state(), False, 1.0)  # a correct prediction does not count
     assert q.state_dict()["errors"] == 5
 
 
