@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import hashlib
 import json
 import subprocess
 import sys
@@ -41,6 +42,7 @@ import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +62,7 @@ from learners.replay import Run, find_budget, run
 __all__ = ["DATASETS", "Row", "main", "mean_ranks", "rank", "tuning_seeds", "wins"]
 
 RESULTS = Path(__file__).resolve().parent / "results"
+PARTS = "leaderboard_parts"  # under --out unless --parts says otherwise
 BUDGETS = (0.01, 0.05, 0.10, 0.20)
 PERMUTATIONS, QUICK_PERMUTATIONS = 10, 3
 TUNING_SEED = 10_000  # tuning permutations are default_rng(10_000 + k): never an evaluated one
@@ -81,8 +84,8 @@ TUNED_PARAMS = ("C", "eta", "a", "r", "lam")
 # kddcup99 are 4 and 15 times a8a) and the registry's main families, one or two of each
 QUICK_DATASETS = ("svmguide1", "mushrooms", "a8a", "spambase", "splice", "w8a", "magic04", "BASEHOCK", "PCMAC",
                   "dna", "satimage", "usps")
-QUICK_LEARNERS = ("paa-1", "paa-2", "paa-1-entropy", "rpa-1", "pea", "soal-diag", "sop-ss-diag", "d-ada", "d-amd",
-                  "mpaa-1", "mpaa-2", "mpaa-1-entropy", "mrpa-1", "md-ada", "md-amd")
+QUICK_LEARNERS = ("paa-1", "paa-2", "paa-1-entropy", "paa-1-iwal", "rpa-1", "pea", "soal-diag", "sop-ss-diag", "d-ada",
+                  "d-amd", "mpaa-1", "mpaa-2", "mpaa-1-entropy", "mpaa-1-iwal", "mrpa-1", "md-ada", "md-amd")
 
 
 def tolerance(target: float) -> float:
@@ -436,6 +439,63 @@ def run_dataset(spec: BoardData, plan: Plan, *, log: Callable[[str], None] = pri
     return rows, skipped
 
 
+# -- parts: one file per dataset, so a run that stops keeps what it finished -------------------------------
+
+# Bump when what measure_ours, measure_peers, tune or run_dataset measure changes: a part made by
+# another protocol is not reused. The learners, the peers and the data preparation are hashed instead.
+PROTOCOL = 1
+_HASHED = ("learners", "benchmarks/peers.py", "benchmarks/river_peer.py", "benchmarks/paa_data.py",
+           "benchmarks/paa_multiclass.py")
+_VERSIONED = ("numpy", "scipy", "numba", "river", "vowpalwabbit", "scikit-learn")
+
+
+def code_key() -> str:
+    """A digest of what a dataset's rows depend on: :data:`PROTOCOL`, the sources of the learners,
+    the peers and the data preparation, and the versions of the libraries that compute them."""
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256(f"protocol {PROTOCOL}".encode())
+    for name in _HASHED:
+        base = root / name
+        for path in sorted(base.rglob("*.py")) if base.is_dir() else [base]:
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    for dist in _VERSIONED:
+        try:
+            digest.update(f"{dist}=={version(dist)}".encode())
+        except PackageNotFoundError:
+            digest.update(f"{dist} missing".encode())
+    return digest.hexdigest()[:16]
+
+
+def part_plan(plan: Plan, dataset: str) -> dict[str, Any]:
+    """The settings a dataset's part was made with; a part is reused only under the same ones."""
+    multiclass = DATASETS[dataset].multiclass
+    return {"dataset": dataset, "learners": candidates(multiclass, plan.learners), "budgets": list(plan.budgets),
+            "permutations": plan.permutations, "tuning_permutations": plan.tuning_permutations,
+            "regimes": list(plan.regimes), "peers": plan.peers}
+
+
+def load_part(parts: Path, plan: Plan, dataset: str, key: str) -> dict[str, Any] | None:
+    """The part of ``dataset`` under ``parts`` if it was made by the same code and settings."""
+    path = parts / f"{dataset}.json"
+    if not path.exists():
+        return None
+    part = json.loads(path.read_text())
+    if part.get("code") != key or part.get("plan") != part_plan(plan, dataset):
+        return None
+    return part
+
+
+def save_part(parts: Path, plan: Plan, dataset: str, key: str, rows: list[Row], skipped: list[dict[str, str]],
+              *, commit: str, minutes: float) -> None:
+    parts.mkdir(parents=True, exist_ok=True)
+    part = {"plan": part_plan(plan, dataset), "code": key, "commit": commit, "minutes": minutes,
+            "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "rows": [asdict(r) for r in rows], "skipped": skipped}
+    tmp = parts / f".{dataset}.json.tmp"
+    tmp.write_text(json.dumps(part, indent=1, default=float))
+    tmp.replace(parts / f"{dataset}.json")
+
+
 def _commit() -> str:
     from benchmarks.reproduce import commit
 
@@ -504,6 +564,7 @@ def markdown(rows: list[Row], skipped: list[dict[str, str]], plan: Plan, *, meta
         f"{meta['date']}, commit `{meta['commit']}`, {plan.permutations} permutations, "
         f"{meta['minutes']:.1f} min on this machine. Command: `{meta['command']}`",
         "",
+        *_made_line(meta),
         *([] if full else ["**A reduced run** (fewer permutations, learners or datasets than the full "
                            "leaderboard): not the committed results.", ""]),
         "Metric: F1 of the positive class (binary), accuracy (multiclass), prequential over every round. "
@@ -534,6 +595,16 @@ def markdown(rows: list[Row], skipped: list[dict[str, str]], plan: Plan, *, meta
                  f"({regime})", "", *dataset_tables(rows, regime, plan.datasets)]
     plots = [f"![{d}](leaderboard_{d}.png)" for d in plan.datasets if any(r.dataset == d for r in rows)]
     return "\n".join(head + body + plots + [""])
+
+
+def _made_line(meta: Mapping[str, Any]) -> list[str]:
+    """Where each dataset's rows come from, when some were made by an earlier run of the same code."""
+    parts = meta.get("parts") or {}
+    if all(p["commit"] == meta["commit"] for p in parts.values()):
+        return []
+    each = "; ".join(f"{d} at `{p['commit']}` ({p['date']}, {p['minutes']:.1f} min)" for d, p in parts.items())
+    return [f"Rows kept from earlier runs of the same code (learners, peers, data preparation and protocol "
+            f"digest `{meta.get('code', '?')}`), by dataset: {each}.", ""]
 
 
 def plot(rows: list[Row], dataset: str, path: Path) -> None:
@@ -589,8 +660,19 @@ def write(rows: list[Row], skipped: list[dict[str, str]], plan: Plan, out: Path,
             plot(rows, d, out / f"leaderboard_{d}.png")
 
 
-def parse(argv: Sequence[str] | None) -> tuple[Plan, Path, str, bool]:
-    """The plan, the output directory, the command line as run, and whether only to render."""
+@dataclass(frozen=True)
+class Invocation:
+    """What the command line asks for besides the plan."""
+
+    out: Path
+    command: str
+    render_only: bool
+    parts: Path
+    fresh: bool
+
+
+def parse(argv: Sequence[str] | None) -> tuple[Plan, Invocation]:
+    """The plan, and where and how to run it."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.leaderboard", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help=f"{QUICK_PERMUTATIONS} permutations, the reduced learner and dataset lists")
@@ -606,6 +688,9 @@ def parse(argv: Sequence[str] | None) -> tuple[Plan, Path, str, bool]:
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--render-only", action="store_true",
                         help="rewrite leaderboard.md and the figures from --out's leaderboard.json, run nothing")
+    parser.add_argument("--parts", type=Path, help="where each dataset's rows are kept as it finishes, and reused "
+                        "from when made by the same code and settings (default: --out/leaderboard_parts)")
+    parser.add_argument("--fresh", action="store_true", help="run every dataset again, ignoring kept parts")
     args = parser.parse_args(argv)
     learners = args.learners or (list(QUICK_LEARNERS) if args.quick else None)
     if learners:
@@ -618,35 +703,43 @@ def parse(argv: Sequence[str] | None) -> tuple[Plan, Path, str, bool]:
                 regimes=["defaults", "tuned"] if args.regime == "both" else [args.regime], peers=not args.no_peers,
                 tuning_permutations=args.tuning_permutations)
     command = "python -m benchmarks.leaderboard " + " ".join(argv if argv is not None else sys.argv[1:])
-    return plan, args.out, command.strip(), args.render_only
+    return plan, Invocation(args.out, command.strip(), args.render_only, args.parts or args.out / PARTS, args.fresh)
 
 
 def render(out: Path) -> None:
     """The md and the figures again from the json (after a change of layout, without a rerun)."""
     payload = json.loads((out / "leaderboard.json").read_text())
     rows = [Row(**r) for r in payload["rows"]]
-    meta = {k: payload[k] for k in ("date", "commit", "command", "minutes")}
+    meta = {k: payload[k] for k in ("date", "commit", "command", "minutes", "code", "parts") if k in payload}
     write(rows, payload["skipped"], Plan(**payload["plan"]), out, meta)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    plan, out, command, render_only = parse(argv)
-    if render_only:
-        render(out)
+    plan, how = parse(argv)
+    if how.render_only:
+        render(how.out)
         return 0
-    commit = _commit()  # the code that runs, read before the run
-    started = time.perf_counter()
+    commit, key = _commit(), code_key()  # the code that runs, read before the run
     rows: list[Row] = []
     skipped: list[dict[str, str]] = []
+    made: dict[str, dict[str, Any]] = {}  # per dataset: the commit, date and minutes of its rows
     for name in plan.datasets:
-        t = time.perf_counter()
-        got, skip = run_dataset(DATASETS[name], plan, log=lambda s: print(s, flush=True))
-        rows += got
-        skipped += skip
-        print(f"== {name}: {len(got)} rows, {time.perf_counter() - t:.0f} s", flush=True)
+        part = None if how.fresh else load_part(how.parts, plan, name, key)
+        if part is None:
+            t = time.perf_counter()
+            got, skip = run_dataset(DATASETS[name], plan, log=lambda s: print(s, flush=True))
+            minutes = (time.perf_counter() - t) / 60
+            save_part(how.parts, plan, name, key, got, skip, commit=commit, minutes=minutes)
+            part = load_part(how.parts, plan, name, key)
+            print(f"== {name}: {len(got)} rows, {minutes * 60:.0f} s", flush=True)
+        else:
+            print(f"== {name}: {len(part['rows'])} rows kept from {part['commit']} ({part['date']})", flush=True)
+        rows += [Row(**r) for r in part["rows"]]
+        skipped += part["skipped"]
+        made[name] = {k: part[k] for k in ("commit", "date", "minutes")}
     meta = {"date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), "commit": commit,
-            "command": command, "minutes": (time.perf_counter() - started) / 60}
-    write(rows, skipped, plan, out, meta)
+            "command": how.command, "minutes": sum(m["minutes"] for m in made.values()), "code": key, "parts": made}
+    write(rows, skipped, plan, how.out, meta)
     return 0
 
 

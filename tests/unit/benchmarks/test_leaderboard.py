@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -184,3 +185,36 @@ def test_reproduce_check_reruns_a_written_cell_to_the_same_figure(board, monkeyp
     monkeypatch.setattr(reproduce, "RESULTS_DIR", board["out"])
     cell = reproduce._check_leaderboard()
     assert cell.label.startswith("tiny paa-1 online") and cell.holds
+
+
+def test_a_dataset_finished_by_the_same_code_and_settings_is_kept_not_run_again(board, monkeypatch, tmp_path):
+    """A run that stopped keeps its finished datasets: the next one with the same code and settings
+    reads their rows back; other settings, another protocol or ``--fresh`` run them again."""
+    out: Path = board["out"]
+    made = json.loads((out / "leaderboard.json").read_text())
+    parts = tmp_path / "parts"
+    shutil.copytree(out / lb.PARTS, parts)  # the runs below overwrite parts; the board's stay as made
+    monkeypatch.setitem(lb.DATASETS, "tiny", lb.BoardData("tiny", False, gaussian, 1))
+    ran: list[str] = []
+
+    def counting(spec, plan, **kw):
+        ran.append(spec.name)
+        return [], []
+
+    monkeypatch.setattr(lb, "run_dataset", counting)
+    plan = ["--datasets", "tiny", "--learners", "paa-1", "soal-diag", "--permutations", str(PERMUTATIONS),
+            "--regime", "both", "--parts", str(parts)]
+    lb.main([*plan, "--budgets", str(BUDGET), "--out", str(tmp_path / "again")])
+    assert ran == []
+    again = json.loads((tmp_path / "again" / "leaderboard.json").read_text())
+    assert again["rows"] == made["rows"] and again["parts"]["tiny"]["commit"] == made["commit"]
+    lb.main([*plan, "--budgets", "0.2", "--out", str(tmp_path / "other")])
+    assert ran == ["tiny"]  # other budgets: not the kept part's settings (and the part is replaced)
+    shutil.copy(out / lb.PARTS / "tiny.json", parts / "tiny.json")
+    monkeypatch.setattr(lb, "PROTOCOL", lb.PROTOCOL + 1)
+    lb.main([*plan, "--budgets", str(BUDGET), "--out", str(tmp_path / "protocol")])
+    assert ran == ["tiny", "tiny"]
+    monkeypatch.setattr(lb, "PROTOCOL", lb.PROTOCOL - 1)
+    shutil.copy(out / lb.PARTS / "tiny.json", parts / "tiny.json")
+    lb.main([*plan, "--budgets", str(BUDGET), "--out", str(tmp_path / "fresh"), "--fresh"])
+    assert ran == ["tiny", "tiny", "tiny"]
