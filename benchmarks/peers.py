@@ -33,7 +33,8 @@ import numpy as np
 from learners.datasets import Dataset
 from learners.evaluation import Metrics, binary_metrics, multiclass_metrics
 
-__all__ = ["PeerRun", "bisect_knob", "linear_svc", "river_entropy", "vw_active", "vw_supervised"]
+__all__ = ["PeerRun", "bisect_knob", "linear_svc", "river_entropy", "river_model", "river_rounds", "vw_active",
+           "vw_supervised"]
 
 FLT_MAX = 3.0e38  # VW's label of an example --simulation did not query
 # discount: 2^-8 asks nearly always; LogisticRegression stays near p = ½ for long and needs 2^12 and more
@@ -129,7 +130,9 @@ def dict_rows(data: Dataset) -> list[dict[int, float]]:
     return [dict(zip(idx[ptr[i]:ptr[i + 1]], val[ptr[i]:ptr[i + 1]], strict=True)) for i in range(r.n)]
 
 
-def _river_model(base: str, multiclass: bool, discount: float, seed: int, C: float):
+def river_model(base: str, multiclass: bool, discount: float, seed: int, C: float = 1.0):
+    """River's ``EntropySampler`` around ``PAClassifier(C, mode=1)`` (``base="pa"``) or
+    ``LogisticRegression`` (``"lr"``), one-vs-rest on multiclass streams."""
     from river import active, linear_model
     from river import multiclass as river_multiclass
 
@@ -138,33 +141,41 @@ def _river_model(base: str, multiclass: bool, discount: float, seed: int, C: flo
     return active.EntropySampler(classifier, discount_factor=discount, seed=seed)
 
 
+def river_rounds(model, rows: list[dict[int, float]], perm: np.ndarray, codes: np.ndarray,
+                 multiclass: bool) -> tuple[np.ndarray, np.ndarray, float]:
+    """One prequential pass of a River sampler over ``rows`` in the order ``perm`` (``codes``: the
+    labels in that order, ±1 or class indices): (predictions, asked, seconds). River learns only the
+    rows it asked for."""
+    target = codes.tolist() if multiclass else (codes > 0).tolist()
+    y_pred = np.empty(perm.size, np.int64)
+    asked = np.empty(perm.size, bool)
+    start = time.perf_counter()
+    for t, i in enumerate(perm.tolist()):
+        x, y = rows[i], target[t]
+        proba, ask = model.predict_proba_one(x)
+        guess = max(proba, key=proba.get) if proba else 0  # {} until a class is seen: guess the first
+        if multiclass:
+            # one-vs-rest names only the classes it has seen, and the sampler never asks while it
+            # names fewer than two (zero entropy): a cold multiclass model would never learn
+            ask = ask or len(proba) < 2
+            y_pred[t] = guess
+        else:
+            y_pred[t] = 1 if guess else -1
+        asked[t] = ask
+        if ask:
+            model.learn_one(x, y)
+    return y_pred, asked, time.perf_counter() - start
+
+
 def river_pass(rows: list[dict[int, float]], enc: Encoded, base: str, C: float = 1.0) -> Pass:
-    """One prequential pass of EntropySampler(base) at a discount over permutation ``seed``; River
-    learns only the rows it asked for."""
+    """One prequential pass of EntropySampler(base) at a discount over permutation ``seed``."""
 
     def one(discount: float, seed: int) -> tuple[Metrics, float]:
-        model = _river_model(base, enc.multiclass, discount, seed, C)
         perm = order(len(rows), seed)
         codes = enc.codes[perm]
-        target = codes.tolist() if enc.multiclass else (codes > 0).tolist()
-        y_pred = np.empty(perm.size, np.int64)
-        asked = np.empty(perm.size, bool)
-        start = time.perf_counter()
-        for t, i in enumerate(perm.tolist()):
-            x, y = rows[i], target[t]
-            proba, ask = model.predict_proba_one(x)
-            guess = max(proba, key=proba.get) if proba else 0  # {} until a class is seen: guess the first
-            if enc.multiclass:
-                # one-vs-rest names only the classes it has seen, and the sampler never asks while it
-                # names fewer than two (zero entropy): a cold multiclass model would never learn
-                ask = ask or len(proba) < 2
-                y_pred[t] = guess
-            else:
-                y_pred[t] = 1 if guess else -1
-            asked[t] = ask
-            if ask:
-                model.learn_one(x, y)
-        return enc.metrics(codes, y_pred, asked), time.perf_counter() - start
+        model = river_model(base, enc.multiclass, discount, seed, C)
+        y_pred, asked, seconds = river_rounds(model, rows, perm, codes, enc.multiclass)
+        return enc.metrics(codes, y_pred, asked), seconds
 
     return one
 

@@ -1,5 +1,6 @@
 """benchmarks.reproduce: the registry of results files, provenance stamps and the --check mechanism."""
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -17,7 +18,10 @@ def test_registry_covers_every_results_file():
     for entry in RESULTS:
         for name in entry.files:
             path = RESULTS_DIR / name
-            listed |= {p.relative_to(RESULTS_DIR) for p in path.iterdir()} if name.endswith("/") else {Path(name)}
+            if name.endswith("/"):  # a directory of cells, perhaps not made yet
+                listed |= {p.relative_to(RESULTS_DIR) for p in path.iterdir()} if path.is_dir() else set()
+            else:
+                listed.add(Path(name))
     on_disk = {p.relative_to(RESULTS_DIR) for p in RESULTS_DIR.rglob("*") if p.is_file()}
     assert on_disk - listed == set()
 
@@ -102,3 +106,16 @@ def test_regenerating_sets_a_cache_of_cells_aside_and_restores_it_if_the_run_fai
     assert sorted(f.name for f in (tmp_path / "cells").iterdir()) == ["new.json"]  # made afresh, the old gone
     assert not (tmp_path / "cells.before").exists()
 
+
+
+def test_a_cache_the_script_checks_itself_is_kept_for_the_run(tmp_path, monkeypatch):
+    """The leaderboard's parts are reused only when made by the same code: regenerating keeps them."""
+    monkeypatch.setattr(reproduce, "RESULTS_DIR", tmp_path)
+    (tmp_path / "cells").mkdir()
+    (tmp_path / "cells" / "old.json").write_text("{}")
+    keeps = dataclasses.replace(_script_entry(tmp_path, "assert (p / 'cells' / 'old.json').exists(); "
+                                                        "(p / 'cached.md').write_text('# t')"), checked_cache=True)
+    assert reproduce.regenerate(keeps, quick=False, invoked="") == 0
+    assert sorted(f.name for f in (tmp_path / "cells").iterdir()) == ["old.json"]
+    [board] = [e for e in reproduce.RESULTS if e.name == "leaderboard"]
+    assert board.checked_cache and "leaderboard_parts/" in board.files
