@@ -312,7 +312,8 @@ def measure_peers(spec: BoardData, data: Dataset, classes: Sequence, budgets: Se
     for target in budgets:
         tol = tolerance(target) / 2
         found = [peers.river_entropy(data, classes, target, seeds, base=base, multiclass=spec.multiclass, tol=tol,
-                                     rows=inputs.river) for base in ("pa", "lr")]
+                                     scaled=scaled, rows=inputs.river)
+                 for scaled in (False, True) for base in peers.RIVER_BASES]
         if not spec.multiclass:
             found.append(peers.vw_active(data, classes, target, seeds, tol=tol, lines=inputs.vw))
         for p in found:
@@ -624,7 +625,7 @@ def plot(rows: list[Row], dataset: str, path: Path) -> None:
             by[r.label].append(r)
     for label, pts in sorted(by.items()):
         pts.sort(key=lambda r: r.query)
-        style = "--" if label in {"river-entropy(pa)", "river-entropy(lr)", "vw-active"} else "-"
+        style = "--" if label.startswith("river-entropy(") or label == "vw-active" else "-"
         ax.errorbar([r.query for r in pts], [r.mean for r in pts], yerr=[r.std for r in pts], ls=style, marker="o",
                     ms=3, lw=1, label=label)
     for r in mine:

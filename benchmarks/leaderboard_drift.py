@@ -12,7 +12,8 @@ repetition a new draw (seed r):
 
 Every binary registry learner with a budget knob runs with ``BudgetController(target=0.1)`` (no
 look-ahead, as the service and ``replay --budget-rate`` do), with its defaults. River's
-``EntropySampler`` around ``PAClassifier`` and ``LogisticRegression`` runs with its discount
+``EntropySampler`` around ``PAClassifier`` and ``LogisticRegression``, each also behind River's
+``StandardScaler`` (``scaler+pa``, ``scaler+lr``), runs with its discount
 bisected to 10 % on the first repetition, then as found on the others (as in the leaderboard). Each
 round is predicted before its label may be used. Writes ``leaderboard_drift.md``, ``.json`` and
 ``leaderboard_drift_<stream>.png`` (accuracy over a moving window of 250 rounds, the best of ours
@@ -47,7 +48,6 @@ TARGET = 0.10
 REPETITIONS, QUICK_REPETITIONS = 10, 3
 SWITCH = 500  # rows between two shifts, in both streams
 WINDOW = 250  # rounds of the moving accuracy in the figures
-RIVER_BASES = ("pa", "lr")
 
 
 def _usps() -> Callable[[int], Dataset]:
@@ -104,15 +104,16 @@ def ours(name: str, streams: Sequence[Dataset], label: str) -> Curve:
     return Curve(label, name, np.array(correct), np.array(asked), "target", TARGET, float(np.mean(seconds)))
 
 
-def river(base: str, streams: Sequence[Dataset], label: str) -> Curve:
-    """River's EntropySampler(base), its discount bisected to the target on the first draw."""
+def river(base: str, streams: Sequence[Dataset], label: str, scaled: bool = False) -> Curve:
+    """River's EntropySampler(base) (behind its StandardScaler if ``scaled``), its discount bisected
+    to the target on the first draw."""
     rows = [peers.dict_rows(d) for d in streams]
     codes = [np.asarray(d.labels, dtype=np.int64) for d in streams]
     runs: dict[tuple[float, int], tuple[np.ndarray, np.ndarray, float]] = {}
 
     def rounds(discount: float, k: int) -> tuple[np.ndarray, np.ndarray, float]:
         if (discount, k) not in runs:
-            model = peers.river_model(base, False, discount, k)
+            model = peers.river_model(base, False, discount, k, scaled=scaled)
             runs[discount, k] = peers.river_rounds(model, rows[k], np.arange(len(rows[k])), codes[k], False)
         return runs[discount, k]
 
@@ -122,8 +123,9 @@ def river(base: str, streams: Sequence[Dataset], label: str) -> Curve:
 
     discount, _, _ = peers.bisect_knob(one, TARGET, 0, bounds=peers.RIVER_BOUNDS, rising=False, tol=0.0025)
     done = [rounds(discount, k) for k in range(len(streams))]
-    return Curve(label, f"river-entropy({base})", np.array([y == c for (y, _, _), c in zip(done, codes, strict=True)]),
-                 np.array([a for _, a, _ in done]), "discount", discount, float(np.mean([s for _, _, s in done])))
+    correct = np.array([y == c for (y, _, _), c in zip(done, codes, strict=True)])
+    return Curve(label, peers.river_name(base, scaled), correct, np.array([a for _, a, _ in done]), "discount",
+                 discount, float(np.mean([s for _, _, s in done])))
 
 
 @dataclass
@@ -169,7 +171,8 @@ def markdown(rows: list[Row], meta: dict, streams: Sequence[str]) -> str:
            f"`{meta['command']}`", "",
            "Ours: every binary registry learner with a budget knob, its defaults, `BudgetController(target=0.1)` "
            "(no look-ahead). River: `EntropySampler` around `PAClassifier(C=1, mode=1)` and `LogisticRegression()`, "
-           "the discount bisected to 10 % on the first repetition, then as found. Accuracy is prequential over every "
+           "each also behind River's `preprocessing.StandardScaler()` (`scaler+`), the discount bisected to 10 % on "
+           "the first repetition, then as found. Accuracy is prequential over every "
            f"round; *before* is rounds 1-{SWITCH} (before the first shift), *after* the rest. Ranked: entries whose "
            "realised query ratio is within ±10 % of 10 %. See docs/leaderboard.md.", ""]
     for stream in streams:
@@ -191,7 +194,7 @@ def plot(curves: list[Curve], rows: list[Row], stream: str, path: Path) -> None:
 
     ranked = sorted((r for r in rows if r.stream == stream and r.rank is not None and not r.entry.startswith("river")),
                     key=lambda r: r.rank)
-    shown = {r.entry for r in ranked[:5]} | {f"river-entropy({b})" for b in RIVER_BASES}
+    shown = {r.entry for r in ranked[:5]} | {peers.river_name(b, s) for b in peers.RIVER_BASES for s in (False, True)}
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for c in curves:
         if c.stream == stream and c.entry in shown:
@@ -233,10 +236,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             if skip_reason(name, data[0]) is None:
                 curves.append(ours(name, data, stream))
                 print(f"{stream} {name}: {curves[-1].accuracy():.4f}, query {curves[-1].query():.4f}", flush=True)
-        for base in RIVER_BASES:
-            curves.append(river(base, data, stream))
-            print(f"{stream} {curves[-1].entry}: {curves[-1].accuracy():.4f}, query {curves[-1].query():.4f}",
-                  flush=True)
+        for scaled in (False, True):
+            for base in peers.RIVER_BASES:
+                curves.append(river(base, data, stream, scaled))
+                print(f"{stream} {curves[-1].entry}: {curves[-1].accuracy():.4f}, query {curves[-1].query():.4f}",
+                      flush=True)
     rows = [row(c) for c in curves]
     rank(rows)
     meta = {"date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), "commit": commit,

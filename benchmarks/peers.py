@@ -33,8 +33,8 @@ import numpy as np
 from learners.datasets import Dataset
 from learners.evaluation import Metrics, binary_metrics, multiclass_metrics
 
-__all__ = ["PeerRun", "bisect_knob", "linear_svc", "river_entropy", "river_model", "river_rounds", "vw_active",
-           "vw_supervised"]
+__all__ = ["RIVER_BASES", "PeerRun", "bisect_knob", "linear_svc", "river_entropy", "river_model", "river_name",
+           "river_rounds", "vw_active", "vw_supervised"]
 
 FLT_MAX = 3.0e38  # VW's label of an example --simulation did not query
 # discount: 2^-8 asks nearly always; LogisticRegression stays near p = ½ for long and needs 2^12 and more
@@ -130,14 +130,26 @@ def dict_rows(data: Dataset) -> list[dict[int, float]]:
     return [dict(zip(idx[ptr[i]:ptr[i + 1]], val[ptr[i]:ptr[i + 1]], strict=True)) for i in range(r.n)]
 
 
-def river_model(base: str, multiclass: bool, discount: float, seed: int, C: float = 1.0):
+RIVER_BASES = ("pa", "lr")
+
+
+def river_name(base: str, scaled: bool = False) -> str:
+    """The peer's name on the boards: ``river-entropy(pa)``, ``river-entropy(scaler+lr)``, ..."""
+    return f"river-entropy({'scaler+' if scaled else ''}{base})"
+
+
+def river_model(base: str, multiclass: bool, discount: float, seed: int, C: float = 1.0, scaled: bool = False):
     """River's ``EntropySampler`` around ``PAClassifier(C, mode=1)`` (``base="pa"``) or
-    ``LogisticRegression`` (``"lr"``), one-vs-rest on multiclass streams."""
-    from river import active, linear_model
+    ``LogisticRegression`` (``"lr"``), one-vs-rest on multiclass streams; with ``scaled``, behind
+    ``preprocessing.StandardScaler()`` in a pipeline, as River's docs put its linear models (the
+    scaler learns from the rows the model learns from: the labelled ones)."""
+    from river import active, linear_model, preprocessing
     from river import multiclass as river_multiclass
 
     make = {"pa": lambda: linear_model.PAClassifier(C=C, mode=1), "lr": linear_model.LogisticRegression}[base]
     classifier = river_multiclass.OneVsRestClassifier(make()) if multiclass else make()
+    if scaled:
+        classifier = preprocessing.StandardScaler() | classifier
     return active.EntropySampler(classifier, discount_factor=discount, seed=seed)
 
 
@@ -167,13 +179,13 @@ def river_rounds(model, rows: list[dict[int, float]], perm: np.ndarray, codes: n
     return y_pred, asked, time.perf_counter() - start
 
 
-def river_pass(rows: list[dict[int, float]], enc: Encoded, base: str, C: float = 1.0) -> Pass:
+def river_pass(rows: list[dict[int, float]], enc: Encoded, base: str, C: float = 1.0, scaled: bool = False) -> Pass:
     """One prequential pass of EntropySampler(base) at a discount over permutation ``seed``."""
 
     def one(discount: float, seed: int) -> tuple[Metrics, float]:
         perm = order(len(rows), seed)
         codes = enc.codes[perm]
-        model = river_model(base, enc.multiclass, discount, seed, C)
+        model = river_model(base, enc.multiclass, discount, seed, C, scaled)
         y_pred, asked, seconds = river_rounds(model, rows, perm, codes, enc.multiclass)
         return enc.metrics(codes, y_pred, asked), seconds
 
@@ -181,14 +193,15 @@ def river_pass(rows: list[dict[int, float]], enc: Encoded, base: str, C: float =
 
 
 def river_entropy(data: Dataset, classes: Sequence, target: float, seeds: Sequence[int], *, base: str = "pa",
-                  multiclass: bool = False, tol: float = 0.005, C: float = 1.0,
+                  multiclass: bool = False, tol: float = 0.005, C: float = 1.0, scaled: bool = False,
                   rows: list[dict[int, float]] | None = None) -> PeerRun:
     """River's EntropySampler around PAClassifier(C, mode=1) (``base="pa"``) or LogisticRegression
-    (``"lr"``), its discount landed on ``target`` on the first permutation."""
+    (``"lr"``), behind River's StandardScaler if ``scaled``, its discount landed on ``target`` on
+    the first permutation."""
     enc = Encoded.of(data, classes, multiclass)
-    one = river_pass(rows if rows is not None else dict_rows(data), enc, base, C)
+    one = river_pass(rows if rows is not None else dict_rows(data), enc, base, C, scaled)
     params = {"C": C} if base == "pa" else {}
-    return landed_on_first(f"river-entropy({base})", "discount", one, target, seeds, bounds=RIVER_BOUNDS,
+    return landed_on_first(river_name(base, scaled), "discount", one, target, seeds, bounds=RIVER_BOUNDS,
                            rising=False, tol=tol, params=params)
 
 

@@ -147,7 +147,8 @@ def test_every_written_row_has_the_fields(board):
 def test_river_and_vw_land_near_the_requested_ratio(board):
     rows = json.loads((board["out"] / "leaderboard.json").read_text())["rows"]
     found = {r["entry"]: r for r in rows if r["mode"] == "peer" and r["regime"] == "defaults"}
-    assert set(found) == {"river-entropy(pa)", "river-entropy(lr)", "vw-active"}
+    assert set(found) == {"river-entropy(pa)", "river-entropy(lr)", "river-entropy(scaler+pa)",
+                          "river-entropy(scaler+lr)", "vw-active"}
     for name, r in found.items():
         # bisected on the first permutation, run as is on the second: near, not exactly on, the target
         assert abs(r["query"] - BUDGET) <= 0.25 * BUDGET, (name, r["query"])

@@ -30,7 +30,8 @@ def board(tmp_path_factory):
 def test_ours_and_rivers_rows_land_near_the_target_and_are_ranked(board):
     _, made = board
     rows = {r["entry"]: r for r in made["rows"]}
-    assert set(rows) == {"paa-1", "rpa-1", "river-entropy(pa)", "river-entropy(lr)"}
+    assert set(rows) == {"paa-1", "rpa-1", "river-entropy(pa)", "river-entropy(lr)", "river-entropy(scaler+pa)",
+                         "river-entropy(scaler+lr)"}
     for r in rows.values():
         assert 0.5 < r["accuracy"] <= 1.0 and 0 <= r["before"] <= 1 and 0 <= r["after"] <= 1
         if r["landed"]:
