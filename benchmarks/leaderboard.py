@@ -261,15 +261,16 @@ def _from_run(result: Run, **fields: Any) -> Row:
 
 
 def measure_ours(name: str, data: Dataset, classes: Sequence, params: Mapping[str, Any], target: float,
-                 permutations: int, *, regime: str, dataset: str, metric: str) -> list[Row]:
-    """The learner at ``target``: online (the controller) and offline (the knob bisected)."""
+                 permutations: int, *, regime: str, dataset: str, metric: str, entry: str | None = None) -> list[Row]:
+    """The learner at ``target``: online (the controller) and offline (the knob bisected), as
+    ``entry`` (default: its registry name)."""
     base = build(name, data, classes, params)
     online = base.clone()
     online.budget = BudgetController(target=target)
     on = run(online, data, permutations=permutations, seed=0)
     tuned, off = find_budget(base, data, target, permutations=permutations, seed=0, tol=tolerance(target) / 2)
     knob = base.query.budget_param
-    common = {"regime": regime, "dataset": dataset, "metric": metric, "budget": target, "entry": name,
+    common = {"regime": regime, "dataset": dataset, "metric": metric, "budget": target, "entry": entry or name,
               "params": dict(params)}
     on_row = _from_run(on, mode="online", knob="target", knob_value=target, **common)
     on_row.landed = abs(on_row.query - target) <= ONLINE_SLACK * target
