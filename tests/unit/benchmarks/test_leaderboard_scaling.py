@@ -66,3 +66,8 @@ def test_reproduce_rechecks_a_cell_of_the_page(board, monkeypatch):
     monkeypatch.setattr(reproduce, "RESULTS_DIR", out)
     cell = reproduce._check_leaderboard_scaling()
     assert cell.label.startswith("wide paa-1+rms online") and cell.holds
+
+
+def test_reproduce_lists_a_figure_for_every_set():
+    [entry] = [e for e in reproduce.RESULTS if e.name == "leaderboard-scaling"]
+    assert {f"leaderboard_scaling_{d}.png" for d in lbs.SETS} == {f for f in entry.files if f.endswith(".png")}
