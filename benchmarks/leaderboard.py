@@ -84,8 +84,9 @@ TUNED_PARAMS = ("C", "eta", "a", "r", "lam")
 # kddcup99 are 4 and 15 times a8a) and the registry's main families, one or two of each
 QUICK_DATASETS = ("svmguide1", "mushrooms", "a8a", "spambase", "splice", "w8a", "magic04", "BASEHOCK", "PCMAC",
                   "dna", "satimage", "usps")
-QUICK_LEARNERS = ("paa-1", "paa-2", "paa-1-entropy", "paa-1-iwal", "rpa-1", "pea", "soal-diag", "sop-ss-diag", "d-ada",
-                  "d-amd", "mpaa-1", "mpaa-2", "mpaa-1-entropy", "mpaa-1-iwal", "mrpa-1", "md-ada", "md-amd")
+QUICK_LEARNERS = ("paa-1", "paa-2", "paa-1-entropy", "paa-1-iwal", "rpa-1", "pea", "soal-diag", "soal-diag-entropy",
+                  "sop-ss-diag", "d-ada", "d-amd", "mpaa-1", "mpaa-2", "mpaa-1-entropy", "mpaa-1-iwal", "mrpa-1",
+                  "md-ada", "md-amd")
 
 
 def tolerance(target: float) -> float:

@@ -270,6 +270,9 @@ ALGORITHMS: dict[str, Spec] = {
                         cite=f"{_SOAL}: SOAL-M, diagonal"),
     "soal-diag": Spec(SOALDiagRule, SOALQuery, defaults={**_SOAL_DEFAULTS, "delta": 1.0},
                       cite=f"{_SOAL}: SOAL, diagonal (as run in the high-dimensional paper, Table 2)"),
+    # beyond the papers: the diagonal SOAL update (the one that runs on wide data) with River's entropy query
+    "soal-diag-entropy": Spec(SOALDiagRule, EntropyQuery, defaults={**_SOAL_DEFAULTS, "discount": 3.0},
+                              cite=f"diagonal SOAL update of {_SOAL}; entropy query H₂(σ(p))^k after {_ENTROPY}"),
     # supervised second-order baselines
     "arow": Spec(AROWRule, AlwaysQuery, defaults={"r": 1.0},
                  cite="Crammer, Kulesza & Dredze, Adaptive regularization of weight vectors, Mach. Learn. 91, 2013"),
