@@ -35,12 +35,14 @@ import argparse
 import datetime
 import hashlib
 import json
+import multiprocessing
 import subprocess
 import sys
 import time
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -499,6 +501,15 @@ def save_part(parts: Path, plan: Plan, dataset: str, key: str, rows: list[Row], 
     tmp.replace(parts / f"{dataset}.json")
 
 
+def _run_part(name: str, plan: Plan, parts: Path, key: str, commit: str) -> None:
+    """Run one dataset and write its part."""
+    t = time.perf_counter()
+    got, skip = run_dataset(DATASETS[name], plan, log=lambda s: print(s, flush=True))
+    minutes = (time.perf_counter() - t) / 60
+    save_part(parts, plan, name, key, got, skip, commit=commit, minutes=minutes)
+    print(f"== {name}: {len(got)} rows, {minutes * 60:.0f} s", flush=True)
+
+
 def _commit() -> str:
     from benchmarks.reproduce import commit
 
@@ -672,6 +683,7 @@ class Invocation:
     render_only: bool
     parts: Path
     fresh: bool
+    jobs: int = 1
 
 
 def parse(argv: Sequence[str] | None) -> tuple[Plan, Invocation]:
@@ -694,6 +706,7 @@ def parse(argv: Sequence[str] | None) -> tuple[Plan, Invocation]:
     parser.add_argument("--parts", type=Path, help="where each dataset's rows are kept as it finishes, and reused "
                         "from when made by the same code and settings (default: --out/leaderboard_parts)")
     parser.add_argument("--fresh", action="store_true", help="run every dataset again, ignoring kept parts")
+    parser.add_argument("--jobs", type=int, default=1, help="datasets run at once, each in its own process")
     args = parser.parse_args(argv)
     learners = args.learners or (list(QUICK_LEARNERS) if args.quick else None)
     if learners:
@@ -706,7 +719,10 @@ def parse(argv: Sequence[str] | None) -> tuple[Plan, Invocation]:
                 regimes=["defaults", "tuned"] if args.regime == "both" else [args.regime], peers=not args.no_peers,
                 tuning_permutations=args.tuning_permutations)
     command = "python -m benchmarks.leaderboard " + " ".join(argv if argv is not None else sys.argv[1:])
-    return plan, Invocation(args.out, command.strip(), args.render_only, args.parts or args.out / PARTS, args.fresh)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    return plan, Invocation(args.out, command.strip(), args.render_only, args.parts or args.out / PARTS, args.fresh,
+                            args.jobs)
 
 
 def render(out: Path) -> None:
@@ -723,19 +739,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         render(how.out)
         return 0
     commit, key = _commit(), code_key()  # the code that runs, read before the run
+    todo = [name for name in plan.datasets if how.fresh or load_part(how.parts, plan, name, key) is None]
+    if how.jobs > 1 and len(todo) > 1:
+        # each dataset in a process of its own, its part written as it finishes (forked: the
+        # processes share the loaded code; numba's kernels are loaded from its on-disk cache)
+        with ProcessPoolExecutor(how.jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+            for done in as_completed([pool.submit(_run_part, name, plan, how.parts, key, commit) for name in todo]):
+                done.result()
+    else:
+        for name in todo:
+            _run_part(name, plan, how.parts, key, commit)
     rows: list[Row] = []
     skipped: list[dict[str, str]] = []
     made: dict[str, dict[str, Any]] = {}  # per dataset: the commit, date and minutes of its rows
     for name in plan.datasets:
-        part = None if how.fresh else load_part(how.parts, plan, name, key)
-        if part is None:
-            t = time.perf_counter()
-            got, skip = run_dataset(DATASETS[name], plan, log=lambda s: print(s, flush=True))
-            minutes = (time.perf_counter() - t) / 60
-            save_part(how.parts, plan, name, key, got, skip, commit=commit, minutes=minutes)
-            part = load_part(how.parts, plan, name, key)
-            print(f"== {name}: {len(got)} rows, {minutes * 60:.0f} s", flush=True)
-        else:
+        part = load_part(how.parts, plan, name, key)
+        if name not in todo:
             print(f"== {name}: {len(part['rows'])} rows kept from {part['commit']} ({part['date']})", flush=True)
         rows += [Row(**r) for r in part["rows"]]
         skipped += part["skipped"]

@@ -219,3 +219,18 @@ def test_a_dataset_finished_by_the_same_code_and_settings_is_kept_not_run_again(
     shutil.copy(out / lb.PARTS / "tiny.json", parts / "tiny.json")
     lb.main([*plan, "--budgets", str(BUDGET), "--out", str(tmp_path / "fresh"), "--fresh"])
     assert ran == ["tiny", "tiny", "tiny"]
+
+
+def test_datasets_run_in_processes_of_their_own_give_the_same_rows(monkeypatch, tmp_path):
+    for name, seed in (("tiny", 0), ("tiny2", 1)):
+        monkeypatch.setitem(lb.DATASETS, name, lb.BoardData(name, False, lambda s=seed: gaussian(1500, seed=s), 1))
+    args = ["--datasets", "tiny", "tiny2", "--learners", "paa-1", "--budgets", str(BUDGET), "--permutations", "2",
+            "--regime", "defaults", "--no-peers"]
+    lb.main([*args, "--out", str(tmp_path / "one")])
+    lb.main([*args, "--out", str(tmp_path / "two"), "--jobs", "2"])
+    one, two = (json.loads((tmp_path / d / "leaderboard.json").read_text()) for d in ("one", "two"))
+    strip = lambda rows: sorted((r["dataset"], r["mode"], r["mean"], r["query"]) for r in rows)  # noqa: E731
+    assert strip(two["rows"]) == strip(one["rows"]) and {r["dataset"] for r in two["rows"]} == {"tiny", "tiny2"}
+    assert sorted(p.name for p in (tmp_path / "two" / lb.PARTS).iterdir()) == ["tiny.json", "tiny2.json"]
+    with pytest.raises(SystemExit):
+        lb.parse([*args, "--jobs", "0"])
