@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from learners.base import Learner, QueryStrategy, UpdateRule
+from learners.defaults import DEFAULT_LEARNERS, default_learner
 from learners.queries import (
     AlwaysQuery,
     BBQQuery,
@@ -73,14 +74,6 @@ __all__ = [
     "canonical_name", "default_learner", "make", "paper_protocol",
 ]
 
-# The learners a user gets without naming one (the service without ACTIVESTREAM_LEARNER, `activestream
-# replay` without --learner): one for two classes, one for more (docs: learners, "Defaults").
-DEFAULT_LEARNERS: dict[str, str] = {"binary": "paa-1", "multiclass": "mpaa-1"}
-
-
-def default_learner(n_classes: int) -> str:
-    """The registry name of the default learner for ``n_classes`` classes."""
-    return DEFAULT_LEARNERS["binary" if n_classes <= 2 else "multiclass"]
 
 # The data model a learner gets by default: an intercept of 1 on raw (unnormalised) rows, ties
 # broken towards the negative class: the best mean F1 of PAA-I and PAA-II on tuning permutations of

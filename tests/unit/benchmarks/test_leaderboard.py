@@ -234,3 +234,22 @@ def test_datasets_run_in_processes_of_their_own_give_the_same_rows(monkeypatch, 
     assert sorted(p.name for p in (tmp_path / "two" / lb.PARTS).iterdir()) == ["tiny.json", "tiny2.json"]
     with pytest.raises(SystemExit):
         lb.parse([*args, "--jobs", "0"])
+
+
+def test_the_code_key_follows_the_learners_but_not_the_choice_of_default(tmp_path, monkeypatch):
+    import learners
+
+    key = lb.code_key()
+    assert key == lb.code_key() and len(key) == 16
+    copy = tmp_path / "repo"
+    shutil.copytree(Path(learners.__file__).parent, copy / "learners", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(Path(lb.__file__).parent, copy / "benchmarks", ignore=shutil.ignore_patterns("__pycache__",
+                                                                                                  "results"))
+    monkeypatch.setattr(lb, "__file__", str(copy / "benchmarks" / "leaderboard.py"))
+    assert lb.code_key() == key
+    defaults = copy / "learners" / "defaults.py"
+    defaults.write_text(defaults.read_text().replace('"binary": "paa-1"', '"binary": "d-amd"'))
+    assert lb.code_key() == key  # the default is chosen from the board: its rows stay valid
+    pa = copy / "learners" / "rules" / "pa.py"
+    pa.write_text(pa.read_text() + "\n# a change\n")
+    assert lb.code_key() != key
