@@ -253,3 +253,22 @@ def test_the_code_key_follows_the_learners_but_not_the_choice_of_default(tmp_pat
     pa = copy / "learners" / "rules" / "pa.py"
     pa.write_text(pa.read_text() + "\n# a change\n")
     assert lb.code_key() != key
+
+
+def test_a_knob_that_cannot_get_down_to_the_target_is_not_bisected(monkeypatch):
+    """Rows the model scores 0 are asked for at any δ: one run at the end that asks least, no bisection;
+    a reachable target gets find_budget's own answer."""
+    from learners import make
+    from learners.replay import find_budget
+
+    empty = Dataset(as_rows(sp.csr_matrix((400, 5))), np.where(np.arange(400) % 2, 1, -1), "empty")
+    stuck = make("paa-1", n_features=5, bias=0.0)
+    monkeypatch.setattr(lb, "find_budget", lambda *a, **k: pytest.fail("bisected a knob that cannot land"))
+    learner, result = lb.bisected(stuck, empty, 0.1, permutations=2, seed=0)
+    assert result.mean("query_ratio") == 1.0 and learner.query.delta == lb.FIND_BOUNDS[0]
+    monkeypatch.undo()
+    data = gaussian(1500)
+    learner, result = lb.bisected(make("paa-1", n_features=5), data, 0.1, permutations=2, seed=0)
+    want, expected = find_budget(make("paa-1", n_features=5), data, 0.1, permutations=2, seed=0,
+                                 tol=lb.tolerance(0.1) / 2)
+    assert learner.query.delta == want.query.delta and result.mean("f1") == expected.mean("f1")
