@@ -103,8 +103,8 @@ _TRACK = "Cavallanti, Cesa-Bianchi & Gentile, Mach. Learn. 69, 2007"
 _KPA = "Ezukwoke & Zareian, Online Learning and Active Learning: PA vs SVM"
 _IWAL = ("IWAL: Beygelzimer, Hsu, Langford & Zhang, Agnostic Active Learning Without Constraints, NIPS 2010, "
          "Algorithm 1, as Vowpal Wabbit's --active")
-# IWAL's c₀ for about 10 % of queries, measured on tuning permutations (seeds 1000-1001) of the PAA
-# paper's binary sets and of dna, satimage and usps (VW's default 8 asks for nearly every label here)
+# IWAL's c₀ (binary, multiclass): chosen like δ of the PAA family, for a typical query ratio on tuning
+# permutations rather than VW's default, which asks for nearly every label here (docs/learners.md, Defaults)
 _MELLOW, _MELLOW_GAP = 2.0**-5, 2.0**-10
 _ENTROPY = ("River active.EntropySampler (entropy^discount); Settles, Active Learning Literature Survey, 2009, "
             "Sect. 3.1")
@@ -190,7 +190,7 @@ ALGORITHMS: dict[str, Spec] = {
     "paa-1-entropy": Spec(PARule, EntropyQuery, fixed={"mode": 1}, defaults={"C": _C_PA1, "discount": 3.0},
                           cite=f"PA-I update of {_PAA}; entropy query H₂(σ(p))^k after {_ENTROPY}"),
     # beyond the papers: IWAL's query, each label learnt with importance weight 1/P (C ω for C);
-    # mellowness: about 10 % of queries across the sets, as δ of the PAA family (docs/learners.md)
+    # mellowness: _MELLOW above
     "paa-1-iwal": Spec(PARule, IWALQuery, fixed={"mode": 1}, defaults={"C": _C_PA1, "mellowness": _MELLOW},
                        cite=f"importance-weighted PA-I update of {_PAA}; query and weights of {_IWAL}"),
     "paa-2-iwal": Spec(PARule, IWALQuery, fixed={"mode": 2}, defaults={"C": _C_PA2, "mellowness": _MELLOW},
