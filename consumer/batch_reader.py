@@ -47,6 +47,7 @@ _SIGNATURES = {
     "rd_kafka_queue_new": (_p, [_p]),
     "rd_kafka_queue_destroy": (None, [_p]),
     "rd_kafka_queue_get_partition": (_p, [_p, ctypes.c_char_p, ctypes.c_int32]),
+    "rd_kafka_queue_get_consumer": (_p, [_p]),
     "rd_kafka_queue_forward": (None, [_p, _p]),
     "rd_kafka_queue_length": (ctypes.c_size_t, [_p]),
     "rd_kafka_consume_batch_queue": (ctypes.c_ssize_t, [_p, ctypes.c_int, _p, ctypes.c_size_t]),
@@ -182,6 +183,7 @@ class BatchReader:
         self._destroy_fn = _function_address(lib.rd_kafka_message_destroy)
         self._ptrs = np.zeros(0, dtype=np.uint64)
         self._outstanding: set[Fetched] = set()
+        self._forwarded: set[tuple[str, int]] = set()
         # (topic, partition, offset) of each position librdkafka found outside the log: the service's to act on
         self.out_of_range: list[tuple[str, int, int]] = []
 
@@ -200,10 +202,16 @@ class BatchReader:
     def forward(self, partitions: list[TopicPartition]) -> None:
         """Have these partitions' fetched records come to this reader."""
         for tp in partitions:
-            queue = self._lib.rd_kafka_queue_get_partition(self._rk, tp.topic.encode(), tp.partition)
-            if queue:
-                self._lib.rd_kafka_queue_forward(queue, self._queue)
-                self._lib.rd_kafka_queue_destroy(queue)
+            if self._forward_partition(tp.topic, tp.partition, self._queue):
+                self._forwarded.add((tp.topic, tp.partition))
+
+    def _forward_partition(self, topic: str, partition: int, to: int) -> bool:
+        queue = self._lib.rd_kafka_queue_get_partition(self._rk, topic.encode(), partition)
+        if not queue:
+            return False
+        self._lib.rd_kafka_queue_forward(queue, to)
+        self._lib.rd_kafka_queue_destroy(queue)
+        return True
 
     def queued(self) -> int:
         """Records fetched for this reader and not read yet."""
@@ -251,9 +259,18 @@ class BatchReader:
             self._destroy(batch.ptrs)
 
     def close(self) -> None:
-        """Free every batch still held and the queue (before the consumer closes)."""
+        """Free every batch still held, give the partitions back to the consumer's queue and free
+        this reader's (before the consumer closes)."""
         for batch in list(self._outstanding):
             self.release(batch)
+        # A partition left forwarded to a destroyed queue loses what is fetched for it next, and the
+        # consumer's close, which unassigns it, could wait on that queue for good.
+        consumer_queue = self._lib.rd_kafka_queue_get_consumer(self._rk) if self._forwarded else None
+        if consumer_queue:
+            for topic, partition in self._forwarded:
+                self._forward_partition(topic, partition, consumer_queue)
+            self._lib.rd_kafka_queue_destroy(consumer_queue)
+        self._forwarded.clear()
         if self._queue:
             self._lib.rd_kafka_queue_destroy(self._queue)
             self._queue = None

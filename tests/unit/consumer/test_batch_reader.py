@@ -262,3 +262,26 @@ def test_labels_fetched_before_the_forward_are_applied_first_through_the_consume
     assert len(requested) > 300 and totals.get("labels.applied") == len(requested) == service.learner.labels_
     assert totals.get("labels.duplicate") == totals.get("labels.unknown") == 0
     assert service.offsets.next[(topics["labels"], 0)] == len(requested)  # every label's offset, in order
+
+
+def test_after_the_reader_closes_its_partitions_come_through_the_consumer_again(kafka_bootstrap):
+    topic = _topic_holding(kafka_bootstrap, [b"before"])
+    c, reader = _reading(kafka_bootstrap, topic)
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while not got and time.monotonic() < deadline:
+        batch = reader.read(10, 1.0)
+        if batch is not None:
+            got += list(batch.values)
+            batch.release()
+    assert got == [b"before"]
+    reader.close()
+    p = Producer({"bootstrap.servers": kafka_bootstrap})
+    p.produce(topic, value=b"after")
+    assert p.flush(30) == 0
+    after: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while not after and time.monotonic() < deadline:
+        after += [m.value() for m in c.consume(10, 1.0) if m.error() is None]
+    assert after == [b"after"]
+    c.close()
