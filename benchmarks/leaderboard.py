@@ -32,6 +32,7 @@ by the metric (F1 on binary sets, accuracy on multiclass ones; ties share the me
 from __future__ import annotations
 
 import argparse
+import ast
 import datetime
 import hashlib
 import json
@@ -472,16 +473,29 @@ _VERSIONED = ("numpy", "scipy", "numba", "river", "vowpalwabbit", "scikit-learn"
 _NOT_HASHED = frozenset({"learners/defaults.py"})
 
 
+def _code_of(source: str) -> str:
+    """``source`` as code alone: without its comments, docstrings and layout, which no row depends on."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.unparse(tree)
+
+
 def code_key() -> str:
-    """A digest of what a dataset's rows depend on: :data:`PROTOCOL`, the sources of the learners,
-    the peers and the data preparation, and the versions of the libraries that compute them."""
+    """A digest of what a dataset's rows depend on: :data:`PROTOCOL`, the code of the learners, the
+    peers and the data preparation (not their comments or docstrings), and the versions of the
+    libraries that compute them."""
     root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256(f"protocol {PROTOCOL}".encode())
     for name in _HASHED:
         base = root / name
         for path in sorted(base.rglob("*.py")) if base.is_dir() else [base]:
             if path.relative_to(root).as_posix() not in _NOT_HASHED:
-                digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+                digest.update(str(path.relative_to(root)).encode() + b"\0" + _code_of(path.read_text()).encode())
     for dist in _VERSIONED:
         try:
             digest.update(f"{dist}=={version(dist)}".encode())

@@ -236,7 +236,7 @@ def test_datasets_run_in_processes_of_their_own_give_the_same_rows(monkeypatch, 
         lb.parse([*args, "--jobs", "0"])
 
 
-def test_the_code_key_follows_the_learners_but_not_the_choice_of_default(tmp_path, monkeypatch):
+def test_the_code_key_follows_the_learners_code_but_not_comments_or_the_choice_of_default(tmp_path, monkeypatch):
     import learners
 
     key = lb.code_key()
@@ -251,7 +251,10 @@ def test_the_code_key_follows_the_learners_but_not_the_choice_of_default(tmp_pat
     defaults.write_text(defaults.read_text().replace('"binary": "paa-1"', '"binary": "d-amd"'))
     assert lb.code_key() == key  # the default is chosen from the board: its rows stay valid
     pa = copy / "learners" / "rules" / "pa.py"
-    pa.write_text(pa.read_text() + "\n# a change\n")
+    source = pa.read_text()
+    pa.write_text(source.replace('"""', '"""Reworded. ', 1) + "\n# a comment\n")
+    assert lb.code_key() == key  # comments and docstrings compute nothing
+    pa.write_text(source + "\nCHANGED = 1\n")
     assert lb.code_key() != key
 
 
