@@ -50,6 +50,7 @@ from learners.rules import (
     KernelPARule,
     LASECDiagRule,
     LASECRule,
+    LogisticRule,
     MaxScorePerceptronRule,
     MirrorDescentRule,
     ModifiedPerceptronRule,
@@ -64,6 +65,7 @@ from learners.rules import (
     ShiftingPerceptronRule,
     SOALDiagRule,
     SOALRule,
+    SoftmaxRule,
     SOPDiagRule,
     SOPRule,
 )
@@ -106,6 +108,8 @@ _IWAL = ("IWAL: Beygelzimer, Hsu, Langford & Zhang, Agnostic Active Learning Wit
 # IWAL's c₀ (binary, multiclass): chosen like δ of the PAA family, for a typical query ratio on tuning
 # permutations rather than VW's default, which asks for nearly every label here (docs/learners.md, Defaults)
 _MELLOW, _MELLOW_GAP = 2.0**-5, 2.0**-10
+_LOG = "online logistic regression (Zhang, ICML 2004)"
+_ADAGRAD = "diagonal AdaGrad (Duchi, Hazan & Singer, JMLR 12, 2011)"
 _ENTROPY = ("River active.EntropySampler (entropy^discount); Settles, Active Learning Literature Survey, 2009, "
             "Sect. 3.1")
 # LASEC's (b, c): the best of a 36-point grid on three draws of the synthetic shifting stream
@@ -187,6 +191,14 @@ ALGORITHMS: dict[str, Spec] = {
                   cite=f"{_PAA}: PAA-II, Algorithm 2"),
     # beyond the papers: the PA updates with River's entropy query H₂(σ(p))^k, which decays like
     # |p|e^(−|p|) where δ/(δ+|p|) decays like 1/|p| (k = River's default discount factor)
+    # beyond the papers: the log loss at every label, whose score is a log-odds the entropy query reads as
+    # a probability; lr-entropy is River's LogisticRegression step, lr-ada-entropy AdaGrad's, its η
+    # (0.25; 0.125 for mlr-ada-entropy) chosen on the tuning permutations (docs/learners.md, Defaults)
+    "lr-entropy": Spec(LogisticRule, EntropyQuery, fixed={"step": "sgd"}, defaults={"eta": 0.01, "discount": 3.0},
+                       cite=f"SGD step of {_LOG}; entropy query H₂(σ(p))^k after {_ENTROPY}"),
+    "lr-ada-entropy": Spec(LogisticRule, EntropyQuery, fixed={"step": "adagrad"},
+                           defaults={"eta": 0.25, "discount": 3.0},
+                           cite=f"{_ADAGRAD} step of {_LOG}; entropy query H₂(σ(p))^k after {_ENTROPY}"),
     "paa-1-entropy": Spec(PARule, EntropyQuery, fixed={"mode": 1}, defaults={"C": _C_PA1, "discount": 3.0},
                           cite=f"PA-I update of {_PAA}; entropy query H₂(σ(p))^k after {_ENTROPY}"),
     # beyond the papers: IWAL's query, each label learnt with importance weight 1/P (C ω for C);
@@ -220,6 +232,10 @@ ALGORITHMS: dict[str, Spec] = {
     "mpaa-1-entropy": Spec(MPARule, GapEntropyQuery, fixed={"mode": 1}, defaults={"C": 1.0, "discount": 3.0},
                            cite=f"MPA-I update of {_PAA}; entropy query H₂(σ(gap))^k, gap = top-1 − top-2 score, "
                                 f"after {_ENTROPY}"),
+    "mlr-ada-entropy": Spec(SoftmaxRule, GapEntropyQuery, fixed={"step": "adagrad"},
+                            defaults={"eta": 0.125, "discount": 3.0},
+                            cite=f"{_ADAGRAD} step of softmax {_LOG}; entropy query H₂(σ(gap))^k, gap = the "
+                                 f"top-1 − top-2 log-odds, after {_ENTROPY}"),
     "mpaa-1-iwal": Spec(MPARule, GapIWALQuery, fixed={"mode": 1}, defaults={"C": 1.0, "mellowness": _MELLOW_GAP},
                         cite=f"importance-weighted MPA-I update of {_PAA}; {_IWAL}, G from the top-2 gap"),
     "mpaa-2-iwal": Spec(MPARule, GapIWALQuery, fixed={"mode": 2}, defaults={"C": 1.0, "mellowness": _MELLOW_GAP},

@@ -7,6 +7,7 @@ from learners.rules.cost_sensitive import CPARule, CSPARule, PAUMRule
 from learners.rules.cw import CWDiagRule, CWRule
 from learners.rules.kernel_pa import KernelPARule
 from learners.rules.lasec import LASECDiagRule, LASECRule
+from learners.rules.logistic import LogisticRule, SoftmaxRule
 from learners.rules.multiclass import MaxScorePerceptronRule, MPARule
 from learners.rules.pa import PARule
 from learners.rules.perceptron import PerceptronRule
@@ -26,6 +27,7 @@ __all__ = [
     "KernelPARule",
     "LASECDiagRule",
     "LASECRule",
+    "LogisticRule",
     "MPARule",
     "MaxScorePerceptronRule",
     "MirrorDescentRule",
@@ -42,4 +44,5 @@ __all__ = [
     "SOPDiagRule",
     "SOPRule",
     "ShiftingPerceptronRule",
+    "SoftmaxRule",
 ]
