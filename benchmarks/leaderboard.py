@@ -23,6 +23,10 @@ Regimes: **defaults** (the registry's, what a user gets) and **tuned** (one rule
 from a small grid on *tuning* permutations, seeds ``TUNING_SEED + k``, disjoint from the evaluated
 ones, by the metric at the same budget landed offline). Peers keep their own defaults in both.
 
+Sets of more than ``LARGE_ROWS`` rows (ijcnn1, kddcup99) run the large-set protocol: the
+``QUICK_LEARNERS`` and the default learners, in the defaults regime, online only (the peers as
+everywhere).
+
 An entry *lands* a budget t when its mean query ratio is within min(0.5 %, 10 % of t) of t
 (online: within 10 % of t). Within each (regime, dataset, budget) the landed entries are ranked
 by the metric (F1 on binary sets, accuracy on multiclass ones; ties share the mean rank). Writes
@@ -59,6 +63,7 @@ from learners import make
 from learners.base import Learner
 from learners.budget import BudgetController
 from learners.datasets import Dataset, concat, read_libsvm, resolve
+from learners.defaults import DEFAULT_LEARNERS
 from learners.registry import ALGORITHMS
 from learners.replay import Run, find_budget, run
 
@@ -71,6 +76,13 @@ PERMUTATIONS, QUICK_PERMUTATIONS = 10, 3
 TUNING_SEED = 10_000  # tuning permutations are default_rng(10_000 + k): never an evaluated one
 TUNING_PERMUTATIONS = 2
 FIND_BOUNDS = (2.0**-24, 2.0**24)  # the knob's range for the offline bisection (find_budget's default)
+# Halvings of that range (log κ to within 33/2²⁰): a knob whose ratio jumps over the tolerance (a learner
+# whose path changes with κ) would otherwise spend find_budget's 48 steps on a jump it cannot resolve.
+BISECTION_STEPS = 20
+# Sets of more than this many rows get the large-set protocol: the QUICK_LEARNERS (and every default
+# learner), the defaults regime, online only; one full-protocol pass over all ~110 learners there would
+# take days on two cores (kddcup99: ~2.6 s per pass of an AdaGrad learner, ~600 passes per learner and budget).
+LARGE_ROWS = 100_000
 ONLINE_SLACK = 0.10  # an online run lands when its realised ratio is within 10 % of the target
 # A full D×D rule costs O(D²) per update and D² floats: past this D one pass takes minutes and the
 # bisection multiplies it; the diagonal twin of each runs instead.
@@ -110,6 +122,7 @@ class BoardData:
     load: Callable[[], Dataset]
     positive: object = None
     note: str = ""
+    large: bool = False  # more than LARGE_ROWS rows: the large-set protocol
 
     def classes(self, data: Dataset) -> list:
         return data.classes() if self.multiclass else list(data.binary_classes(self.positive))
@@ -134,9 +147,10 @@ def _binary() -> list[BoardData]:
         BoardData("magic04", False, lambda: _spec("scale:", "magic04.xz"), 1, "svm-scaled to [-1, 1]"),
         BoardData("BASEHOCK", False, lambda: _files("BASEHOCK.xz"), 1, "term counts, 4,862 features"),
         BoardData("PCMAC", False, lambda: _files("PCMAC.xz"), 1, "term counts, 3,289 features"),
-        BoardData("ijcnn1", False, lambda: _files("ijcnn1.xz", "ijcnn1.t.xz"), 1.0, "train + test, 141,691 rows"),
+        BoardData("ijcnn1", False, lambda: _files("ijcnn1.xz", "ijcnn1.t.xz"), 1.0, "train + test, 141,691 rows",
+                  large=True),
         BoardData("kddcup99", False, lambda: _spec("maxabs:", "kddcup99_10pct.xz"), 1,
-                  "10 %, 494,021 rows, max-abs scaled; attack = +1"),
+                  "10 %, 494,021 rows, max-abs scaled; attack = +1", large=True),
     ]
 
 
@@ -170,6 +184,21 @@ def candidates(multiclass: bool, only: Sequence[str] | None = None) -> list[str]
     """Registry learners with a budget knob for this kind of dataset (``only``: a subset of them)."""
     names = [n for n in ALGORITHMS if make(n).query.budget_param is not None and is_multiclass(n) == multiclass]
     return [n for n in names if only is None or n in only]
+
+
+def board_learners(spec: BoardData, only: Sequence[str] | None = None) -> list[str]:
+    """The learners a dataset runs: :func:`candidates`, only the QUICK_LEARNERS and the default
+    learners on a large set."""
+    names = candidates(spec.multiclass, only)
+    if not spec.large:
+        return names
+    finalists = set(QUICK_LEARNERS) | set(DEFAULT_LEARNERS.values())
+    return [n for n in names if n in finalists]
+
+
+def board_regimes(spec: BoardData, regimes: Sequence[str]) -> list[str]:
+    """The regimes a dataset runs: the defaults alone on a large set."""
+    return [r for r in regimes if r == "defaults" or not spec.large]
 
 
 def supervised() -> list[str]:
@@ -219,7 +248,8 @@ def bisected(learner: Learner, data: Dataset, target: float, *, permutations: in
         result = run(at_least, data, permutations=permutations, seed=seed)
         if result.mean("query_ratio") > target + tol:
             return at_least, result
-    return find_budget(learner, data, target, permutations=permutations, seed=seed, tol=tol, bounds=FIND_BOUNDS)
+    return find_budget(learner, data, target, permutations=permutations, seed=seed, tol=tol, bounds=FIND_BOUNDS,
+                       max_steps=BISECTION_STEPS)
 
 
 def tune(name: str, data: Dataset, classes: Sequence, target: float, seeds: Sequence[int], metric: str
@@ -281,20 +311,23 @@ def _from_run(result: Run, **fields: Any) -> Row:
 
 
 def measure_ours(name: str, data: Dataset, classes: Sequence, params: Mapping[str, Any], target: float,
-                 permutations: int, *, regime: str, dataset: str, metric: str, entry: str | None = None) -> list[Row]:
-    """The learner at ``target``: online (the controller) and offline (the knob bisected), as
-    ``entry`` (default: its registry name)."""
+                 permutations: int, *, regime: str, dataset: str, metric: str, entry: str | None = None,
+                 offline: bool = True) -> list[Row]:
+    """The learner at ``target``: online (the controller) and, if ``offline``, with its knob
+    bisected, as ``entry`` (default: its registry name)."""
     base = build(name, data, classes, params)
     online = base.clone()
     online.budget = BudgetController(target=target)
     on = run(online, data, permutations=permutations, seed=0)
-    tuned, off = bisected(base, data, target, permutations=permutations, seed=0)
-    knob = base.query.budget_param
     common = {"regime": regime, "dataset": dataset, "metric": metric, "budget": target, "entry": entry or name,
               "params": dict(params)}
     on_row = _from_run(on, mode="online", knob="target", knob_value=target, **common)
     on_row.landed = abs(on_row.query - target) <= ONLINE_SLACK * target
     on_row.flag = "" if on_row.landed else f"realised {on_row.query / target:.2f} × target"
+    if not offline:
+        return [on_row]
+    tuned, off = bisected(base, data, target, permutations=permutations, seed=0)
+    knob = base.query.budget_param
     off_row = _from_run(off, mode="offline", knob=knob, knob_value=float(getattr(tuned.query, knob)), **common)
     off_row.landed = abs(off_row.query - target) <= tolerance(target)
     off_row.flag = "" if off_row.landed else "missed the ratio"
@@ -437,26 +470,27 @@ def run_dataset(spec: BoardData, plan: Plan, *, log: Callable[[str], None] = pri
     rows: list[Row] = []
     skipped: list[dict[str, str]] = []
     names = []
-    for name in candidates(spec.multiclass, plan.learners):
+    for name in board_learners(spec, plan.learners):
         reason = skip_reason(name, data)
         if reason:
             skipped.append({"dataset": spec.name, "learner": name, "reason": reason})
         else:
             names.append(name)
     seeds = tuning_seeds(plan.permutations, plan.tuning_permutations)
-    for regime in plan.regimes:
+    regimes = board_regimes(spec, plan.regimes)
+    for regime in regimes:
         for name in names:
             for target in plan.budgets:
                 params: dict[str, Any] = {}
                 if regime == "tuned":
                     params, _ = tuner(name, data, classes, target, seeds, metric)
                 for r in measure_ours(name, data, classes, params, target, plan.permutations, regime=regime,
-                                      dataset=spec.name, metric=metric):
+                                      dataset=spec.name, metric=metric, offline=not spec.large):
                     rows.append(r)
                     log(line(r))
     if plan.peers:
         shared = measure_peers(spec, data, classes, plan.budgets, plan.permutations, metric=metric, log=log)
-        for regime in plan.regimes:  # peers keep their own defaults in both regimes
+        for regime in regimes:  # peers keep their own defaults in both regimes
             rows.extend(Row(**{**asdict(r), "regime": regime}) for r in shared)
     return rows, skipped
 
@@ -465,7 +499,9 @@ def run_dataset(spec: BoardData, plan: Plan, *, log: Callable[[str], None] = pri
 
 # Bump when what measure_ours, measure_peers, tune or run_dataset measure changes: a part made by
 # another protocol is not reused. The learners, the peers and the data preparation are hashed instead.
-PROTOCOL = 2  # 2: an offline knob that cannot get down to the target is not bisected (bisected)
+# 2: an offline knob that cannot get down to the target is not bisected (bisected); 3: BISECTION_STEPS,
+# the large-set protocol (LARGE_ROWS)
+PROTOCOL = 3
 _HASHED = ("learners", "benchmarks/peers.py", "benchmarks/river_peer.py", "benchmarks/paa_data.py",
            "benchmarks/paa_multiclass.py")
 _VERSIONED = ("numpy", "scipy", "numba", "river", "vowpalwabbit", "scikit-learn")
@@ -506,10 +542,10 @@ def code_key() -> str:
 
 def part_plan(plan: Plan, dataset: str) -> dict[str, Any]:
     """The settings a dataset's part was made with; a part is reused only under the same ones."""
-    multiclass = DATASETS[dataset].multiclass
-    return {"dataset": dataset, "learners": candidates(multiclass, plan.learners), "budgets": list(plan.budgets),
+    spec = DATASETS[dataset]
+    return {"dataset": dataset, "learners": board_learners(spec, plan.learners), "budgets": list(plan.budgets),
             "permutations": plan.permutations, "tuning_permutations": plan.tuning_permutations,
-            "regimes": list(plan.regimes), "peers": plan.peers}
+            "regimes": board_regimes(spec, plan.regimes), "peers": plan.peers}
 
 
 def load_part(parts: Path, plan: Plan, dataset: str, key: str) -> dict[str, Any] | None:
@@ -620,7 +656,10 @@ def markdown(rows: list[Row], skipped: list[dict[str, str]], plan: Plan, *, meta
         "knob bisected on the first permutation, run on the others. An entry lands when its mean query ratio "
         "is within min(0.5 %, 10 % of the target) of it; ranks are within each dataset and budget, among "
         "landed entries. References (all labels, not ranked): `vw-supervised`, `linear-svc` (batch, trained "
-        "and scored on every row: the ceiling). See docs/leaderboard.md for the protocol.",
+        "and scored on every row: the ceiling). Sets of more than "
+        f"{LARGE_ROWS:,} rows ({', '.join(d for d in plan.datasets if DATASETS[d].large) or 'none here'}) run "
+        "the quick list of learners and the default learners, in the defaults regime, online only. "
+        "See docs/leaderboard.md for the protocol.",
         "",
         "## Skipped",
         "",

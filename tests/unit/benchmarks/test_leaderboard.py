@@ -275,3 +275,27 @@ def test_a_knob_that_cannot_get_down_to_the_target_is_not_bisected(monkeypatch):
     want, expected = find_budget(make("paa-1", n_features=5), data, 0.1, permutations=2, seed=0,
                                  tol=lb.tolerance(0.1) / 2)
     assert learner.query.delta == want.query.delta and result.mean("f1") == expected.mean("f1")
+
+
+def test_a_large_set_runs_the_finalists_online_in_the_defaults_regime_only(monkeypatch, tmp_path):
+    monkeypatch.setitem(lb.DATASETS, "big", lb.BoardData("big", False, lambda: gaussian(1500, seed=2), 1, large=True))
+    monkeypatch.setitem(lb.DATASETS, "small", lb.BoardData("small", False, lambda: gaussian(1500, seed=2), 1))
+    big = lb.DATASETS["big"]
+    finalists = set(lb.QUICK_LEARNERS) | set(lb.DEFAULT_LEARNERS.values())
+    assert lb.board_learners(big) == [n for n in lb.candidates(False) if n in finalists]
+    assert "paa-1" in lb.board_learners(big) and "kapa-1" not in lb.board_learners(big)
+    assert set(lb.board_learners(lb.DATASETS["small"])) == set(lb.candidates(False))
+    assert lb.board_regimes(big, ["defaults", "tuned"]) == ["defaults"]
+    args = ["--learners", "paa-1", "paa-1-entropy", "--budgets", str(BUDGET), "--permutations", "2", "--regime",
+            "both", "--no-peers"]
+    for name in ("big", "small"):
+        lb.main(["--datasets", name, *args, "--out", str(tmp_path / name)])
+    big_rows, small_rows = (json.loads((tmp_path / d / "leaderboard.json").read_text())["rows"]
+                            for d in ("big", "small"))
+    assert {(r["entry"], r["regime"], r["mode"]) for r in big_rows} == {
+        ("paa-1", "defaults", "online"), ("paa-1-entropy", "defaults", "online")}
+    assert {(r["regime"], r["mode"]) for r in small_rows} == {(g, m) for g in ("defaults", "tuned")
+                                                              for m in ("online", "offline")}
+    online = lambda rows: sorted((r["entry"], r["mean"], r["query"]) for r in rows  # noqa: E731
+                                 if r["mode"] == "online" and r["regime"] == "defaults")
+    assert online(big_rows) == online(small_rows)  # the same rows, less of them
