@@ -117,7 +117,7 @@ class _LogLossRule(UpdateRule):
     # w_i → r_i w_i keeps the scores; g_i is in units of 1/s_i, so G_i = Σ g_i² → G_i / r_i²
     scaling: ClassVar = {"w": 1, "G": -2}
 
-    def __init__(self, *, eta: float = 0.25, step: str = "adagrad") -> None:
+    def __init__(self, *, eta: float = 1.0, step: str = "adagrad") -> None:
         self.eta = eta
         self.step = step
         self._validate()
@@ -131,7 +131,7 @@ class LogisticRule(_LogLossRule):
 
     Parameters
     ----------
-    eta : float > 0, default 0.25
+    eta : float > 0, default 1.0
         Step size η (River's ``LogisticRegression`` uses SGD with 0.01).
     step : {"adagrad", "sgd"}, default "adagrad"
         w ← w − η g / √G (AdaGrad, G = Σ g ⊙ g) or w ← w − η g.
@@ -173,8 +173,8 @@ class SoftmaxRule(_LogLossRule):
 
     Parameters
     ----------
-    eta : float > 0, default 0.25
-        Step size η.
+    eta : float > 0, default 1.0
+        Step size η (``mlr-ada-entropy`` takes 2⁻⁴).
     step : {"adagrad", "sgd"}, default "adagrad"
         As :class:`LogisticRule`, row by row.
 
