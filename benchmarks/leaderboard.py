@@ -429,6 +429,89 @@ def wins(rows: Iterable[Row]) -> dict[tuple[str, str], dict[str, int]]:
     return {k: dict(v) for k, v in out.items()}
 
 
+# -- the default learners ---------------------------------------------------------------------------------
+
+# The budgets the default learners are chosen at and compared with River at (the issue's 5 % and 10 %)
+DEFAULT_BUDGETS = (0.05, 0.10)
+
+
+def default_ranking(rows: Iterable[Row], multiclass: bool) -> list[tuple[str, float, int]]:
+    """Our learners online in the defaults regime, by mean rank over the DEFAULT_BUDGETS cells of
+    the sets every learner runs on (not the large ones), best first: (entry, mean rank, cells).
+    Ranked only in fewer cells than the best covered entry means last."""
+    got: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        spec = DATASETS.get(r.dataset)
+        if (spec is not None and spec.multiclass == multiclass and not spec.large and r.regime == "defaults"
+                and r.mode == "online" and r.budget in DEFAULT_BUDGETS and r.rank is not None):
+            got[r.entry].append(r.rank)
+    most = max((len(v) for v in got.values()), default=0)
+    table = [(entry, float(np.mean(v)), len(v)) for entry, v in got.items()]
+    return sorted(table, key=lambda t: (t[2] < most, t[1], t[0]))
+
+
+def river_best(rows: Iterable[Row], dataset: str, budget: float) -> Row | None:
+    """River's best EntropySampler configuration (with or without its scaler) landed on ``budget``."""
+    landed = [r for r in rows if r.regime == "defaults" and r.dataset == dataset and r.budget == budget
+              and r.entry.startswith("river-") and abs(r.query - budget) <= tolerance(budget)]
+    return max(landed, key=lambda r: r.mean, default=None)
+
+
+def against_river(rows: list[Row], entry: str, multiclass: bool) -> list[dict[str, Any]]:
+    """``entry`` online (defaults) against :func:`river_best` at each DEFAULT_BUDGETS budget of each
+    set of its kind. A cell counts when both realised the budget within :func:`tolerance` (the same
+    ratio, ±0.5 % at most); ``won`` is None when one of them did not."""
+    out = []
+    for name, spec in DATASETS.items():
+        if spec.multiclass != multiclass:
+            continue
+        for budget in DEFAULT_BUDGETS:
+            ours = next((r for r in rows if (r.regime, r.dataset, r.budget, r.entry, r.mode)
+                         == ("defaults", name, budget, entry, "online")), None)
+            if ours is None:
+                continue
+            river = river_best(rows, name, budget)
+            same = abs(ours.query - budget) <= tolerance(budget) and river is not None
+            out.append({"dataset": name, "budget": budget, "ours": ours.mean, "ours_query": ours.query,
+                        "river": river.entry if river else None, "river_mean": river.mean if river else None,
+                        "river_query": river.query if river else None,
+                        "won": (ours.mean > river.mean) if same and river is not None else None})
+    return out
+
+
+def defaults_section(rows: list[Row]) -> list[str]:
+    """The default learners the board chooses, why (the ranking) and how each does against River."""
+    out = ["## The default learners", "",
+           "Chosen by the best mean rank online, defaults regime, over the "
+           + " and ".join(f"{b:.0%}" for b in DEFAULT_BUDGETS) + " cells of every set but the large ones "
+           "(ranks among every landed entry, peers included). The registry's choice is "
+           f"`learners/defaults.py`: binary `{DEFAULT_LEARNERS['binary']}`, multiclass "
+           f"`{DEFAULT_LEARNERS['multiclass']}`.", ""]
+    for kind, multiclass in (("binary", False), ("multiclass", True)):
+        ranking = default_ranking(rows, multiclass)
+        if not ranking:
+            continue
+        out += [f"### {kind.capitalize()}: the ranking", "", "| entry | mean rank | cells |", "|---|---|---|"]
+        out += [f"| {e} | {m:.2f} | {n} |" for e, m, n in ranking[:10]]
+        chosen = DEFAULT_LEARNERS[kind]
+        cells = against_river(rows, chosen, multiclass)
+        counted = [c for c in cells if c["won"] is not None]
+        out += ["", f"### {kind.capitalize()}: `{chosen}` against River's best configuration", "",
+                f"Won {sum(c['won'] for c in counted)} of {len(counted)} cells where both landed the budget "
+                f"(±{tolerance(0.1):.1%}); " + ", ".join(
+                    f"{b:.0%}: {sum(c['won'] for c in counted if c['budget'] == b)} of "
+                    f"{sum(1 for c in counted if c['budget'] == b)}" for b in DEFAULT_BUDGETS) + ".", "",
+                "| dataset | budget | ours (query) | River's best landed (query) | |", "|---|---|---|---|---|"]
+        for c in cells:
+            river = (f"{c['river']} {c['river_mean']:.4f} ({c['river_query']:.3f})" if c["river"]
+                     else "none landed")
+            verdict = {True: "won", False: "lost", None: "—"}[c["won"]]
+            out.append(f"| {c['dataset']} | {c['budget']:.0%} | {c['ours']:.4f} ({c['ours_query']:.3f}) | "
+                       f"{river} | {verdict} |")
+        out.append("")
+    return out
+
+
 # -- the run ------------------------------------------------------------------------------------------------
 
 
@@ -677,6 +760,8 @@ def markdown(rows: list[Row], skipped: list[dict[str, str]], plan: Plan, *, meta
             mine = [r for r in rows if r.dataset in DATASETS and DATASETS[r.dataset].multiclass == multiclass]
             if any(r.regime == regime for r in mine):
                 body += [f"### {kind} datasets", "", *summary_table(mine, regime, plan.budgets), ""]
+        if regime == "defaults":
+            body += defaults_section(rows)
         body += ["## Per dataset "
                  f"({regime})", "", *dataset_tables(rows, regime, plan.datasets)]
     plots = [f"![{d}](leaderboard_{d}.png)" for d in plan.datasets if any(r.dataset == d for r in rows)]

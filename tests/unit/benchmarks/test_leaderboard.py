@@ -135,8 +135,9 @@ def test_every_written_row_has_the_fields(board):
             assert (regime, ref, "reference") in entries
     assert all(r["rank"] is not None for r in rows if r["landed"] and r["budget"] is not None)
     md = (out / "leaderboard.md").read_text()
-    table = [line for line in md.splitlines() if line.startswith("| tiny |")]
+    table = [line for line in md.splitlines() if line.startswith("| tiny |") and line.count("|") == 11]
     assert len(table) == len(rows)
+    assert "### Binary: `paa-1` against River's best configuration" in md  # the default learner, run here
     for line in table:  # dataset, budget, rank, entry, metric ± std, ratio ± std, knob, params, s, flag
         cells = [c.strip() for c in line.strip("|").split("|")]
         assert len(cells) == 10
@@ -299,3 +300,51 @@ def test_a_large_set_runs_the_finalists_online_in_the_defaults_regime_only(monke
     online = lambda rows: sorted((r["entry"], r["mean"], r["query"]) for r in rows  # noqa: E731
                                  if r["mode"] == "online" and r["regime"] == "defaults")
     assert online(big_rows) == online(small_rows)  # the same rows, less of them
+
+
+def test_the_default_ranking_reads_online_defaults_rows_at_5_and_10_percent_of_the_sets_all_learners_run(
+        monkeypatch):
+    for name, large in (("s1", False), ("s2", False), ("big", True)):
+        monkeypatch.setitem(lb.DATASETS, name, lb.BoardData(name, False, gaussian, 1, large=large))
+    rows = []
+    for d in ("s1", "s2", "big"):
+        for b in (0.01, 0.05, 0.1):
+            rows += [_row(d, "a", 0.8, budget=b, mode="online"), _row(d, "b", 0.7, budget=b, mode="online"),
+                     _row(d, "river-entropy(lr)", 0.75, budget=b)]
+    rows += [_row("s1", "c", 0.9, mode="online"),  # one cell only: listed last
+             _row("s1", "b", 0.99, mode="offline"), _row("s2", "b", 0.99, mode="online", regime="tuned"),
+             _row("big", "b", 0.99, budget=0.05, mode="online")]  # large: not read
+    lb.rank(rows)
+    # ranks among every landed row of the cell: at (s1, 10 %) b offline and c come first, a is third
+    assert lb.default_ranking(rows, multiclass=False) == [("a", 1.5, 4), ("b", 3.5, 4), ("c", 2.0, 1)]
+    assert lb.default_ranking(rows, multiclass=True) == []
+
+
+def test_against_river_counts_a_cell_only_where_both_realised_the_budget(monkeypatch):
+    for name in ("s1", "s2", "s3"):
+        monkeypatch.setitem(lb.DATASETS, name, lb.BoardData(name, False, gaussian, 1))
+    monkeypatch.setattr(lb, "DATASETS", {k: v for k, v in lb.DATASETS.items() if k in ("s1", "s2", "s3")})
+
+    def at(row: lb.Row, query: float) -> lb.Row:
+        row.query = query
+        return row
+
+    rows = [
+        # s1: both land; River's best landed configuration is the scaled LR, not the higher one that missed
+        at(_row("s1", "a", 0.80, budget=0.05, mode="online"), 0.0499),
+        at(_row("s1", "river-entropy(lr)", 0.90, budget=0.05), 0.08),
+        at(_row("s1", "river-entropy(scaler+lr)", 0.79, budget=0.05), 0.052),
+        # s2: ours lands, River is better
+        at(_row("s2", "a", 0.60, budget=0.1, mode="online"), 0.1),
+        at(_row("s2", "river-entropy(pa)", 0.61, budget=0.1), 0.096),
+        # s3: ours misses the ratio: no verdict
+        at(_row("s3", "a", 0.99, budget=0.1, mode="online"), 0.107),
+        at(_row("s3", "river-entropy(pa)", 0.5, budget=0.1), 0.1),
+    ]
+    got = {(c["dataset"], c["budget"]): (c["won"], c["river"]) for c in lb.against_river(rows, "a", False)}
+    lb.rank(rows)
+    monkeypatch.setattr(lb, "DEFAULT_LEARNERS", {"binary": "a", "multiclass": "m"})
+    assert got == {("s1", 0.05): (True, "river-entropy(scaler+lr)"), ("s2", 0.1): (False, "river-entropy(pa)"),
+                   ("s3", 0.1): (None, "river-entropy(pa)")}
+    text = "\n".join(lb.defaults_section(rows))
+    assert "| s1 | 5% | 0.8000 (0.050) | river-entropy(scaler+lr) 0.7900 (0.052) | won |" in text
