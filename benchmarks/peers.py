@@ -112,10 +112,29 @@ def bisect_knob(one_pass: Pass, target: float, seed: int, *, bounds: tuple[float
 
 
 def landed_on_first(name: str, knob: str, one_pass: Pass, target: float, seeds: Sequence[int], *,
-                    bounds: tuple[float, float], rising: bool, tol: float, params: dict[str, Any]) -> PeerRun:
-    """Bisect on ``seeds[0]``, then run the value found on the other seeds."""
+                    bounds: tuple[float, float], rising: bool, tol: float, params: dict[str, Any],
+                    corrections: int = 0, land: float | None = None) -> PeerRun:
+    """Bisect on ``seeds[0]``, then run the value found on the other seeds. With ``corrections``,
+    while the mean ratio over every seed misses ``target`` by more than ``land``, bisect that mean
+    within a factor of 4 of the value, at most ``corrections`` runs over every seed more."""
     value, first, seconds = bisect_knob(one_pass, target, seeds[0], bounds=bounds, rising=rising, tol=tol)
     runs = [(first, seconds)] + [one_pass(value, s) for s in seeds[1:]]
+    miss = lambda got: abs(float(np.mean([m.query_ratio for m, _ in got])) - target)  # noqa: E731
+    best = (miss(runs), value, runs)
+    if corrections and best[0] > (land if land is not None else tol):
+        ratio = float(np.mean([m.query_ratio for m, _ in runs]))
+        up = (ratio < target) == rising  # the knob must move up
+        lo, hi = (math.log(value), math.log(value * 4)) if up else (math.log(value / 4), math.log(value))
+        for _ in range(corrections):
+            mid = 0.5 * (lo + hi)
+            again = [one_pass(math.exp(mid), s) for s in seeds]
+            if miss(again) < best[0]:
+                best = (miss(again), math.exp(mid), again)
+            if best[0] <= (land if land is not None else tol):
+                break
+            ratio = float(np.mean([m.query_ratio for m, _ in again]))
+            lo, hi = (mid, hi) if (ratio < target) == rising else (lo, mid)
+    _, value, runs = best
     return PeerRun(name, knob, value, [m for m, _ in runs], [s for _, s in runs], params)
 
 
@@ -194,15 +213,16 @@ def river_pass(rows: list[dict[int, float]], enc: Encoded, base: str, C: float =
 
 def river_entropy(data: Dataset, classes: Sequence, target: float, seeds: Sequence[int], *, base: str = "pa",
                   multiclass: bool = False, tol: float = 0.005, C: float = 1.0, scaled: bool = False,
-                  rows: list[dict[int, float]] | None = None) -> PeerRun:
+                  rows: list[dict[int, float]] | None = None, corrections: int = 0,
+                  land: float | None = None) -> PeerRun:
     """River's EntropySampler around PAClassifier(C, mode=1) (``base="pa"``) or LogisticRegression
     (``"lr"``), behind River's StandardScaler if ``scaled``, its discount landed on ``target`` on
-    the first permutation."""
+    the first permutation (then corrected over every permutation: :func:`landed_on_first`)."""
     enc = Encoded.of(data, classes, multiclass)
     one = river_pass(rows if rows is not None else dict_rows(data), enc, base, C, scaled)
     params = {"C": C} if base == "pa" else {}
     return landed_on_first(river_name(base, scaled), "discount", one, target, seeds, bounds=RIVER_BOUNDS,
-                           rising=False, tol=tol, params=params)
+                           rising=False, tol=tol, params=params, corrections=corrections, land=land)
 
 
 # -- VW ---------------------------------------------------------------------------------------------------
@@ -245,15 +265,15 @@ def _vw_pass(lines: list[str], enc: Encoded, args: str, active: bool) -> Callabl
 
 
 def vw_active(data: Dataset, classes: Sequence, target: float, seeds: Sequence[int], *, tol: float = 0.005,
-              lines: list[str] | None = None) -> PeerRun:
+              lines: list[str] | None = None, corrections: int = 0, land: float | None = None) -> PeerRun:
     """VW ``--active --simulation --binary`` (logistic loss), mellowness landed on ``target`` on the
-    first permutation."""
+    first permutation (then corrected over every permutation: :func:`landed_on_first`)."""
     enc = Encoded.of(data, classes, False)
     run = _vw_pass(lines if lines is not None else vw_lines(data), enc,
                    "--active --simulation --binary --loss_function logistic", True)
     one: Pass = lambda c0, seed: run(f"--mellowness {c0:.6g}", seed)  # noqa: E731
     return landed_on_first("vw-active", "mellowness", one, target, seeds, bounds=VW_BOUNDS, rising=True, tol=tol,
-                           params={"loss_function": "logistic"})
+                           params={"loss_function": "logistic"}, corrections=corrections, land=land)
 
 
 def vw_supervised(data: Dataset, classes: Sequence, seeds: Sequence[int], *, multiclass: bool = False,
