@@ -104,9 +104,11 @@ def _replay(args: argparse.Namespace) -> int:
         from learners.budget import BudgetController
 
         try:
-            learner.budget = BudgetController(target=args.budget_rate)
+            learner.budget = BudgetController(target=args.budget_rate, warmup=args.budget_warmup)
         except ValueError as exc:
             raise SystemExit(f"--budget-rate: {exc}") from None
+    elif args.budget_warmup:
+        raise SystemExit("--budget-warmup needs --budget-rate: the requests it makes are paid back out of that rate")
     if args.query_rate is not None:
         budget = learner.query.budget_param
         if budget in params:
@@ -140,6 +142,7 @@ def _replay(args: argparse.Namespace) -> int:
         params={k: v for k, v in learner.get_params().items() if k != "classes"},
         classes=list(learner.classes), metric_weights=costs,
         max_window_query_ratio=_largest(result.window_ratios), budget_rate=args.budget_rate,
+        budget_warmup=args.budget_warmup,
     )
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n")
@@ -408,6 +411,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "stream, to land this mean query ratio")
     budget.add_argument("--budget-rate", type=float,
                         help="hold this query ratio with the online budget controller (no look-ahead)")
+    rp.add_argument("--budget-warmup", type=int, default=0, metavar="N",
+                    help="with --budget-rate: ask about every record until N labels were asked for, then "
+                         "below the rate until the total is back on it (a fresh model learns from its first "
+                         "labels fastest)")
     rp.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                     help="a learner hyper-parameter, e.g. delta=0.5, C=0.25, bias=0, normalize=true")
     rp.add_argument("--paper-protocol", action="store_true",

@@ -152,6 +152,10 @@ class Settings(BaseSettings):
     query_rate_target: float | None = Field(
         None, gt=0, le=1, description="label requests / records the budget controller holds, from the first record"
     )
+    budget_warmup: int = Field(
+        0, ge=0, lt=2**31, description="label requests made before query_rate_target applies: a fresh model is "
+        "asked about every record until it has made this many, then below the rate until the total is back on it"
+    )
     scale_window_s: float = Field(
         300.0, gt=0, description="window of activestream_scale_moved_features (learner param scale != none)"
     )
@@ -202,6 +206,13 @@ class Settings(BaseSettings):
                     value = json.loads(value)
             out[key] = value
         return out
+
+    @model_validator(mode="after")
+    def _warmup_needs_a_rate(self) -> Settings:
+        if self.budget_warmup and self.query_rate_target is None:
+            raise ValueError(f"{ENV_PREFIX}BUDGET_WARMUP needs {ENV_PREFIX}QUERY_RATE_TARGET: the requests "
+                             "it makes are paid back out of that rate")
+        return self
 
     @property
     def instance(self) -> str:

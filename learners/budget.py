@@ -38,6 +38,12 @@ record so that the realised query rate follows what the operator set, using only
    request (the class is known only once the label is back): the mean cost of the labels
    returned so far (:meth:`BudgetController.observe_costs`), the mean class cost before that.
 
+4. **Warm-up** (optional): until ``warmup`` requests have been made, q_t = 1. A fresh model learns
+   fastest from its first labels, and a budget spent evenly from the first record leaves it guessing
+   longest; the ledger then owes those requests, so the brake and the feed-forward hold the rate
+   below r_t until the requests made are back near r_t · t. A label budget of B labels over a
+   backtest of n records is the same budget with a part of B spent first.
+
 q_t is known before record t's coin is drawn and depends only on the past and on x_t, so the
 importance weight Z_t / q_t keeps its expectation 1 however the knob moves (Horvitz & Thompson
 1952; the martingale argument of Beygelzimer, Dasgupta & Langford, ICML 2009, IWAL); ``floor``
@@ -73,7 +79,7 @@ FORMAT_VERSION = 1
 
 # positions in the packed parameters ``cp``
 _TARGET, _WINDOW, _EVERY, _HORIZON, _BRAKE, _FORGET, _FLOOR, _KNOB, _LOG_LO, _LOG_HI, _UP, _CAP, \
-    _SPAN, _PACE, _NCAP, _BURST, _BSPAN = range(17)
+    _SPAN, _PACE, _NCAP, _BURST, _BSPAN, _WARMUP = range(18)
 # positions in the scalar state ``cs``
 (_S, _UBAR, _LEDGER, _SEEN, _ASKED, _SINCE, _HEAD, _FILLED, _CLOCK, _RHEAD, _RLEN, _RSUM, _CHAT,
  _REFUSED, _RATE, _BHEAD, _BLEN) = range(17)
@@ -274,6 +280,8 @@ def _step(cs, cp, win, ring, recent, qw, qs, probability, p, gap, v, t):
     if cp[_BURST] > 0 and _burst(cs, cp, recent, r):
         u = cp[_FLOOR] * r
     q = min(probability(p, gap, v, qw, qs), u)
+    if cs[_ASKED] < cp[_WARMUP]:  # warm-up: every record, the ledger owes them back (step 4)
+        q = 1.0
     if cp[_CAP] < np.inf or cp[_NCAP] < np.inf:
         _expire(cs, cp, ring, t)
         full = cs[_RLEN] >= min(cp[_NCAP], ring.shape[1])
@@ -433,6 +441,10 @@ class BudgetController(Parameterized):
         2 · burst · r · burst_span requests at most. None: no brake.
     burst_span : int, default 500
         Records the burst brake looks back over.
+    warmup : int ≥ 0, default 0
+        Requests made before the rate applies: a fresh model is asked about every record until it
+        has made this many (the hard caps still hold). The ledger counts them, so the requests after
+        them fall below the rate until the total is back on target (step 4).
 
     State
     -----
@@ -461,6 +473,7 @@ class BudgetController(Parameterized):
         "floor": Interval(0, 1, closed="right"),
         "pace": Interval(0, 1, closed="right"),
         "burst_span": Interval(1, 2**24, integer=True),
+        "warmup": Interval(0, 2**31, integer=True),
     }
 
     def __init__(
@@ -480,11 +493,13 @@ class BudgetController(Parameterized):
         pace: float = 0.9,
         burst: float | None = 1.4,
         burst_span: int = 500,
+        warmup: int = 0,
     ) -> None:
         self.target, self.max_requests, self.max_cost, self.window_s = target, max_requests, max_cost, window_s
         self.class_costs = None if class_costs is None else tuple(float(c) for c in class_costs)
         self.window, self.resolve_every, self.horizon, self.brake = window, resolve_every, horizon, brake
         self.memory, self.floor, self.pace, self.burst, self.burst_span = memory, floor, pace, burst, burst_span
+        self.warmup = warmup
         self._validate()
         self.knob: Knob | None = None
         self.cs_: np.ndarray | None = None
@@ -523,7 +538,7 @@ class BudgetController(Parameterized):
         self._query = query
         self._qw = np.array(query.kernel_state()[0], dtype=np.float64)
         knob = self.knob
-        cp = np.zeros(17)
+        cp = np.zeros(18)
         cp[_TARGET] = 1.0 if self.target is None else self.target
         cp[_WINDOW], cp[_EVERY], cp[_HORIZON], cp[_BRAKE] = self.window, self.resolve_every, self.horizon, self.brake
         cp[_FORGET], cp[_FLOOR] = 1.0 - 1.0 / self.memory, self.floor
@@ -534,6 +549,7 @@ class BudgetController(Parameterized):
         cp[_NCAP] = math.inf if self.max_requests is None else self.max_requests
         cp[_SPAN], cp[_PACE] = self.window_s, self.pace
         cp[_BURST], cp[_BSPAN] = (0.0 if self.burst is None else self.burst), self.burst_span
+        cp[_WARMUP] = self.warmup
         self.cp_ = cp
         self.cs_ = np.zeros(len(_STATE_FIELDS))
         self.cs_[_UBAR] = cp[_TARGET]  # before any score is seen: ask at the target rate, not more

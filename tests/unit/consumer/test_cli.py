@@ -176,6 +176,17 @@ def test_replay_budget_rate_holds_the_rate_online_and_reports_windows():
     assert 0.05 < report["max_window_query_ratio"] <= 0.15
 
 
+def test_replay_budget_warmup_spends_its_requests_first_and_still_holds_the_rate():
+    args = ("--learner", "paa-1", "--data", "synthetic:sparse?n=6000&d=1024", "--budget-rate", "0.1", "--delay",
+            "100", "--json")
+    plain, warm = (json.loads(replay(*args, *extra).stdout) for extra in ((), ("--budget-warmup", "300")))
+    assert warm["budget_warmup"] == 300 and plain["budget_warmup"] == 0
+    assert abs(warm["query_ratio"] - 0.1) <= 0.01
+    assert warm["max_window_query_ratio"] < plain["max_window_query_ratio"]  # the first window is left out
+    out = replay("--learner", "paa-1", "--data", "synthetic:sparse?n=100", "--budget-warmup", "10")
+    assert out.returncode != 0 and "--budget-warmup needs --budget-rate" in out.stderr
+
+
 def test_replay_budget_rate_and_query_rate_are_exclusive():
     out = replay("--learner", "paa-1", "--data", "synthetic:sparse?n=100", "--budget-rate", "0.1",
                  "--query-rate", "0.1")

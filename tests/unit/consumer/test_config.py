@@ -52,6 +52,7 @@ def test_kafka_json_mapping(monkeypatch):
     ("ACTIVESTREAM_LABELS__TTL_S", "0"),
     ("ACTIVESTREAM_N_FEATURES", "0"),
     ("ACTIVESTREAM_QUERY_RATE_TARGET", "1.5"),
+    ("ACTIVESTREAM_BUDGET_WARMUP", "-1"),
     ("ACTIVESTREAM_ROLE", "leader"),
     ("ACTIVESTREAM_MODEL__PUBLISH_EVERY_S", "0"),
     ("ACTIVESTREAM_MODEL__CHUNK_BYTES", "2000000000"),
@@ -83,6 +84,17 @@ def test_unknown_variable_is_refused(monkeypatch):
     monkeypatch.setenv("ACTIVESTREAM_LABELS__TTL", "10")
     with pytest.raises(ConfigError, match="ACTIVESTREAM_LABELS__TTL"):
         load_settings()
+
+
+def test_a_budget_warmup_needs_a_rate_and_reaches_the_controller(monkeypatch):
+    from consumer.budget import controller_for
+
+    monkeypatch.setenv("ACTIVESTREAM_BUDGET_WARMUP", "200")
+    with pytest.raises(ConfigError, match="ACTIVESTREAM_BUDGET_WARMUP needs ACTIVESTREAM_QUERY_RATE_TARGET"):
+        load_settings()
+    monkeypatch.setenv("ACTIVESTREAM_QUERY_RATE_TARGET", "0.05")
+    settings = load_settings()
+    assert settings.budget_warmup == 200 and controller_for(settings, [-1, 1]).warmup == 200
 
 
 def test_expiry_default_needs_a_label(monkeypatch):

@@ -412,3 +412,38 @@ def test_uncount_request_takes_back_a_request_not_made_from_the_ledger_and_the_c
         controller.uncount_request()
     assert controller.requests == requests - 2 and controller.remaining() == remaining + 2
     assert controller.cs_[_LEDGER] == ledger + 2  # owed again: the ledger holds only the requests made
+
+
+@pytest.mark.parametrize("path", ["replay", "replay_stream", "decide"])
+def test_warmup_asks_for_every_record_until_it_has_its_requests_then_pays_them_back(path):
+    data = synthetic_sparse(n=20000, d=D, seed=8)
+    learner = budgeted("paa-1", 0.05, warmup=300)
+    if path == "decide":
+        queried = learner.decide(data.rows).query
+    elif path == "replay_stream":
+        queried = replay_stream(learner, chunks_of(data, 1500), delay=100).queried
+    else:
+        queried = replay(learner, data, delay=100).queried
+    assert queried[:300].all()  # q = 1 until 300 requests are made
+    assert abs(queried.mean() - 0.05) <= 0.005  # then below the rate until the total is back on target
+    assert queried[300:2000].mean() < 0.025
+    plain = budgeted("paa-1", 0.05).decide(data.rows).query
+    assert plain[:300].mean() < 0.2  # without it the rate holds from the first record
+
+
+def test_warmup_is_not_repeated_after_a_restart_and_the_hard_caps_hold_through_it():
+    X = np.random.default_rng(9).normal(size=(3000, D))
+    a = budgeted("paa-1", 0.1, warmup=100)
+    a.decide(X[:500])
+    b = budgeted("paa-1", 0.1, warmup=100)
+    b.load_state_dict(a.state_dict())
+    assert b.decide(X[500:700]).query.mean() < 0.5  # the warm-up was spent before the restart
+    capped = make("paa-1", n_features=D)
+    capped.budget = BudgetController(target=0.1, warmup=100, max_requests=20, window_s=3600.0)
+    assert capped.decide(X[:500], times=np.zeros(500)).query.sum() <= 20
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, 2**32])
+def test_warmup_must_be_a_count(bad):
+    with pytest.raises((ValueError, TypeError), match="warmup"):
+        BudgetController(target=0.1, warmup=bad)
