@@ -464,25 +464,38 @@ def river_best(rows: Iterable[Row], dataset: str, budget: float) -> Row | None:
 
 
 def against_river(rows: list[Row], entry: str, multiclass: bool) -> list[dict[str, Any]]:
-    """``entry`` online (defaults) against :func:`river_best` at each DEFAULT_BUDGETS budget of each
-    set of its kind. A cell counts when both realised the budget within :func:`tolerance` (the same
-    ratio, ±0.5 % at most); ``won`` is None when one of them did not."""
+    """``entry`` in the defaults regime, online and offline, against :func:`river_best` at each
+    DEFAULT_BUDGETS budget of each set of its kind. A cell counts when both realised the budget
+    within :func:`tolerance` (the same ratio, ±0.5 % at most); ``won`` (online) and
+    ``won_offline`` are None when one of them did not."""
     out = []
     for name, spec in DATASETS.items():
         if spec.multiclass != multiclass:
             continue
         for budget in DEFAULT_BUDGETS:
-            ours = next((r for r in rows if (r.regime, r.dataset, r.budget, r.entry, r.mode)
-                         == ("defaults", name, budget, entry, "online")), None)
-            if ours is None:
+            mine = {r.mode: r for r in rows if (r.regime, r.dataset, r.budget, r.entry)
+                    == ("defaults", name, budget, entry) and r.mode in ("online", "offline")}
+            if "online" not in mine:
                 continue
             river = river_best(rows, name, budget)
-            same = abs(ours.query - budget) <= tolerance(budget) and river is not None
-            out.append({"dataset": name, "budget": budget, "ours": ours.mean, "ours_query": ours.query,
-                        "river": river.entry if river else None, "river_mean": river.mean if river else None,
-                        "river_query": river.query if river else None,
-                        "won": (ours.mean > river.mean) if same and river is not None else None})
+            cell: dict[str, Any] = {"dataset": name, "budget": budget, "river": river.entry if river else None,
+                                    "river_mean": river.mean if river else None,
+                                    "river_query": river.query if river else None}
+            for mode, key in (("online", ""), ("offline", "_offline")):
+                ours = mine.get(mode)
+                same = ours is not None and river is not None and abs(ours.query - budget) <= tolerance(budget)
+                cell["ours" + key] = ours.mean if ours else None
+                cell["ours_query" + key] = ours.query if ours else None
+                cell["won" + key] = (ours.mean > river.mean) if same else None
+            out.append(cell)
     return out
+
+
+def _tally(cells: list[dict[str, Any]], key: str) -> str:
+    counted = [c for c in cells if c[key] is not None]
+    per = ", ".join(f"{b:.0%}: {sum(c[key] for c in counted if c['budget'] == b)} of "
+                    f"{sum(1 for c in counted if c['budget'] == b)}" for b in DEFAULT_BUDGETS)
+    return f"{sum(c[key] for c in counted)} of {len(counted)} ({per})"
 
 
 def defaults_section(rows: list[Row]) -> list[str]:
@@ -501,19 +514,20 @@ def defaults_section(rows: list[Row]) -> list[str]:
         out += [f"| {e} | {m:.2f} | {n} |" for e, m, n in ranking[:10]]
         chosen = DEFAULT_LEARNERS[kind]
         cells = against_river(rows, chosen, multiclass)
-        counted = [c for c in cells if c["won"] is not None]
         out += ["", f"### {kind.capitalize()}: `{chosen}` against River's best configuration", "",
-                f"Won {sum(c['won'] for c in counted)} of {len(counted)} cells where both landed the budget "
-                f"(±{tolerance(0.1):.1%}); " + ", ".join(
-                    f"{b:.0%}: {sum(c['won'] for c in counted if c['budget'] == b)} of "
-                    f"{sum(1 for c in counted if c['budget'] == b)}" for b in DEFAULT_BUDGETS) + ".", "",
-                "| dataset | budget | ours (query) | River's best landed (query) | |", "|---|---|---|---|---|"]
+                f"Cells won where both landed the budget (±{tolerance(0.1):.1%}): online (the controller, no "
+                f"look-ahead) {_tally(cells, 'won')}; offline (the knob bisected over the evaluated permutations, "
+                f"look-ahead like River's discount) {_tally(cells, 'won_offline')}.", "",
+                "| dataset | budget | ours online (query) | ours offline (query) | River's best landed (query) "
+                "| online | offline |", "|---|---|---|---|---|---|---|"]
+        shown = lambda m, q: "—" if m is None else f"{m:.4f} ({q:.3f})"  # noqa: E731
+        verdict = {True: "won", False: "lost", None: "—"}
         for c in cells:
             river = (f"{c['river']} {c['river_mean']:.4f} ({c['river_query']:.3f})" if c["river"]
                      else "none landed")
-            verdict = {True: "won", False: "lost", None: "—"}[c["won"]]
-            out.append(f"| {c['dataset']} | {c['budget']:.0%} | {c['ours']:.4f} ({c['ours_query']:.3f}) | "
-                       f"{river} | {verdict} |")
+            out.append(f"| {c['dataset']} | {c['budget']:.0%} | {shown(c['ours'], c['ours_query'])} | "
+                       f"{shown(c['ours_offline'], c['ours_query_offline'])} | {river} | "
+                       f"{verdict[c['won']]} | {verdict[c['won_offline']]} |")
         out.append("")
     return out
 

@@ -334,17 +334,20 @@ def test_against_river_counts_a_cell_only_where_both_realised_the_budget(monkeyp
         at(_row("s1", "a", 0.80, budget=0.05, mode="online"), 0.0499),
         at(_row("s1", "river-entropy(lr)", 0.90, budget=0.05), 0.08),
         at(_row("s1", "river-entropy(scaler+lr)", 0.79, budget=0.05), 0.052),
-        # s2: ours lands, River is better
+        # s2: ours lands, River is better online, not offline (its knob bisected like River's)
         at(_row("s2", "a", 0.60, budget=0.1, mode="online"), 0.1),
+        at(_row("s2", "a", 0.62, budget=0.1, mode="offline"), 0.102),
         at(_row("s2", "river-entropy(pa)", 0.61, budget=0.1), 0.096),
         # s3: ours misses the ratio: no verdict
         at(_row("s3", "a", 0.99, budget=0.1, mode="online"), 0.107),
         at(_row("s3", "river-entropy(pa)", 0.5, budget=0.1), 0.1),
     ]
     got = {(c["dataset"], c["budget"]): (c["won"], c["river"]) for c in lb.against_river(rows, "a", False)}
+    assert [c["won_offline"] for c in lb.against_river(rows, "a", False)] == [None, True, None]
     lb.rank(rows)
     monkeypatch.setattr(lb, "DEFAULT_LEARNERS", {"binary": "a", "multiclass": "m"})
     assert got == {("s1", 0.05): (True, "river-entropy(scaler+lr)"), ("s2", 0.1): (False, "river-entropy(pa)"),
                    ("s3", 0.1): (None, "river-entropy(pa)")}
     text = "\n".join(lb.defaults_section(rows))
-    assert "| s1 | 5% | 0.8000 (0.050) | river-entropy(scaler+lr) 0.7900 (0.052) | won |" in text
+    assert "| s1 | 5% | 0.8000 (0.050) | — | river-entropy(scaler+lr) 0.7900 (0.052) | won | — |" in text
+    assert "online (the controller, no look-ahead) 1 of 2 (5%: 1 of 1, 10%: 0 of 1)" in text
