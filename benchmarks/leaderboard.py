@@ -83,8 +83,8 @@ BISECTION_STEPS = 20
 # permutation then misses the budget, up to this many runs over all of them move it (benchmarks.peers)
 PEER_CORRECTIONS = 3
 # Sets of more than this many rows get the large-set protocol: the QUICK_LEARNERS (and every default
-# learner), the defaults regime, online only; one full-protocol pass over all ~110 learners there would
-# take days on two cores (kddcup99: ~2.6 s per pass of an AdaGrad learner, ~600 passes per learner and budget).
+# learner), the defaults regime, online only. The full protocol's bisections and tuning grid cost
+# hundreds of passes per learner and budget, where online costs one per permutation.
 LARGE_ROWS = 100_000
 ONLINE_SLACK = 0.10  # an online run lands when its realised ratio is within 10 % of the target
 # A full D×D rule costs O(D²) per update and D² floats: past this D one pass takes minutes and the
@@ -437,7 +437,7 @@ def wins(rows: Iterable[Row]) -> dict[tuple[str, str], dict[str, int]]:
 
 # -- the default learners ---------------------------------------------------------------------------------
 
-# The budgets the default learners are chosen at and compared with River at (the issue's 5 % and 10 %)
+# The budgets the issue chooses the default learners at and compares them with River at
 DEFAULT_BUDGETS = (0.05, 0.10)
 
 

@@ -315,7 +315,8 @@ def test_the_default_ranking_reads_online_defaults_rows_at_5_and_10_percent_of_t
              _row("s1", "b", 0.99, mode="offline"), _row("s2", "b", 0.99, mode="online", regime="tuned"),
              _row("big", "b", 0.99, budget=0.05, mode="online")]  # large: not read
     lb.rank(rows)
-    # ranks among every landed row of the cell: at (s1, 10 %) b offline and c come first, a is third
+    # a rank is among every landed row of its cell, offline and peers too: in s1's second cell b's
+    # offline row and c come before a
     assert lb.default_ranking(rows, multiclass=False) == [("a", 1.5, 4), ("b", 3.5, 4), ("c", 2.0, 1)]
     assert lb.default_ranking(rows, multiclass=True) == []
 
