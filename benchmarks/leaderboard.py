@@ -41,6 +41,7 @@ import datetime
 import hashlib
 import json
 import multiprocessing
+import os
 import subprocess
 import sys
 import time
@@ -49,6 +50,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -355,30 +357,57 @@ class PeerInputs:
     vw: list[str]
 
 
+Unit = Callable[[str, Callable[[], list[Row]]], list[Row]]
+
+
+def _measured(unit: str, measure: Callable[[], list[Row]]) -> list[Row]:
+    """A unit of a dataset's rows, measured now (no :class:`Journal`)."""
+    return measure()
+
+
 def measure_peers(spec: BoardData, data: Dataset, classes: Sequence, budgets: Sequence[float], permutations: int,
-                  *, metric: str, log: Callable[[str], None] = print, corrections: int = 0) -> list[Row]:
+                  *, metric: str, log: Callable[[str], None] = print, corrections: int = 0,
+                  unit: Unit = _measured) -> list[Row]:
     """Every peer at every budget and the all-label references, regime-free (``regime=""``); with
     ``corrections``, a peer whose mean ratio misses the budget gets that many more runs over every
-    permutation to land it (:func:`benchmarks.peers.landed_on_first`)."""
-    inputs = PeerInputs(peers.dict_rows(data), peers.vw_lines(data))
+    permutation to land it (:func:`benchmarks.peers.landed_on_first`). Each peer at each budget is
+    one ``unit`` (:meth:`Journal.rows`)."""
+    built: list[PeerInputs] = []
+
+    def inputs() -> PeerInputs:  # built once, and not at all when every unit is in the journal
+        if not built:
+            built.append(PeerInputs(peers.dict_rows(data), peers.vw_lines(data)))
+        return built[0]
+
     seeds = list(range(permutations))
     tag = {"regime": "", "dataset": spec.name, "metric": metric}
-    out = [_peer_row(peers.vw_supervised(data, classes, seeds, multiclass=spec.multiclass, lines=inputs.vw),
-                     budget=None, **tag)]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # LinearSVC's convergence warnings: the ceiling is what it reaches
-        out.append(_peer_row(peers.linear_svc(data, classes, multiclass=spec.multiclass), budget=None, **tag))
+
+    def svc() -> list[Row]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # LinearSVC's convergence warnings: the ceiling is what it reaches
+            return [_peer_row(peers.linear_svc(data, classes, multiclass=spec.multiclass), budget=None, **tag)]
+
+    out = unit("reference vw", lambda: [_peer_row(
+        peers.vw_supervised(data, classes, seeds, multiclass=spec.multiclass, lines=inputs().vw),
+        budget=None, **tag)])
+    out += unit("reference svc", svc)
+    river = {f"river {base} scaled={scaled}": (base, scaled) for scaled in (False, True) for base in peers.RIVER_BASES}
+
+    def peer_at(name: str, target: float) -> list[Row]:
+        land = {"tol": tolerance(target) / 2, "corrections": corrections, "land": tolerance(target)}
+        if name == "vw active":
+            found = peers.vw_active(data, classes, target, seeds, lines=inputs().vw, **land)
+        else:
+            base, scaled = river[name]
+            found = peers.river_entropy(data, classes, target, seeds, base=base, multiclass=spec.multiclass,
+                                        scaled=scaled, rows=inputs().river, **land)
+        return [_peer_row(found, budget=target, **tag)]
+
     for target in budgets:
-        tol = tolerance(target) / 2
-        land = {"corrections": corrections, "land": tolerance(target)}
-        found = [peers.river_entropy(data, classes, target, seeds, base=base, multiclass=spec.multiclass, tol=tol,
-                                     scaled=scaled, rows=inputs.river, **land)
-                 for scaled in (False, True) for base in peers.RIVER_BASES]
-        if not spec.multiclass:
-            found.append(peers.vw_active(data, classes, target, seeds, tol=tol, lines=inputs.vw, **land))
-        for p in found:
-            out.append(_peer_row(p, budget=target, **tag))
-            log(line(out[-1]))
+        for name in [*river, *([] if spec.multiclass else ["vw active"])]:
+            got = unit(f"{target} {name}", partial(peer_at, name, target))
+            out += got
+            log(line(got[0]))
     return out
 
 
@@ -563,10 +592,12 @@ class Plan:
 
 
 def run_dataset(spec: BoardData, plan: Plan, *, log: Callable[[str], None] = print,
-                tuner: Callable[..., tuple[dict[str, Any], list[dict[str, Any]]]] | None = None
-                ) -> tuple[list[Row], list[dict[str, str]]]:
-    """Every row of one dataset, and the (learner, reason) pairs it skipped."""
+                tuner: Callable[..., tuple[dict[str, Any], list[dict[str, Any]]]] | None = None,
+                journal: Journal | None = None) -> tuple[list[Row], list[dict[str, str]]]:
+    """Every row of one dataset, and the (learner, reason) pairs it skipped. With a ``journal``, the
+    units it holds are read back rather than measured, and each unit measured is added to it."""
     tuner = tuner or tune
+    unit = journal.rows if journal is not None else _measured
     data = spec.load()
     classes = spec.classes(data)
     metric = "accuracy" if spec.multiclass else "f1"
@@ -584,22 +615,76 @@ def run_dataset(spec: BoardData, plan: Plan, *, log: Callable[[str], None] = pri
     for regime in regimes:
         for name in names:
             for target in plan.budgets:
-                params: dict[str, Any] = {}
-                if regime == "tuned":
-                    params, _ = tuner(name, data, classes, target, seeds, metric)
-                for r in measure_ours(name, data, classes, params, target, plan.permutations, regime=regime,
-                                      dataset=spec.name, metric=metric, offline=not spec.large):
+                def measure(name: str = name, target: float = target, regime: str = regime) -> list[Row]:
+                    params: dict[str, Any] = {}
+                    if regime == "tuned":
+                        params, _ = tuner(name, data, classes, target, seeds, metric)
+                    return measure_ours(name, data, classes, params, target, plan.permutations, regime=regime,
+                                        dataset=spec.name, metric=metric, offline=not spec.large)
+
+                for r in unit(f"{regime} {name} {target}", measure):
                     rows.append(r)
                     log(line(r))
     if plan.peers:
         shared = measure_peers(spec, data, classes, plan.budgets, plan.permutations, metric=metric, log=log,
-                               corrections=PEER_CORRECTIONS)
+                               corrections=PEER_CORRECTIONS, unit=unit)
         for regime in regimes:  # peers keep their own defaults in both regimes
             rows.extend(Row(**{**asdict(r), "regime": regime}) for r in shared)
     return rows, skipped
 
 
 # -- parts: one file per dataset, so a run that stops keeps what it finished -------------------------------
+
+
+class Journal:
+    """The units of a dataset's part finished so far (a learner in a regime at a budget, a peer at a
+    budget, a reference), one JSON line each after a header naming the code and settings. A run
+    stopped mid-dataset resumes after the last finished unit: a large set's part takes longer than
+    one sitting. A journal of other code or settings is started afresh, and a line the stop cut
+    short is dropped."""
+
+    def __init__(self, path: Path, header: Mapping[str, Any]) -> None:
+        self.path = path
+        self.done: dict[str, dict[str, Any]] = {}
+        lines = path.read_text().splitlines() if path.exists() else []
+        kept = [json.dumps(header)]
+        if lines and _json_or_none(lines[0]) == json.loads(kept[0]):
+            for text in lines[1:]:
+                entry = _json_or_none(text)
+                if entry is None:
+                    break
+                self.done[entry["unit"]] = entry
+                kept.append(text)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text("".join(line + "\n" for line in kept))
+        tmp.replace(path)
+
+    def rows(self, unit: str, measure: Callable[[], list[Row]]) -> list[Row]:
+        """The rows of ``unit``: from the journal, or measured now and appended to it."""
+        if unit in self.done:
+            return [Row(**r) for r in self.done[unit]["rows"]]
+        t = time.perf_counter()
+        got = measure()
+        entry = {"unit": unit, "seconds": time.perf_counter() - t, "rows": [asdict(r) for r in got]}
+        with self.path.open("a") as f:
+            f.write(json.dumps(entry, default=float) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        self.done[unit] = entry
+        return got
+
+    @property
+    def minutes(self) -> float:
+        """The time its units took to measure, whichever run measured them."""
+        return sum(e["seconds"] for e in self.done.values()) / 60
+
+
+def _json_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return None
 
 # Bump when what measure_ours, measure_peers, tune or run_dataset measure changes: a part made by
 # another protocol is not reused. The learners, the peers and the data preparation are hashed instead.
@@ -674,13 +759,19 @@ def save_part(parts: Path, plan: Plan, dataset: str, key: str, rows: list[Row], 
     tmp.replace(parts / f"{dataset}.json")
 
 
+def journal_path(parts: Path, dataset: str) -> Path:
+    return parts / f".{dataset}.journal.jsonl"
+
+
 def _run_part(name: str, plan: Plan, parts: Path, key: str, commit: str) -> None:
-    """Run one dataset and write its part."""
-    t = time.perf_counter()
-    got, skip = run_dataset(DATASETS[name], plan, log=lambda s: print(s, flush=True))
-    minutes = (time.perf_counter() - t) / 60
-    save_part(parts, plan, name, key, got, skip, commit=commit, minutes=minutes)
-    print(f"== {name}: {len(got)} rows, {minutes * 60:.0f} s", flush=True)
+    """Run one dataset, resuming its journal, and write its part."""
+    journal = Journal(journal_path(parts, name), {"code": key, "plan": part_plan(plan, name)})
+    if journal.done:
+        print(f"== {name}: resuming after {len(journal.done)} units ({journal.minutes:.0f} min)", flush=True)
+    got, skip = run_dataset(DATASETS[name], plan, log=lambda s: print(s, flush=True), journal=journal)
+    save_part(parts, plan, name, key, got, skip, commit=commit, minutes=journal.minutes)
+    journal.path.unlink()
+    print(f"== {name}: {len(got)} rows, {journal.minutes:.1f} min", flush=True)
 
 
 def _commit() -> str:

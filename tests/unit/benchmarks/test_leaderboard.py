@@ -237,6 +237,64 @@ def test_datasets_run_in_processes_of_their_own_give_the_same_rows(monkeypatch, 
         lb.parse([*args, "--jobs", "0"])
 
 
+class Stopped(Exception):
+    """Stands for the run being killed mid-dataset."""
+
+
+def test_a_dataset_stopped_midway_resumes_after_its_last_finished_unit(monkeypatch, tmp_path):
+    """A run killed inside a dataset keeps the units it finished in the dataset's journal: the next
+    run measures only the others (a line the kill cut short is dropped) and writes the same rows as
+    a run that never stopped; the journal goes once the part is written."""
+    monkeypatch.setitem(lb.DATASETS, "tiny", lb.BoardData("tiny", False, lambda: gaussian(1500), 1))
+    args = ["--datasets", "tiny", "--learners", "paa-1", "pea", "--budgets", str(BUDGET), "--permutations", "2",
+            "--regime", "defaults"]
+    lb.main([*args, "--out", str(tmp_path / "whole")])
+    real_ours, real_river = lb.measure_ours, lb.peers.river_entropy
+    calls: dict[str, list[str]] = {"ours": [], "river": []}
+
+    def ours(name, *a, **k):
+        calls["ours"].append(name)
+        return real_ours(name, *a, **k)
+
+    def river(*a, base, scaled, **k):
+        calls["river"].append(f"{base} {scaled}")
+        if stop_at_river is not None and len(calls["river"]) == stop_at_river:
+            raise Stopped
+        return real_river(*a, base=base, scaled=scaled, **k)
+
+    monkeypatch.setattr(lb, "measure_ours", ours)
+    monkeypatch.setattr(lb.peers, "river_entropy", river)
+    stop_at_river: int | None = 2
+    parts = tmp_path / "parts"
+    with pytest.raises(Stopped):
+        lb.main([*args, "--out", str(tmp_path / "stopped"), "--parts", str(parts)])
+    journal = lb.journal_path(parts, "tiny")
+    units = [json.loads(t)["unit"] for t in journal.read_text().splitlines()[1:]]
+    assert units == [f"defaults pea {BUDGET}", f"defaults paa-1 {BUDGET}", "reference vw", "reference svc",
+                     f"{BUDGET} river pa scaled=False"]
+    with journal.open("a") as f:
+        f.write('{"unit": "cut short by the kil')
+    calls = {"ours": [], "river": []}
+    stop_at_river = None
+    lb.main([*args, "--out", str(tmp_path / "resumed"), "--parts", str(parts)])
+    assert calls == {"ours": [], "river": ["lr False", "pa True", "lr True"]}
+    assert not journal.exists() and (parts / "tiny.json").exists()
+    whole, resumed = (json.loads((tmp_path / d / "leaderboard.json").read_text()) for d in ("whole", "resumed"))
+    strip = lambda rows: sorted((r["entry"], r["mode"], r["mean"], r["query"]) for r in rows)  # noqa: E731
+    assert strip(resumed["rows"]) == strip(whole["rows"])
+
+
+def test_a_journal_of_other_code_is_started_afresh(tmp_path):
+    path = tmp_path / ".tiny.journal.jsonl"
+    row = _row("tiny", "paa-1", 0.5)
+    journal = lb.Journal(path, {"code": "a"})
+    assert journal.rows("u", lambda: [row]) == [row]
+    assert lb.Journal(path, {"code": "a"}).rows("u", lambda: pytest.fail("measured a journaled unit")) == [row]
+    assert lb.Journal(path, {"code": "a"}).minutes >= 0
+    again = lb.Journal(path, {"code": "b"})
+    assert again.done == {} and again.rows("u", lambda: []) == []
+
+
 def test_the_code_key_follows_the_learners_code_but_not_comments_or_the_choice_of_default(tmp_path, monkeypatch):
     import learners
 
