@@ -38,7 +38,9 @@ from __future__ import annotations
 import argparse
 import ast
 import datetime
+import functools
 import hashlib
+import inspect
 import json
 import multiprocessing
 import os
@@ -66,7 +68,7 @@ from learners.base import Learner
 from learners.budget import BudgetController
 from learners.datasets import Dataset, concat, read_libsvm, resolve
 from learners.defaults import DEFAULT_LEARNERS
-from learners.registry import ALGORITHMS
+from learners.registry import ALGORITHMS, LEARNER_DEFAULTS
 from learners.replay import Run, find_budget, run
 
 __all__ = ["DATASETS", "Row", "main", "mean_ranks", "rank", "tuning_seeds", "wins"]
@@ -213,11 +215,15 @@ def supervised() -> list[str]:
 
 def skip_reason(name: str, data: Dataset) -> str | None:
     """Why ``name`` cannot run ``data`` here, or None."""
-    d = data.rows.n_features
+    return skip_reason_for(name, data.n, data.rows.n_features)
+
+
+def skip_reason_for(name: str, n: int, d: int) -> str | None:
+    """Why ``name`` cannot run ``n`` rows of ``d`` features here, or None."""
     if getattr(ALGORITHMS[name].rule, "is_full_matrix", False) and d > MAX_FULL_MATRIX_D:
         return (f"full {d:,}×{d:,} matrix: O(D²) per update, beyond D = {MAX_FULL_MATRIX_D:,}; "
                 "its -diag twin runs")
-    if ALGORITHMS[name].rule.__name__ == "KernelPARule" and data.n > MAX_KERNEL_ROWS:
+    if ALGORITHMS[name].rule.__name__ == "KernelPARule" and n > MAX_KERNEL_ROWS:
         return f"kernel expansion: each row scored against its support set, beyond {MAX_KERNEL_ROWS:,} rows"
     return None
 
@@ -358,10 +364,26 @@ class PeerInputs:
 
 
 Unit = Callable[[str, Callable[[], list[Row]]], list[Row]]
+REFERENCE_UNITS = ("reference vw", "reference svc")
+
+
+def peer_names(multiclass: bool) -> list[str]:
+    """The peers run at each budget: River's sampler around each base, without and with its scaler,
+    and VW's ``--active`` on binary sets."""
+    river = [f"river {base} scaled={scaled}" for scaled in (False, True) for base in peers.RIVER_BASES]
+    return river if multiclass else [*river, "vw active"]
+
+
+def peer_unit(target: float, name: str) -> str:
+    return f"{target} {name}"
+
+
+def our_unit(regime: str, name: str, target: float) -> str:
+    return f"{regime} {name} {target}"
 
 
 def _measured(unit: str, measure: Callable[[], list[Row]]) -> list[Row]:
-    """A unit of a dataset's rows, measured now (no :class:`Journal`)."""
+    """A unit of a dataset's rows, measured now (no :class:`Part`)."""
     return measure()
 
 
@@ -371,10 +393,10 @@ def measure_peers(spec: BoardData, data: Dataset, classes: Sequence, budgets: Se
     """Every peer at every budget and the all-label references, regime-free (``regime=""``); with
     ``corrections``, a peer whose mean ratio misses the budget gets that many more runs over every
     permutation to land it (:func:`benchmarks.peers.landed_on_first`). Each peer at each budget is
-    one ``unit`` (:meth:`Journal.rows`)."""
+    one ``unit`` (:meth:`Part.rows`)."""
     built: list[PeerInputs] = []
 
-    def inputs() -> PeerInputs:  # built once, and not at all when every unit is in the journal
+    def inputs() -> PeerInputs:  # built once, and not at all when every unit is in the part
         if not built:
             built.append(PeerInputs(peers.dict_rows(data), peers.vw_lines(data)))
         return built[0]
@@ -387,11 +409,12 @@ def measure_peers(spec: BoardData, data: Dataset, classes: Sequence, budgets: Se
             warnings.simplefilter("ignore")  # LinearSVC's convergence warnings: the ceiling is what it reaches
             return [_peer_row(peers.linear_svc(data, classes, multiclass=spec.multiclass), budget=None, **tag)]
 
-    out = unit("reference vw", lambda: [_peer_row(
+    out = unit(REFERENCE_UNITS[0], lambda: [_peer_row(
         peers.vw_supervised(data, classes, seeds, multiclass=spec.multiclass, lines=inputs().vw),
         budget=None, **tag)])
-    out += unit("reference svc", svc)
+    out += unit(REFERENCE_UNITS[1], svc)
     river = {f"river {base} scaled={scaled}": (base, scaled) for scaled in (False, True) for base in peers.RIVER_BASES}
+    assert list(river) + ([] if spec.multiclass else ["vw active"]) == peer_names(spec.multiclass)
 
     def peer_at(name: str, target: float) -> list[Row]:
         land = {"tol": tolerance(target) / 2, "corrections": corrections, "land": tolerance(target)}
@@ -404,8 +427,8 @@ def measure_peers(spec: BoardData, data: Dataset, classes: Sequence, budgets: Se
         return [_peer_row(found, budget=target, **tag)]
 
     for target in budgets:
-        for name in [*river, *([] if spec.multiclass else ["vw active"])]:
-            got = unit(f"{target} {name}", partial(peer_at, name, target))
+        for name in peer_names(spec.multiclass):
+            got = unit(peer_unit(target, name), partial(peer_at, name, target))
             out += got
             log(line(got[0]))
     return out
@@ -591,111 +614,97 @@ class Plan:
     tuning_permutations: int = TUNING_PERMUTATIONS
 
 
-def run_dataset(spec: BoardData, plan: Plan, *, log: Callable[[str], None] = print,
-                tuner: Callable[..., tuple[dict[str, Any], list[dict[str, Any]]]] | None = None,
-                journal: Journal | None = None) -> tuple[list[Row], list[dict[str, str]]]:
-    """Every row of one dataset, and the (learner, reason) pairs it skipped. With a ``journal``, the
-    units it holds are read back rather than measured, and each unit measured is added to it."""
+def run_dataset(spec: BoardData, plan: Plan, part: Part, *, log: Callable[[str], None] = print,
+                tuner: Callable[..., tuple[dict[str, Any], list[dict[str, Any]]]] | None = None
+                ) -> tuple[list[Row], list[dict[str, str]]]:
+    """Every row of one dataset, and the (learner, reason) pairs it skipped. The units ``part``
+    holds for the code that runs now are read back; each unit measured is added to it."""
     tuner = tuner or tune
-    unit = journal.rows if journal is not None else _measured
     data = spec.load()
     classes = spec.classes(data)
     metric = "accuracy" if spec.multiclass else "f1"
-    rows: list[Row] = []
-    skipped: list[dict[str, str]] = []
-    names = []
-    for name in board_learners(spec, plan.learners):
-        reason = skip_reason(name, data)
-        if reason:
-            skipped.append({"dataset": spec.name, "learner": name, "reason": reason})
-        else:
-            names.append(name)
+    part.shape(data)
     seeds = tuning_seeds(plan.permutations, plan.tuning_permutations)
-    regimes = board_regimes(spec, plan.regimes)
-    for regime in regimes:
-        for name in names:
-            for target in plan.budgets:
-                def measure(name: str = name, target: float = target, regime: str = regime) -> list[Row]:
-                    params: dict[str, Any] = {}
-                    if regime == "tuned":
-                        params, _ = tuner(name, data, classes, target, seeds, metric)
-                    return measure_ours(name, data, classes, params, target, plan.permutations, regime=regime,
-                                        dataset=spec.name, metric=metric, offline=not spec.large)
+    for regime, name, target in our_cells(plan, spec, data.n, data.rows.n_features):
+        def measure(name: str = name, target: float = target, regime: str = regime) -> list[Row]:
+            params: dict[str, Any] = {}
+            if regime == "tuned":
+                params, _ = tuner(name, data, classes, target, seeds, metric)
+            return measure_ours(name, data, classes, params, target, plan.permutations, regime=regime,
+                                dataset=spec.name, metric=metric, offline=not spec.large)
 
-                for r in unit(f"{regime} {name} {target}", measure):
-                    rows.append(r)
-                    log(line(r))
+        for r in part.rows(our_unit(regime, name, target), our_key(name, regime, plan), measure):
+            log(line(r))
     if plan.peers:
-        shared = measure_peers(spec, data, classes, plan.budgets, plan.permutations, metric=metric, log=log,
-                               corrections=PEER_CORRECTIONS, unit=unit)
-        for regime in regimes:  # peers keep their own defaults in both regimes
-            rows.extend(Row(**{**asdict(r), "regime": regime}) for r in shared)
-    return rows, skipped
+        key = peers_key(plan)
+        measure_peers(spec, data, classes, plan.budgets, plan.permutations, metric=metric, log=log,
+                      corrections=PEER_CORRECTIONS, unit=lambda unit, measure: part.rows(unit, key, measure))
+    got = dataset_rows(part, plan, spec)
+    assert got is not None, "a unit measured above is missing from its part"
+    return got[0], got[1]
 
 
-# -- parts: one file per dataset, so a run that stops keeps what it finished -------------------------------
+def our_cells(plan: Plan, spec: BoardData, n: int, d: int) -> list[tuple[str, str, float]]:
+    """(regime, learner, budget) of every cell of our learners on a dataset of ``n`` × ``d``."""
+    names = [name for name in board_learners(spec, plan.learners) if skip_reason_for(name, n, d) is None]
+    return [(regime, name, target) for regime in board_regimes(spec, plan.regimes) for name in names
+            for target in plan.budgets]
 
 
-class Journal:
-    """The units of a dataset's part finished so far (a learner in a regime at a budget, a peer at a
-    budget, a reference), one JSON line each after a header naming the code and settings. A run
-    stopped mid-dataset resumes after the last finished unit: a large set's part takes longer than
-    one sitting. A journal of other code or settings is started afresh, and a line the stop cut
-    short is dropped."""
-
-    def __init__(self, path: Path, header: Mapping[str, Any]) -> None:
-        self.path = path
-        self.done: dict[str, dict[str, Any]] = {}
-        lines = path.read_text().splitlines() if path.exists() else []
-        kept = [json.dumps(header)]
-        if lines and _json_or_none(lines[0]) == json.loads(kept[0]):
-            for text in lines[1:]:
-                entry = _json_or_none(text)
-                if entry is None:
-                    break
-                self.done[entry["unit"]] = entry
-                kept.append(text)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text("".join(line + "\n" for line in kept))
-        tmp.replace(path)
-
-    def rows(self, unit: str, measure: Callable[[], list[Row]]) -> list[Row]:
-        """The rows of ``unit``: from the journal, or measured now and appended to it."""
-        if unit in self.done:
-            return [Row(**r) for r in self.done[unit]["rows"]]
-        t = time.perf_counter()
-        got = measure()
-        entry = {"unit": unit, "seconds": time.perf_counter() - t, "rows": [asdict(r) for r in got]}
-        with self.path.open("a") as f:
-            f.write(json.dumps(entry, default=float) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        self.done[unit] = entry
-        return got
-
-    @property
-    def minutes(self) -> float:
-        """The time its units took to measure, whichever run measured them."""
-        return sum(e["seconds"] for e in self.done.values()) / 60
+def plan_units(plan: Plan, spec: BoardData, n: int, d: int) -> list[tuple[str, str, bool]]:
+    """(unit, key, is a peer's) of every unit ``plan`` needs on a dataset of ``n`` × ``d``."""
+    units = [(our_unit(regime, name, target), our_key(name, regime, plan), False)
+             for regime, name, target in our_cells(plan, spec, n, d)]
+    if plan.peers:
+        key = peers_key(plan)
+        units += [(unit, key, True) for unit in
+                  (*REFERENCE_UNITS, *(peer_unit(t, p) for t in plan.budgets for p in peer_names(spec.multiclass)))]
+    return units
 
 
-def _json_or_none(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
+def dataset_rows(part: Part, plan: Plan, spec: BoardData
+                 ) -> tuple[list[Row], list[dict[str, str]], list[str]] | None:
+    """The dataset's rows, its skipped learners and the units they came from, from its part; None
+    while a unit of the plan is missing (or was made by other code or settings)."""
+    shape = part.get("shape", data_key())
+    if shape is None:
         return None
+    n, d = shape["n"], shape["d"]
+    skipped = [{"dataset": spec.name, "learner": name, "reason": reason} for name in board_learners(spec, plan.learners)
+               if (reason := skip_reason_for(name, n, d))]
+    rows: list[Row] = []
+    shared: list[Row] = []
+    units = plan_units(plan, spec, n, d)
+    for unit, key, peer in units:
+        entry = part.get(unit, key)
+        if entry is None:
+            return None
+        (shared if peer else rows).extend(Row(**r) for r in entry["rows"])
+    for regime in board_regimes(spec, plan.regimes):  # peers keep their own defaults in both regimes
+        rows.extend(Row(**{**asdict(r), "regime": regime}) for r in shared)
+    return rows, skipped, [unit for unit, _, _ in units]
 
-# Bump when what measure_ours, measure_peers, tune or run_dataset measure changes: a part made by
+
+# -- parts: one file per dataset, each unit keyed by the code it ran, so a run that stops keeps what it
+# finished and a change to one learner reruns that learner alone ---------------------------------------
+
+# Bump when what measure_ours, measure_peers, tune or run_dataset measure changes: a unit made by
 # another protocol is not reused. The learners, the peers and the data preparation are hashed instead.
 # 2: an offline knob that cannot get down to the target is not bisected (bisected); 3: BISECTION_STEPS,
 # the large-set protocol (LARGE_ROWS), PEER_CORRECTIONS
 PROTOCOL = 3
-_HASHED = ("learners", "benchmarks/peers.py", "benchmarks/river_peer.py", "benchmarks/paa_data.py",
-           "benchmarks/paa_multiclass.py")
-_VERSIONED = ("numpy", "scipy", "numba", "river", "vowpalwabbit", "scikit-learn")
-# names the default learners, which the board chooses and no row depends on
-_NOT_HASHED = frozenset({"learners/defaults.py"})
+_DATA_CODE = ("benchmarks/paa_data.py", "benchmarks/paa_multiclass.py")
+_PEER_CODE = ("benchmarks/peers.py", "benchmarks/river_peer.py")
+_OUR_VERSIONS = ("numpy", "scipy", "numba")
+_PEER_VERSIONS = (*_OUR_VERSIONS, "river", "vowpalwabbit", "scikit-learn")
+# learners/ modules that count only in part: the registry (a learner's own entry counts instead), the
+# rules and queries (a learner's own, with what they import of each other), and the choice of default
+_PER_LEARNER = ("learners/rules/", "learners/queries/")
+_NOT_SHARED = frozenset({"learners/registry.py", "learners/defaults.py"})
+
+
+def _root() -> Path:
+    return Path(__file__).resolve().parent.parent
 
 
 def _code_of(source: str) -> str:
@@ -710,18 +719,54 @@ def _code_of(source: str) -> str:
     return ast.unparse(tree)
 
 
-def code_key() -> str:
-    """A digest of what a dataset's rows depend on: :data:`PROTOCOL`, the code of the learners, the
-    peers and the data preparation (not their comments or docstrings), and the versions of the
-    libraries that compute them."""
-    root = Path(__file__).resolve().parent.parent
-    digest = hashlib.sha256(f"protocol {PROTOCOL}".encode())
-    for name in _HASHED:
-        base = root / name
-        for path in sorted(base.rglob("*.py")) if base.is_dir() else [base]:
-            if path.relative_to(root).as_posix() not in _NOT_HASHED:
-                digest.update(str(path.relative_to(root)).encode() + b"\0" + _code_of(path.read_text()).encode())
-    for dist in _VERSIONED:
+def _file_code(root: Path, rel: str) -> str:
+    stat = (root / rel).stat()
+    return _code_of_file(root / rel, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.cache
+def _code_of_file(path: Path, mtime_ns: int, size: int) -> str:  # parsed once per version of the file
+    return _code_of(path.read_text())
+
+
+def _shared_files(root: Path) -> list[str]:
+    """The learners' modules every row of ours (and every dataset as loaded) depends on."""
+    files = (path.relative_to(root).as_posix() for path in sorted((root / "learners").rglob("*.py")))
+    return [f for f in files if not f.startswith(_PER_LEARNER) and f not in _NOT_SHARED]
+
+
+def _imported_files(root: Path, rel: str) -> list[str]:
+    """The modules of ``learners`` that ``rel`` imports (anywhere in it), not the package itself."""
+    found = []
+    for node in ast.walk(ast.parse((root / rel).read_text())):
+        modules = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                   else [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
+        if isinstance(node, ast.ImportFrom) and node.module == "learners":  # from learners import transforms
+            modules = [f"learners.{a.name}" for a in node.names]
+        for module in modules:
+            path = module.replace(".", "/") + ".py"
+            if module.startswith("learners.") and (root / path).exists():
+                found.append(path)
+    return found
+
+
+def _closure(root: Path, starts: Iterable[str]) -> list[str]:
+    """``starts`` and every module of ``learners`` they import, transitively."""
+    todo, seen = list(starts), set()
+    while todo:
+        rel = todo.pop()
+        if rel not in seen:
+            seen.add(rel)
+            todo += _imported_files(root, rel)
+    return sorted(seen)
+
+
+def _digest(kind: str, files: Iterable[str], extra: str, versions: Iterable[str]) -> str:
+    root = _root()
+    digest = hashlib.sha256(f"protocol {PROTOCOL} {kind}\0{extra}".encode())
+    for rel in files:
+        digest.update(rel.encode() + b"\0" + _file_code(root, rel).encode())
+    for dist in versions:
         try:
             digest.update(f"{dist}=={version(dist)}".encode())
         except PackageNotFoundError:
@@ -729,49 +774,126 @@ def code_key() -> str:
     return digest.hexdigest()[:16]
 
 
-def part_plan(plan: Plan, dataset: str) -> dict[str, Any]:
-    """The settings a dataset's part was made with; a part is reused only under the same ones."""
-    spec = DATASETS[dataset]
-    return {"dataset": dataset, "learners": board_learners(spec, plan.learners), "budgets": list(plan.budgets),
-            "permutations": plan.permutations, "tuning_permutations": plan.tuning_permutations,
-            "regimes": board_regimes(spec, plan.regimes), "peers": plan.peers}
+# where a dataset is read, prepared and scored for the peers; with what they import of learners/
+_DATA_MODULES = ("learners/datasets.py", "learners/inputs.py", "learners/transforms.py", "learners/evaluation.py")
 
 
-def load_part(parts: Path, plan: Plan, dataset: str, key: str) -> dict[str, Any] | None:
-    """The part of ``dataset`` under ``parts`` if it was made by the same code and settings."""
-    path = parts / f"{dataset}.json"
-    if not path.exists():
+def data_key() -> str:
+    """A digest of what a dataset as loaded depends on."""
+    return _digest("data", [*_closure(_root(), _DATA_MODULES), *_DATA_CODE], "", _OUR_VERSIONS)
+
+
+def learner_key(name: str) -> str:
+    """A digest of what the rows of registry learner ``name`` depend on: :data:`PROTOCOL`, the shared
+    modules of ``learners/``, its own rule and query modules, its registry entry, the data
+    preparation, and the versions of numpy, scipy and numba (not comments or docstrings)."""
+    root = _root()
+    spec = ALGORITHMS[name]
+    entry = repr((spec.rule.__qualname__, spec.query.__qualname__, sorted(spec.defaults.items()),
+                  sorted(spec.fixed.items()), sorted(LEARNER_DEFAULTS.items()), _code_of(inspect.getsource(make))))
+    own = _closure(root, [c.__module__.replace(".", "/") + ".py" for c in (spec.rule, spec.query)])
+    files = [*sorted(set(_shared_files(root)) | set(own)), *_DATA_CODE]
+    return _digest("ours", files, entry, _OUR_VERSIONS)
+
+
+def our_key(name: str, regime: str, plan: Plan) -> str:
+    """The key of ``name``'s units in ``regime`` under ``plan``'s permutations."""
+    tuning = plan.tuning_permutations if regime == "tuned" else 0
+    return f"{learner_key(name)}/{plan.permutations}/{tuning}"
+
+
+def peers_key(plan: Plan) -> str:
+    """The key of the peers' units: their code, the data preparation and the libraries' versions."""
+    files = [*_closure(_root(), _DATA_MODULES), *_DATA_CODE, *_PEER_CODE]
+    return f"{_digest('peers', files, f'corrections {PEER_CORRECTIONS}', _PEER_VERSIONS)}/{plan.permutations}"
+
+
+class Part:
+    """A dataset's units (a learner in a regime at a budget, a peer at a budget, a reference, the
+    dataset's shape), one JSON line each, appended as each finishes with the key of the code and
+    settings it ran with. A unit is read back while its key holds: a run stopped mid-dataset
+    resumes after the last finished unit (a large set's part takes longer than one sitting), and a
+    change to one learner's code reruns that learner's units alone. A later line for a unit replaces
+    an earlier one; a line the stop cut short is dropped."""
+
+    def __init__(self, path: Path, *, commit: str = "unknown") -> None:
+        self.path, self.commit = path, commit
+        self.units: dict[str, dict[str, Any]] = {}
+        text = path.read_text() if path.exists() else ""
+        lines = text.splitlines()
+        for line_ in lines:
+            entry = _json_or_none(line_)
+            if entry is None:
+                break
+            self.units[entry["unit"]] = entry
+        if text and (not text.endswith("\n") or len(self.units) < len(lines)):
+            self.compact()  # before anything is appended after the cut line
+
+    def get(self, unit: str, key: str) -> dict[str, Any] | None:
+        """The entry of ``unit`` if it was made with ``key``."""
+        entry = self.units.get(unit)
+        return entry if entry is not None and entry["key"] == key else None
+
+    def rows(self, unit: str, key: str, measure: Callable[[], list[Row]]) -> list[Row]:
+        """The rows of ``unit``: from the part, or measured now and appended to it."""
+        entry = self.get(unit, key)
+        if entry is not None:
+            return [Row(**r) for r in entry["rows"]]
+        t = time.perf_counter()
+        got = measure()
+        self._add({"unit": unit, "key": key, "seconds": time.perf_counter() - t, "rows": [asdict(r) for r in got]})
+        return got
+
+    def shape(self, data: Dataset) -> None:
+        """Record the dataset's rows and features, which decide the learners it skips."""
+        key = data_key()
+        if self.get("shape", key) is None:
+            self._add({"unit": "shape", "key": key, "seconds": 0.0, "rows": [], "n": data.n,
+                       "d": data.rows.n_features})
+
+    def _add(self, entry: dict[str, Any]) -> None:
+        entry = {**entry, "commit": self.commit,
+                 "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a") as f:
+            f.write(json.dumps(entry, default=float) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        self.units[entry["unit"]] = entry
+
+    def compact(self) -> None:
+        """Rewrite the file with one line per unit: the one read back."""
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text("".join(json.dumps(e, default=float) + "\n" for e in self.units.values()))
+        tmp.replace(self.path)
+
+    def made(self, units: Iterable[str]) -> dict[str, Any]:
+        """The commits, latest date and measured minutes of ``units``."""
+        entries = [self.units[u] for u in units]
+        return {"commit": ", ".join(sorted({e["commit"] for e in entries})),
+                "date": max(e["date"] for e in entries),
+                "minutes": sum(e["seconds"] or 0.0 for e in entries) / 60}
+
+
+def _json_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
         return None
-    part = json.loads(path.read_text())
-    if part.get("code") != key or part.get("plan") != part_plan(plan, dataset):
-        return None
-    return part
 
 
-def save_part(parts: Path, plan: Plan, dataset: str, key: str, rows: list[Row], skipped: list[dict[str, str]],
-              *, commit: str, minutes: float) -> None:
-    parts.mkdir(parents=True, exist_ok=True)
-    part = {"plan": part_plan(plan, dataset), "code": key, "commit": commit, "minutes": minutes,
-            "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-            "rows": [asdict(r) for r in rows], "skipped": skipped}
-    tmp = parts / f".{dataset}.json.tmp"
-    tmp.write_text(json.dumps(part, indent=1, default=float))
-    tmp.replace(parts / f"{dataset}.json")
+def part_path(parts: Path, dataset: str) -> Path:
+    return parts / f"{dataset}.jsonl"
 
 
-def journal_path(parts: Path, dataset: str) -> Path:
-    return parts / f".{dataset}.journal.jsonl"
-
-
-def _run_part(name: str, plan: Plan, parts: Path, key: str, commit: str) -> None:
-    """Run one dataset, resuming its journal, and write its part."""
-    journal = Journal(journal_path(parts, name), {"code": key, "plan": part_plan(plan, name)})
-    if journal.done:
-        print(f"== {name}: resuming after {len(journal.done)} units ({journal.minutes:.0f} min)", flush=True)
-    got, skip = run_dataset(DATASETS[name], plan, log=lambda s: print(s, flush=True), journal=journal)
-    save_part(parts, plan, name, key, got, skip, commit=commit, minutes=journal.minutes)
-    journal.path.unlink()
-    print(f"== {name}: {len(got)} rows, {journal.minutes:.1f} min", flush=True)
+def _run_part(name: str, plan: Plan, parts: Path, commit: str) -> None:
+    """Run one dataset's missing units into its part."""
+    part = Part(part_path(parts, name), commit=commit)
+    if part.units:
+        print(f"== {name}: {len(part.units)} units in its part", flush=True)
+    t = time.perf_counter()
+    rows, _ = run_dataset(DATASETS[name], plan, part, log=lambda s: print(s, flush=True))
+    print(f"== {name}: {len(rows)} rows, {(time.perf_counter() - t) / 60:.1f} min", flush=True)
 
 
 def _commit() -> str:
@@ -881,13 +1003,15 @@ def markdown(rows: list[Row], skipped: list[dict[str, str]], plan: Plan, *, meta
 
 
 def _made_line(meta: Mapping[str, Any]) -> list[str]:
-    """Where each dataset's rows come from, when some were made by an earlier run of the same code."""
+    """Where each dataset's rows come from, when some were made by earlier runs of the same code."""
     parts = meta.get("parts") or {}
     if all(p["commit"] == meta["commit"] for p in parts.values()):
         return []
-    each = "; ".join(f"{d} at `{p['commit']}` ({p['date']}, {p['minutes']:.1f} min)" for d, p in parts.items())
-    return [f"Rows kept from earlier runs of the same code (learners, peers, data preparation and protocol "
-            f"digest `{meta.get('code', '?')}`), by dataset: {each}.", ""]
+    each = "; ".join(f"{d} at `{p['commit']}` (last {p['date']}, {p['minutes']:.1f} min measured)"
+                     for d, p in parts.items())
+    return ["Rows kept from earlier runs whose code each row depends on (its learner's modules and registry "
+            "entry, or the peers', the data preparation and the protocol) is the code here, by dataset: "
+            f"{each}.", ""]
 
 
 def plot(rows: list[Row], dataset: str, path: Path) -> None:
@@ -1007,29 +1131,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     if how.render_only:
         render(how.out)
         return 0
-    commit, key = _commit(), code_key()  # the code that runs, read before the run
-    todo = [name for name in plan.datasets if how.fresh or load_part(how.parts, plan, name, key) is None]
+    commit = _commit()
+    if how.fresh:
+        for name in plan.datasets:
+            part_path(how.parts, name).unlink(missing_ok=True)
+    todo = [name for name in plan.datasets
+            if dataset_rows(Part(part_path(how.parts, name)), plan, DATASETS[name]) is None]
     if how.jobs > 1 and len(todo) > 1:
-        # each dataset in a process of its own, its part written as it finishes (forked: the
+        # each dataset in a process of its own, its units written as they finish (forked: the
         # processes share the loaded code; numba's kernels are loaded from its on-disk cache)
         with ProcessPoolExecutor(how.jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-            for done in as_completed([pool.submit(_run_part, name, plan, how.parts, key, commit) for name in todo]):
+            for done in as_completed([pool.submit(_run_part, name, plan, how.parts, commit) for name in todo]):
                 done.result()
     else:
         for name in todo:
-            _run_part(name, plan, how.parts, key, commit)
+            _run_part(name, plan, how.parts, commit)
     rows: list[Row] = []
     skipped: list[dict[str, str]] = []
-    made: dict[str, dict[str, Any]] = {}  # per dataset: the commit, date and minutes of its rows
+    made: dict[str, dict[str, Any]] = {}  # per dataset: the commits, date and minutes of its rows
     for name in plan.datasets:
-        part = load_part(how.parts, plan, name, key)
+        part = Part(part_path(how.parts, name))
+        got = dataset_rows(part, plan, DATASETS[name])
+        assert got is not None, f"{name}: units missing after its run"
+        rows += got[0]
+        skipped += got[1]
+        made[name] = part.made(got[2])
         if name not in todo:
-            print(f"== {name}: {len(part['rows'])} rows kept from {part['commit']} ({part['date']})", flush=True)
-        rows += [Row(**r) for r in part["rows"]]
-        skipped += part["skipped"]
-        made[name] = {k: part[k] for k in ("commit", "date", "minutes")}
+            print(f"== {name}: {len(got[0])} rows kept from {made[name]['commit']} ({made[name]['date']})", flush=True)
     meta = {"date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), "commit": commit,
-            "command": how.command, "minutes": sum(m["minutes"] for m in made.values()), "code": key, "parts": made}
+            "command": how.command, "minutes": sum(m["minutes"] for m in made.values()), "parts": made}
     write(rows, skipped, plan, how.out, meta)
     return 0
 

@@ -189,37 +189,38 @@ def test_reproduce_check_reruns_a_written_cell_to_the_same_figure(board, monkeyp
     assert cell.label.startswith("tiny paa-1 online") and cell.holds
 
 
-def test_a_dataset_finished_by_the_same_code_and_settings_is_kept_not_run_again(board, monkeypatch, tmp_path):
-    """A run that stopped keeps its finished datasets: the next one with the same code and settings
-    reads their rows back; other settings, another protocol or ``--fresh`` run them again."""
+def test_units_made_by_the_same_code_and_settings_are_kept_not_run_again(board, monkeypatch, tmp_path):
+    """A run keeps every unit its dataset's part holds for the code and settings of now: the same
+    plan runs nothing; another budget runs that budget's units alone; another protocol or
+    ``--fresh`` runs them all again."""
     out: Path = board["out"]
     made = json.loads((out / "leaderboard.json").read_text())
     parts = tmp_path / "parts"
-    shutil.copytree(out / lb.PARTS, parts)  # the runs below overwrite parts; the board's stay as made
+    shutil.copytree(out / lb.PARTS, parts)  # the runs below add to the parts; the board's stay as made
     monkeypatch.setitem(lb.DATASETS, "tiny", lb.BoardData("tiny", False, gaussian, 1))
     ran: list[str] = []
+    real = lb.Part.rows
 
-    def counting(spec, plan, **kw):
-        ran.append(spec.name)
-        return [], []
+    def counting(self, unit, key, measure):
+        return real(self, unit, key, lambda: ran.append(unit) or measure())
 
-    monkeypatch.setattr(lb, "run_dataset", counting)
+    monkeypatch.setattr(lb.Part, "rows", counting)
+    monkeypatch.setattr(lb, "tune", lambda *a, **k: ({}, []))  # rerun units need not be tuned to be counted
     plan = ["--datasets", "tiny", "--learners", "paa-1", "soal-diag", "--permutations", str(PERMUTATIONS),
             "--regime", "both", "--parts", str(parts)]
     lb.main([*plan, "--budgets", str(BUDGET), "--out", str(tmp_path / "again")])
     assert ran == []
     again = json.loads((tmp_path / "again" / "leaderboard.json").read_text())
     assert again["rows"] == made["rows"] and again["parts"]["tiny"]["commit"] == made["commit"]
-    lb.main([*plan, "--budgets", "0.2", "--out", str(tmp_path / "other")])
-    assert ran == ["tiny"]  # other budgets: not the kept part's settings (and the part is replaced)
-    shutil.copy(out / lb.PARTS / "tiny.json", parts / "tiny.json")
+    lb.main([*plan, "--budgets", str(BUDGET), "0.2", "--out", str(tmp_path / "other"), "--no-peers"])
+    assert sorted(ran) == sorted(f"{r} {n} 0.2" for r in ("defaults", "tuned") for n in ("paa-1", "soal-diag"))
+    ran.clear()
     monkeypatch.setattr(lb, "PROTOCOL", lb.PROTOCOL + 1)
-    lb.main([*plan, "--budgets", str(BUDGET), "--out", str(tmp_path / "protocol")])
-    assert ran == ["tiny", "tiny"]
-    monkeypatch.setattr(lb, "PROTOCOL", lb.PROTOCOL - 1)
-    shutil.copy(out / lb.PARTS / "tiny.json", parts / "tiny.json")
-    lb.main([*plan, "--budgets", str(BUDGET), "--out", str(tmp_path / "fresh"), "--fresh"])
-    assert ran == ["tiny", "tiny", "tiny"]
+    lb.main([*plan, "--budgets", str(BUDGET), "--out", str(tmp_path / "protocol"), "--no-peers"])
+    assert len(ran) == 4
+    ran.clear()
+    lb.main([*plan, "--budgets", str(BUDGET), "--out", str(tmp_path / "fresh"), "--no-peers", "--fresh"])
+    assert len(ran) == 4
 
 
 def test_datasets_run_in_processes_of_their_own_give_the_same_rows(monkeypatch, tmp_path):
@@ -232,7 +233,7 @@ def test_datasets_run_in_processes_of_their_own_give_the_same_rows(monkeypatch, 
     one, two = (json.loads((tmp_path / d / "leaderboard.json").read_text()) for d in ("one", "two"))
     strip = lambda rows: sorted((r["dataset"], r["mode"], r["mean"], r["query"]) for r in rows)  # noqa: E731
     assert strip(two["rows"]) == strip(one["rows"]) and {r["dataset"] for r in two["rows"]} == {"tiny", "tiny2"}
-    assert sorted(p.name for p in (tmp_path / "two" / lb.PARTS).iterdir()) == ["tiny.json", "tiny2.json"]
+    assert sorted(p.name for p in (tmp_path / "two" / lb.PARTS).iterdir()) == ["tiny.jsonl", "tiny2.jsonl"]
     with pytest.raises(SystemExit):
         lb.parse([*args, "--jobs", "0"])
 
@@ -242,9 +243,9 @@ class Stopped(Exception):
 
 
 def test_a_dataset_stopped_midway_resumes_after_its_last_finished_unit(monkeypatch, tmp_path):
-    """A run killed inside a dataset keeps the units it finished in the dataset's journal: the next
+    """A run killed inside a dataset keeps the units it finished in the dataset's part: the next
     run measures only the others (a line the kill cut short is dropped) and writes the same rows as
-    a run that never stopped; the journal goes once the part is written."""
+    a run that never stopped."""
     monkeypatch.setitem(lb.DATASETS, "tiny", lb.BoardData("tiny", False, lambda: gaussian(1500), 1))
     args = ["--datasets", "tiny", "--learners", "paa-1", "pea", "--budgets", str(BUDGET), "--permutations", "2",
             "--regime", "defaults"]
@@ -268,53 +269,74 @@ def test_a_dataset_stopped_midway_resumes_after_its_last_finished_unit(monkeypat
     parts = tmp_path / "parts"
     with pytest.raises(Stopped):
         lb.main([*args, "--out", str(tmp_path / "stopped"), "--parts", str(parts)])
-    journal = lb.journal_path(parts, "tiny")
-    units = [json.loads(t)["unit"] for t in journal.read_text().splitlines()[1:]]
-    assert units == [f"defaults pea {BUDGET}", f"defaults paa-1 {BUDGET}", "reference vw", "reference svc",
+    path = lb.part_path(parts, "tiny")
+    units = [json.loads(t)["unit"] for t in path.read_text().splitlines()]
+    assert units == ["shape", f"defaults pea {BUDGET}", f"defaults paa-1 {BUDGET}", "reference vw", "reference svc",
                      f"{BUDGET} river pa scaled=False"]
-    with journal.open("a") as f:
+    with path.open("a") as f:
         f.write('{"unit": "cut short by the kil')
     calls = {"ours": [], "river": []}
     stop_at_river = None
     lb.main([*args, "--out", str(tmp_path / "resumed"), "--parts", str(parts)])
     assert calls == {"ours": [], "river": ["lr False", "pa True", "lr True"]}
-    assert not journal.exists() and (parts / "tiny.json").exists()
     whole, resumed = (json.loads((tmp_path / d / "leaderboard.json").read_text()) for d in ("whole", "resumed"))
     strip = lambda rows: sorted((r["entry"], r["mode"], r["mean"], r["query"]) for r in rows)  # noqa: E731
     assert strip(resumed["rows"]) == strip(whole["rows"])
+    assert all(json.loads(t) for t in path.read_text().splitlines())  # the cut line is gone
 
 
-def test_a_journal_of_other_code_is_started_afresh(tmp_path):
-    path = tmp_path / ".tiny.journal.jsonl"
-    row = _row("tiny", "paa-1", 0.5)
-    journal = lb.Journal(path, {"code": "a"})
-    assert journal.rows("u", lambda: [row]) == [row]
-    assert lb.Journal(path, {"code": "a"}).rows("u", lambda: pytest.fail("measured a journaled unit")) == [row]
-    assert lb.Journal(path, {"code": "a"}).minutes >= 0
-    again = lb.Journal(path, {"code": "b"})
-    assert again.done == {} and again.rows("u", lambda: []) == []
+def test_a_unit_made_with_another_key_is_measured_again_and_replaced(tmp_path):
+    path = tmp_path / "tiny.jsonl"
+    first, second = _row("tiny", "paa-1", 0.5), _row("tiny", "paa-1", 0.6)
+    assert lb.Part(path).rows("u", "a", lambda: [first]) == [first]
+    assert lb.Part(path).rows("u", "a", lambda: pytest.fail("measured a kept unit")) == [first]
+    assert lb.Part(path).rows("u", "b", lambda: [second]) == [second]
+    part = lb.Part(path)
+    assert part.get("u", "a") is None and part.get("u", "b")["rows"][0]["mean"] == 0.6
+    part.compact()
+    assert len(path.read_text().splitlines()) == 1
 
 
-def test_the_code_key_follows_the_learners_code_but_not_comments_or_the_choice_of_default(tmp_path, monkeypatch):
+def test_a_learners_key_follows_its_own_code_and_entry_and_not_another_learners(tmp_path, monkeypatch):
+    """Each learner's units are keyed by the code its rows depend on: the shared modules of
+    ``learners/``, its own rule and query modules (with what they import of each other) and its
+    registry entry, not comments, docstrings, another learner's code or the choice of default."""
+    import dataclasses
+
     import learners
 
-    key = lb.code_key()
-    assert key == lb.code_key() and len(key) == 16
-    copy = tmp_path / "repo"
+    keys = lambda: (lb.learner_key("paa-1"), lb.learner_key("lr-ada-entropy"), lb.peers_key(plan))  # noqa: E731
+    plan = lb.Plan(["tiny"], None, [BUDGET], 2, ["defaults"], True)
+    before = keys()
+    assert before == keys() and all(len(k.split("/")[0]) == 16 for k in before)
+    copy, here = tmp_path / "repo", lb.__file__
     shutil.copytree(Path(learners.__file__).parent, copy / "learners", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(Path(lb.__file__).parent, copy / "benchmarks", ignore=shutil.ignore_patterns("__pycache__",
                                                                                                   "results"))
     monkeypatch.setattr(lb, "__file__", str(copy / "benchmarks" / "leaderboard.py"))
-    assert lb.code_key() == key
+    assert keys() == before
     defaults = copy / "learners" / "defaults.py"
     defaults.write_text(defaults.read_text().replace('"binary": "paa-1"', '"binary": "d-amd"'))
-    assert lb.code_key() == key  # the default is chosen from the board: its rows stay valid
+    assert keys() == before  # the default is chosen from the board: its rows stay valid
     pa = copy / "learners" / "rules" / "pa.py"
     source = pa.read_text()
     pa.write_text(source.replace('"""', '"""Reworded. ', 1) + "\n# a comment\n")
-    assert lb.code_key() == key  # comments and docstrings compute nothing
+    assert keys() == before  # comments and docstrings compute nothing
     pa.write_text(source + "\nCHANGED = 1\n")
-    assert lb.code_key() != key
+    after = keys()
+    assert after[0] != before[0] and after[1:] == before[1:]  # PA's code: PA's units alone
+    linear = copy / "learners" / "rules" / "linear.py"  # imported by both rules
+    linear.write_text(linear.read_text() + "\nCHANGED = 1\n")
+    assert keys()[1] != before[1] and keys()[2] == before[2]
+    budget = copy / "learners" / "budget.py"
+    budget.write_text(budget.read_text() + "\nCHANGED = 1\n")
+    assert keys()[0] != after[0] and keys()[2] == before[2]  # ours only: the peers do not use it
+    parser = copy / "learners" / "datasets.py"
+    parser.write_text(parser.read_text() + "\nCHANGED = 1\n")
+    assert keys()[2] != before[2]  # the data as read: everyone's
+    monkeypatch.setattr(lb, "__file__", here)
+    monkeypatch.setitem(lb.ALGORITHMS, "paa-1", dataclasses.replace(lb.ALGORITHMS["paa-1"], defaults={"C": 2.0}))
+    assert keys()[0] != before[0] and keys()[1:] == before[1:]
 
 
 def test_a_knob_that_cannot_get_down_to_the_target_is_not_bisected(monkeypatch):
