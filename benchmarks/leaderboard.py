@@ -719,14 +719,20 @@ def _code_of(source: str) -> str:
     return ast.unparse(tree)
 
 
+def _stamp(path: Path) -> tuple[Path, int, int]:
+    """``path`` with its modification time and size: what the caches below are keyed by, so each
+    version of a file is read and parsed once (a board asks for thousands of keys)."""
+    stat = path.stat()
+    return path, stat.st_mtime_ns, stat.st_size
+
+
 def _file_code(root: Path, rel: str) -> str:
-    stat = (root / rel).stat()
-    return _code_of_file(root / rel, stat.st_mtime_ns, stat.st_size)
+    return _code_of_file(_stamp(root / rel))
 
 
 @functools.cache
-def _code_of_file(path: Path, mtime_ns: int, size: int) -> str:  # parsed once per version of the file
-    return _code_of(path.read_text())
+def _code_of_file(stamp: tuple[Path, int, int]) -> str:
+    return _code_of(stamp[0].read_text())
 
 
 def _shared_files(root: Path) -> list[str]:
@@ -735,10 +741,15 @@ def _shared_files(root: Path) -> list[str]:
     return [f for f in files if not f.startswith(_PER_LEARNER) and f not in _NOT_SHARED]
 
 
-def _imported_files(root: Path, rel: str) -> list[str]:
+def _imported_files(root: Path, rel: str) -> tuple[str, ...]:
     """The modules of ``learners`` that ``rel`` imports (anywhere in it), not the package itself."""
+    return _imports_of(root, rel, _stamp(root / rel))
+
+
+@functools.cache
+def _imports_of(root: Path, rel: str, stamp: tuple[Path, int, int]) -> tuple[str, ...]:
     found = []
-    for node in ast.walk(ast.parse((root / rel).read_text())):
+    for node in ast.walk(ast.parse(stamp[0].read_text())):
         modules = ([a.name for a in node.names] if isinstance(node, ast.Import)
                    else [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
         if isinstance(node, ast.ImportFrom) and node.module == "learners":  # from learners import transforms
@@ -747,7 +758,7 @@ def _imported_files(root: Path, rel: str) -> list[str]:
             path = module.replace(".", "/") + ".py"
             if module.startswith("learners.") and (root / path).exists():
                 found.append(path)
-    return found
+    return tuple(found)
 
 
 def _closure(root: Path, starts: Iterable[str]) -> list[str]:
@@ -763,9 +774,15 @@ def _closure(root: Path, starts: Iterable[str]) -> list[str]:
 
 def _digest(kind: str, files: Iterable[str], extra: str, versions: Iterable[str]) -> str:
     root = _root()
-    digest = hashlib.sha256(f"protocol {PROTOCOL} {kind}\0{extra}".encode())
-    for rel in files:
-        digest.update(rel.encode() + b"\0" + _file_code(root, rel).encode())
+    return _digest_of(f"protocol {PROTOCOL} {kind}\0{extra}", tuple((rel, _stamp(root / rel)) for rel in files),
+                      tuple(versions))
+
+
+@functools.cache
+def _digest_of(head: str, files: tuple[tuple[str, tuple[Path, int, int]], ...], versions: tuple[str, ...]) -> str:
+    digest = hashlib.sha256(head.encode())
+    for rel, stamp in files:
+        digest.update(rel.encode() + b"\0" + _code_of_file(stamp).encode())
     for dist in versions:
         try:
             digest.update(f"{dist}=={version(dist)}".encode())
@@ -783,6 +800,11 @@ def data_key() -> str:
     return _digest("data", [*_closure(_root(), _DATA_MODULES), *_DATA_CODE], "", _OUR_VERSIONS)
 
 
+@functools.cache
+def _make_code() -> str:
+    return _code_of(inspect.getsource(make))
+
+
 def learner_key(name: str) -> str:
     """A digest of what the rows of registry learner ``name`` depend on: :data:`PROTOCOL`, the shared
     modules of ``learners/``, its own rule and query modules, its registry entry, the data
@@ -790,7 +812,7 @@ def learner_key(name: str) -> str:
     root = _root()
     spec = ALGORITHMS[name]
     entry = repr((spec.rule.__qualname__, spec.query.__qualname__, sorted(spec.defaults.items()),
-                  sorted(spec.fixed.items()), sorted(LEARNER_DEFAULTS.items()), _code_of(inspect.getsource(make))))
+                  sorted(spec.fixed.items()), sorted(LEARNER_DEFAULTS.items()), _make_code()))
     own = _closure(root, [c.__module__.replace(".", "/") + ".py" for c in (spec.rule, spec.query)])
     files = [*sorted(set(_shared_files(root)) | set(own)), *_DATA_CODE]
     return _digest("ours", files, entry, _OUR_VERSIONS)
