@@ -379,8 +379,8 @@ RESULTS: tuple[Entry, ...] = (
           ("-m", "benchmarks.scaling", "--parts", "synthetic", "table", "paper"),
           {"permutations": 20, "small_permutations": 3, "synthetic_permutations": 10}, minutes=9.7,
           check=_check_scaling),
-    # leaderboard_parts/: the rows of each finished dataset, reused only when made by the same code
-    # (benchmarks.leaderboard.code_key), so a run that stopped can go on
+    # leaderboard_parts/: each dataset's finished units, each reused while the code it depends on is
+    # unchanged (benchmarks.leaderboard.learner_key, peers_key), so a run that stopped can go on
     Entry("leaderboard", "leaderboard", ("leaderboard.md", "leaderboard.json", "leaderboard_parts/",
                                          *(f"leaderboard_{d}.png" for d in LEADERBOARD_SETS)),
           ("-m", "benchmarks.leaderboard"), {"permutations": 10, "tuning_permutations": 2, "regimes": "both"},

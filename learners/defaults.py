@@ -2,7 +2,7 @@
 ``activestream replay`` without ``--learner`` (docs: learners, "Defaults").
 
 A module of its own because choosing a default changes no learner: the leaderboard, whose rows are
-reused only while the code they depend on is unchanged (``benchmarks.leaderboard.code_key``), does
+reused only while the code they depend on is unchanged (``benchmarks.leaderboard.learner_key``), does
 not hash it, so the default can be set from its results without running them again.
 """
 
