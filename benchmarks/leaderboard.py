@@ -367,11 +367,13 @@ Unit = Callable[[str, Callable[[], list[Row]]], list[Row]]
 REFERENCE_UNITS = ("reference vw", "reference svc")
 
 
+# River's sampler around each base, without and with its scaler: (base, scaled) by unit name
+_RIVER = {f"river {base} scaled={scaled}": (base, scaled) for scaled in (False, True) for base in peers.RIVER_BASES}
+
+
 def peer_names(multiclass: bool) -> list[str]:
-    """The peers run at each budget: River's sampler around each base, without and with its scaler,
-    and VW's ``--active`` on binary sets."""
-    river = [f"river {base} scaled={scaled}" for scaled in (False, True) for base in peers.RIVER_BASES]
-    return river if multiclass else [*river, "vw active"]
+    """The peers run at each budget: River's samplers, and VW's ``--active`` on binary sets."""
+    return list(_RIVER) if multiclass else [*_RIVER, "vw active"]
 
 
 def peer_unit(target: float, name: str) -> str:
@@ -413,15 +415,12 @@ def measure_peers(spec: BoardData, data: Dataset, classes: Sequence, budgets: Se
         peers.vw_supervised(data, classes, seeds, multiclass=spec.multiclass, lines=inputs().vw),
         budget=None, **tag)])
     out += unit(REFERENCE_UNITS[1], svc)
-    river = {f"river {base} scaled={scaled}": (base, scaled) for scaled in (False, True) for base in peers.RIVER_BASES}
-    assert list(river) + ([] if spec.multiclass else ["vw active"]) == peer_names(spec.multiclass)
-
     def peer_at(name: str, target: float) -> list[Row]:
         land = {"tol": tolerance(target) / 2, "corrections": corrections, "land": tolerance(target)}
         if name == "vw active":
             found = peers.vw_active(data, classes, target, seeds, lines=inputs().vw, **land)
         else:
-            base, scaled = river[name]
+            base, scaled = _RIVER[name]
             found = peers.river_entropy(data, classes, target, seeds, base=base, multiclass=spec.multiclass,
                                         scaled=scaled, rows=inputs().river, **land)
         return [_peer_row(found, budget=target, **tag)]
