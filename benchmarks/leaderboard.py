@@ -396,13 +396,8 @@ def measure_peers(spec: BoardData, data: Dataset, classes: Sequence, budgets: Se
     ``corrections``, a peer whose mean ratio misses the budget gets that many more runs over every
     permutation to land it (:func:`benchmarks.peers.landed_on_first`). Each peer at each budget is
     one ``unit`` (:meth:`Part.rows`)."""
-    built: list[PeerInputs] = []
-
-    def inputs() -> PeerInputs:  # built once, and not at all when every unit is in the part
-        if not built:
-            built.append(PeerInputs(peers.dict_rows(data), peers.vw_lines(data)))
-        return built[0]
-
+    # built once, and not at all when every unit is in the part
+    inputs = functools.cache(lambda: PeerInputs(peers.dict_rows(data), peers.vw_lines(data)))
     seeds = list(range(permutations))
     tag = {"regime": "", "dataset": spec.name, "metric": metric}
 
@@ -415,6 +410,7 @@ def measure_peers(spec: BoardData, data: Dataset, classes: Sequence, budgets: Se
         peers.vw_supervised(data, classes, seeds, multiclass=spec.multiclass, lines=inputs().vw),
         budget=None, **tag)])
     out += unit(REFERENCE_UNITS[1], svc)
+
     def peer_at(name: str, target: float) -> list[Row]:
         land = {"tol": tolerance(target) / 2, "corrections": corrections, "land": tolerance(target)}
         if name == "vw active":
@@ -725,10 +721,6 @@ def _stamp(path: Path) -> tuple[Path, int, int]:
     return path, stat.st_mtime_ns, stat.st_size
 
 
-def _file_code(root: Path, rel: str) -> str:
-    return _code_of_file(_stamp(root / rel))
-
-
 @functools.cache
 def _code_of_file(stamp: tuple[Path, int, int]) -> str:
     return _code_of(stamp[0].read_text())
@@ -835,9 +827,10 @@ class Part:
     settings it ran with. A unit is read back while its key holds: a run stopped mid-dataset
     resumes after the last finished unit (a large set's part takes longer than one sitting), and a
     change to one learner's code reruns that learner's units alone. A later line for a unit replaces
-    an earlier one; a line the stop cut short is dropped."""
+    an earlier one; a line the stop cut short is dropped. ``fresh``: read nothing back, but keep
+    every line until a new one replaces it."""
 
-    def __init__(self, path: Path, *, commit: str = "unknown") -> None:
+    def __init__(self, path: Path, *, commit: str = "unknown", fresh: bool = False) -> None:
         self.path, self.commit = path, commit
         self.units: dict[str, dict[str, Any]] = {}
         text = path.read_text() if path.exists() else ""
@@ -849,6 +842,8 @@ class Part:
             self.units[entry["unit"]] = entry
         if text and (not text.endswith("\n") or len(self.units) < len(lines)):
             self.compact()  # before anything is appended after the cut line
+        if fresh:
+            self.units = {}
 
     def get(self, unit: str, key: str) -> dict[str, Any] | None:
         """The entry of ``unit`` if it was made with ``key``."""
@@ -907,9 +902,9 @@ def part_path(parts: Path, dataset: str) -> Path:
     return parts / f"{dataset}.jsonl"
 
 
-def _run_part(name: str, plan: Plan, parts: Path, commit: str) -> None:
-    """Run one dataset's missing units into its part."""
-    part = Part(part_path(parts, name), commit=commit)
+def _run_part(name: str, plan: Plan, parts: Path, commit: str, fresh: bool = False) -> None:
+    """Run one dataset's missing units (every unit if ``fresh``) into its part."""
+    part = Part(part_path(parts, name), commit=commit, fresh=fresh)
     if part.units:
         print(f"== {name}: {len(part.units)} units in its part", flush=True)
     t = time.perf_counter()
@@ -1153,20 +1148,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         render(how.out)
         return 0
     commit = _commit()
-    if how.fresh:
-        for name in plan.datasets:
-            part_path(how.parts, name).unlink(missing_ok=True)
     todo = [name for name in plan.datasets
-            if dataset_rows(Part(part_path(how.parts, name)), plan, DATASETS[name]) is None]
+            if how.fresh or dataset_rows(Part(part_path(how.parts, name)), plan, DATASETS[name]) is None]
     if how.jobs > 1 and len(todo) > 1:
         # each dataset in a process of its own, its units written as they finish (forked: the
         # processes share the loaded code; numba's kernels are loaded from its on-disk cache)
         with ProcessPoolExecutor(how.jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-            for done in as_completed([pool.submit(_run_part, name, plan, how.parts, commit) for name in todo]):
+            jobs = [pool.submit(_run_part, name, plan, how.parts, commit, how.fresh) for name in todo]
+            for done in as_completed(jobs):
                 done.result()
     else:
         for name in todo:
-            _run_part(name, plan, how.parts, commit)
+            _run_part(name, plan, how.parts, commit, how.fresh)
     rows: list[Row] = []
     skipped: list[dict[str, str]] = []
     made: dict[str, dict[str, Any]] = {}  # per dataset: the commits, date and minutes of its rows

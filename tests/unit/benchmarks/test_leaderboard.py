@@ -219,8 +219,12 @@ def test_units_made_by_the_same_code_and_settings_are_kept_not_run_again(board, 
     lb.main([*plan, "--budgets", str(BUDGET), "--out", str(tmp_path / "protocol"), "--no-peers"])
     assert len(ran) == 4
     ran.clear()
+    monkeypatch.setattr(lb, "PROTOCOL", lb.PROTOCOL - 1)
     lb.main([*plan, "--budgets", str(BUDGET), "--out", str(tmp_path / "fresh"), "--no-peers", "--fresh"])
     assert len(ran) == 4
+    ran.clear()  # --fresh replaced the units it ran and kept the others: the peers' are still there
+    lb.main([*plan, "--budgets", str(BUDGET), "--out", str(tmp_path / "after")])
+    assert ran == []
 
 
 def test_datasets_run_in_processes_of_their_own_give_the_same_rows(monkeypatch, tmp_path):
