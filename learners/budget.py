@@ -38,11 +38,17 @@ record so that the realised query rate follows what the operator set, using only
    request (the class is known only once the label is back): the mean cost of the labels
    returned so far (:meth:`BudgetController.observe_costs`), the mean class cost before that.
 
-4. **Warm-up** (optional): until ``warmup`` requests have been made, q_t = 1. A fresh model learns
-   fastest from its first labels, and a budget spent evenly from the first record leaves it guessing
-   longest; the ledger then owes those requests, so the brake and the feed-forward hold the rate
-   below r_t until the requests made are back near r_t · t. A label budget of B labels over a
-   backtest of n records is the same budget with a part of B spent first.
+4. **Warm-up** (optional): until ``warmup`` requests have been made, the controller plans for a
+   higher rate, ρ_t = min(k · r_t, 1) with the boost k (``warmup_boost``), or asks about every
+   record (q_t = 1, ρ_t = 1) without one. A fresh model learns fastest from its first labels, and a
+   budget spent evenly from the first record leaves it guessing longest; with a boost the query
+   strategy still picks which records get the early requests. The excess is a debt that is never
+   forgotten, D_t = D_{t−1} + ρ_t − r_t, repaid afterwards out of the rate,
+
+       ρ_t = r_t − min(D_{t−1}, ½ r_t),        D_t = D_{t−1} − (r_t − ρ_t),
+
+   so the requests made come back to r_t · t once it is repaid, however long that takes. Steps 1-2
+   aim at ρ_t in place of r_t (the ledger follows the plan), and the hard caps still hold.
 
 q_t is known before record t's coin is drawn and depends only on the past and on x_t, so the
 importance weight Z_t / q_t keeps its expectation 1 however the knob moves (Horvitz & Thompson
@@ -72,23 +78,25 @@ from learners.drivers import B1, I64, U64, _driver, _predict, pending_rounds, ro
 from learners.kernels import IDX, LABEL_FN, PROB_FN, ROUND_FN, SCORE_FN, STATE, UPDATE_FN, VAL, VEC
 from learners.params import Interval, Parameterized
 
-__all__ = ["BudgetController", "Knob", "advance_clock", "max_window_query_ratio"]
+__all__ = ["BudgetController", "Knob", "advance_clock", "backtest_warmup", "max_window_query_ratio"]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the warm-up's debt joined the scalars
 
 
 # positions in the packed parameters ``cp``
 _TARGET, _WINDOW, _EVERY, _HORIZON, _BRAKE, _FORGET, _FLOOR, _KNOB, _LOG_LO, _LOG_HI, _UP, _CAP, \
-    _SPAN, _PACE, _NCAP, _BURST, _BSPAN, _WARMUP = range(18)
+    _SPAN, _PACE, _NCAP, _BURST, _BSPAN, _WARMUP, _BOOST = range(19)
 # positions in the scalar state ``cs``
 (_S, _UBAR, _LEDGER, _SEEN, _ASKED, _SINCE, _HEAD, _FILLED, _CLOCK, _RHEAD, _RLEN, _RSUM, _CHAT,
- _REFUSED, _RATE, _BHEAD, _BLEN) = range(17)
+ _REFUSED, _RATE, _BHEAD, _BLEN, _DEBT) = range(18)
 _STATE_FIELDS = ("knob_position", "ceiling", "ledger", "records", "requests", "since_solve", "head", "filled",
                  "clock", "ring_head", "ring_length", "ring_cost", "expected_cost", "refused", "rate",
-                 "recent_head", "recent_length")
+                 "recent_head", "recent_length", "debt")
 _BISECTIONS = 18  # halvings of the ceiling's interval: 2^-18 is far below the scores' noise
 _FIRST_STEP = 1.0 / 64  # first step of the warm search for the knob's position, from the last one
 _REFINE = 7  # halvings of the bracket found: at least 2^-13 of the knob's log range
+# share of the rate that repays the warm-up's excess: the learner keeps half its labels meanwhile
+_REPAY = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +138,12 @@ def advance_clock(ts: np.ndarray, now: float, tolerance: float, last: float) -> 
     t = np.where(np.isnan(ts), now, np.asarray(ts, dtype=np.float64))
     clamped = np.clip(t, now - tolerance, now + tolerance)
     return np.maximum.accumulate(np.maximum(clamped, last)) if clamped.size else clamped
+
+
+def backtest_warmup(target: float, records: int, share: float = 0.25, most: int = 1000) -> int:
+    """The warm-up of a backtest of ``records`` records at rate ``target``: ``share`` of its budget of
+    requests, at most ``most`` (leaderboard_warmup.md measures the choice)."""
+    return min(most, int(share * target * records))
 
 
 def max_window_query_ratio(queried: np.ndarray, window: int = 1000) -> float:
@@ -259,12 +273,25 @@ def _burst(cs, cp, recent, r):
     return cs[_BLEN] >= max(1.0, math.ceil(cp[_BURST] * r * span))
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _plan(cs, cp, r):
+    """The rate this record plans for (step 4): k · r (1 without a boost) during the warm-up, the
+    excess over r kept as a debt, then r − min(debt, ρ · r) until the debt is repaid."""
+    if cs[_ASKED] < cp[_WARMUP]:
+        planned = 1.0 if cp[_BOOST] == 0 else min(cp[_BOOST] * r, 1.0)
+        cs[_DEBT] += planned - r
+        return planned
+    pay = min(cs[_DEBT], _REPAY * r) if cs[_DEBT] > 0 else 0.0
+    cs[_DEBT] -= pay
+    return r - pay
+
+
 @njit(cache=True, nogil=True)
 def _step(cs, cp, win, ring, recent, qw, qs, probability, p, gap, v, t):
     """This record's probability after the controller: (q_t, q without the hard cap)."""
     t = max(t, cs[_CLOCK])  # the clock never goes back
     cs[_CLOCK] = t
-    r = _rate(cs, cp, win, t)
+    r = _plan(cs, cp, _rate(cs, cp, win, t))
     cs[_RATE] = r
     w = win.shape[1]
     h = int(cs[_HEAD])
@@ -280,7 +307,7 @@ def _step(cs, cp, win, ring, recent, qw, qs, probability, p, gap, v, t):
     if cp[_BURST] > 0 and _burst(cs, cp, recent, r):
         u = cp[_FLOOR] * r
     q = min(probability(p, gap, v, qw, qs), u)
-    if cs[_ASKED] < cp[_WARMUP]:  # warm-up: every record, the ledger owes them back (step 4)
+    if cs[_ASKED] < cp[_WARMUP] and cp[_BOOST] == 0:  # warm-up without a boost: every record (step 4)
         q = 1.0
     if cp[_CAP] < np.inf or cp[_NCAP] < np.inf:
         _expire(cs, cp, ring, t)
@@ -442,9 +469,12 @@ class BudgetController(Parameterized):
     burst_span : int, default 500
         Records the burst brake looks back over.
     warmup : int ≥ 0, default 0
-        Requests made before the rate applies: a fresh model is asked about every record until it
-        has made this many (the hard caps still hold). The ledger counts them, so the requests after
-        them fall below the rate until the total is back on target (step 4).
+        Requests made before the rate applies (the hard caps still hold). Their excess over the
+        rate is a debt, repaid afterwards at half the rate until the total is back on target
+        (step 4). :func:`backtest_warmup` gives the warm-up of a stream of known length.
+    warmup_boost : float ≥ 1 or None, default None
+        During the warm-up, aim at this multiple of the rate through the query strategy, which
+        picks the records to ask about. None: ask about every record.
 
     State
     -----
@@ -494,12 +524,13 @@ class BudgetController(Parameterized):
         burst: float | None = 1.4,
         burst_span: int = 500,
         warmup: int = 0,
+        warmup_boost: float | None = None,
     ) -> None:
         self.target, self.max_requests, self.max_cost, self.window_s = target, max_requests, max_cost, window_s
         self.class_costs = None if class_costs is None else tuple(float(c) for c in class_costs)
         self.window, self.resolve_every, self.horizon, self.brake = window, resolve_every, horizon, brake
         self.memory, self.floor, self.pace, self.burst, self.burst_span = memory, floor, pace, burst, burst_span
-        self.warmup = warmup
+        self.warmup, self.warmup_boost = warmup, warmup_boost
         self._validate()
         self.knob: Knob | None = None
         self.cs_: np.ndarray | None = None
@@ -513,6 +544,8 @@ class BudgetController(Parameterized):
             Interval(0, None, closed="neither").check("max_cost", self.max_cost)
         if self.burst is not None:
             Interval(1, None).check("burst", self.burst)
+        if self.warmup_boost is not None:
+            Interval(1, None).check("warmup_boost", self.warmup_boost)
         if self.class_costs is not None:
             for c in self.class_costs:
                 Interval(0, None, closed="neither").check("class_costs", c)
@@ -538,7 +571,7 @@ class BudgetController(Parameterized):
         self._query = query
         self._qw = np.array(query.kernel_state()[0], dtype=np.float64)
         knob = self.knob
-        cp = np.zeros(18)
+        cp = np.zeros(19)
         cp[_TARGET] = 1.0 if self.target is None else self.target
         cp[_WINDOW], cp[_EVERY], cp[_HORIZON], cp[_BRAKE] = self.window, self.resolve_every, self.horizon, self.brake
         cp[_FORGET], cp[_FLOOR] = 1.0 - 1.0 / self.memory, self.floor
@@ -549,7 +582,7 @@ class BudgetController(Parameterized):
         cp[_NCAP] = math.inf if self.max_requests is None else self.max_requests
         cp[_SPAN], cp[_PACE] = self.window_s, self.pace
         cp[_BURST], cp[_BSPAN] = (0.0 if self.burst is None else self.burst), self.burst_span
-        cp[_WARMUP] = self.warmup
+        cp[_WARMUP], cp[_BOOST] = self.warmup, (0.0 if self.warmup_boost is None else self.warmup_boost)
         self.cp_ = cp
         self.cs_ = np.zeros(len(_STATE_FIELDS))
         self.cs_[_UBAR] = cp[_TARGET]  # before any score is seen: ask at the target rate, not more
@@ -592,6 +625,11 @@ class BudgetController(Parameterized):
     def refused(self) -> int:
         """Records whose request a hard cap refused."""
         return int(self.cs_[_REFUSED])
+
+    @property
+    def debt(self) -> float:
+        """Requests the warm-up made beyond the rate and not yet repaid."""
+        return float(self.cs_[_DEBT])
 
     @property
     def requests(self) -> int:
@@ -686,8 +724,10 @@ class BudgetController(Parameterized):
 
     def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
         version = int(state["format_version"])
-        if version != FORMAT_VERSION:
-            raise ValueError(f"budget state format version {version}, this library reads {FORMAT_VERSION}")
+        if version not in (1, FORMAT_VERSION):
+            raise ValueError(f"budget state format version {version}, this library reads 1 to {FORMAT_VERSION}")
+        if version == 1:  # before the warm-up's debt: none owed (the ledger held it)
+            state = {**state, "scalars": np.append(np.asarray(state["scalars"], dtype=np.float64), 0.0)}
         arrays = (("scalars", self.cs_), ("window", self.win_), ("ring", self.ring_), ("recent", self.recent_),
                   ("query", self._qw))
         for name, target in arrays:

@@ -8,7 +8,15 @@ import pytest
 
 from learners import ALGORITHMS, make
 from learners.base import Learner
-from learners.budget import _LEDGER, BudgetController, advance_clock, max_window_query_ratio
+from learners.budget import (
+    _DEBT,
+    _LEDGER,
+    _REPAY,
+    BudgetController,
+    advance_clock,
+    backtest_warmup,
+    max_window_query_ratio,
+)
 from learners.datasets import Dataset, synthetic_shift, synthetic_sparse
 from learners.inputs import Rows
 from learners.replay import Trace, replay, replay_stream, run
@@ -426,7 +434,7 @@ def test_warmup_asks_for_every_record_until_it_has_its_requests_then_pays_them_b
         queried = replay(learner, data, delay=100).queried
     assert queried[:300].all()  # q = 1 until 300 requests are made
     assert abs(queried.mean() - 0.05) <= 0.005  # then below the rate until the total is back on target
-    assert queried[300:2000].mean() < 0.025
+    assert queried[300:2000].mean() < 0.03  # repaid at half the rate
     plain = budgeted("paa-1", 0.05).decide(data.rows).query
     assert plain[:300].mean() < 0.2  # without it the rate holds from the first record
 
@@ -447,3 +455,63 @@ def test_warmup_is_not_repeated_after_a_restart_and_the_hard_caps_hold_through_i
 def test_warmup_must_be_a_count(bad):
     with pytest.raises((ValueError, TypeError), match="warmup"):
         BudgetController(target=0.1, warmup=bad)
+
+
+def transcribed_plan(r, asked, warmup, boost, debt):
+    """Step 4 as the module doc writes it: (ρ_t, D_t) from r_t and D_{t−1}."""
+    if asked < warmup:
+        rho = 1.0 if boost is None else min(boost * r, 1.0)
+        return rho, debt + rho - r
+    rho = r - min(max(debt, 0.0), _REPAY * r)
+    return rho, debt - (r - rho)
+
+
+@pytest.mark.parametrize("boost", [None, 4.0])
+def test_warmup_plan_matches_its_formula_record_by_record(boost):
+    X = np.random.default_rng(12).normal(size=(6000, D))
+    learner = budgeted("paa-1", 0.05, warmup=60, warmup_boost=boost)
+    controller = learner.budget
+    debt, asked, worst = 0.0, 0, 0.0
+    for i in range(0, 6000, 250):  # the controller's rate and debt after each batch's last record
+        decision = learner.decide(X[i:i + 250])
+        for k in range(250):
+            rho, debt = transcribed_plan(0.05, asked, 60, boost, debt)
+            asked += int(decision.query[k])
+        worst = max(worst, abs(controller.debt - debt))
+        assert controller.rate == pytest.approx(rho)
+    assert worst < 1e-9 and controller.debt == pytest.approx(0.0, abs=1e-12)  # repaid within the stream
+
+
+def test_boosted_warmup_asks_its_uncertain_records_at_k_times_the_rate_and_repays_all_of_it():
+    data = synthetic_sparse(n=40000, d=D, seed=13)
+    boosted = budgeted("paa-1", 0.05, warmup=400, warmup_boost=4.0, memory=2000)
+    trace = replay(boosted, data, delay=50)
+    q, p = trace.queried, np.abs(trace.p)
+    ends = int(np.flatnonzero(q)[399]) + 1  # the record of the 400th request
+    assert 0.15 <= q[:ends].mean() <= 0.25  # about 4 × 5 %, not every record
+    assert p[:ends][q[:ends]].mean() < 0.8 * p[:ends].mean()  # the strategy chose which ones
+    # a debt of 300 requests, forgotten by a ledger of memory 2000, is still repaid in full
+    assert abs(q.sum() - 0.05 * q.size) <= 0.005 * 0.05 * q.size + 10
+    assert boosted.budget.debt == 0.0
+
+
+def test_budget_state_of_format_1_loads_with_no_debt():
+    a = budgeted("paa-1", 0.05)
+    a.decide(np.zeros((3, D)))
+    state = {**a.state_dict(), "budget.format_version": np.array(1)}
+    state["budget.scalars"] = state["budget.scalars"][:_DEBT]
+    b = budgeted("paa-1", 0.05)
+    b.load_state_dict(state)
+    assert b.budget.debt == 0.0 and b.budget.records == 3
+
+
+@pytest.mark.parametrize("bad", [0.5, -1.0, math.nan])
+def test_warmup_boost_below_one_is_refused(bad):
+    with pytest.raises(ValueError, match="warmup_boost"):
+        BudgetController(target=0.1, warmup=10, warmup_boost=bad)
+
+
+def test_backtest_warmup_is_a_quarter_of_the_budget_at_most_a_thousand():
+    assert backtest_warmup(0.1, 32561) == 814
+    assert backtest_warmup(0.01, 1000) == 2
+    assert backtest_warmup(0.2, 10**6) == 1000
