@@ -44,7 +44,7 @@ SETS = ("svmguide1", "mushrooms", "a8a", "spambase", "splice", "w8a", "magic04",
 LEARNERS = {False: ("lr-ada-entropy", "d-amd", "paa-1"), True: ("mlr-ada-entropy", "md-amd", "mpaa-1")}
 BUDGETS, QUICK_BUDGETS = (0.01, 0.05, 0.10, 0.20), (0.05, 0.10)
 PERMUTATIONS, QUICK_PERMUTATIONS = 4, 2
-VARIANTS: dict[str, float | None] = {"every": None, "boost 2": 2.0, "boost 4": 4.0, "boost 8": 8.0}
+VARIANTS: dict[str, float | None] = {"every": None, "boost 2": 2.0, "boost 4": 4.0, "boost 8": 8.0, "boost 16": 16.0}
 
 
 @dataclass
@@ -60,10 +60,11 @@ class Cell:
 
 
 def measure(data, classes, name: str, target: float, variant: str, permutations: int, metric: str,
-            dataset: str) -> Cell:
-    """One learner at ``target``, online, with the warm-up ``variant``, over the tuning permutations."""
+            dataset: str, share: float = 0.25) -> Cell:
+    """One learner at ``target``, online, with the warm-up ``variant`` of ``share`` of the budget, over
+    the tuning permutations."""
     learner = lb.build(name, data, classes, {})
-    warmup = 0 if variant == "off" else backtest_warmup(target, data.n)
+    warmup = 0 if variant == "off" else backtest_warmup(target, data.n, share=share)
     learner.budget = BudgetController(target=target, warmup=warmup,
                                       warmup_boost=None if variant == "off" else VARIANTS[variant])
     result = run(learner, data, permutations=permutations, seed=lb.TUNING_SEED)
@@ -105,7 +106,7 @@ def markdown(cells: list[Cell], meta: dict) -> str:
              f"{meta['date']}, commit `{meta['commit']}`, {meta['permutations']} tuning permutations (seeds from "
              f"{lb.TUNING_SEED:,}), {meta['minutes']:.1f} min on this machine. Command: `{meta['command']}`", "",
              "Online (`BudgetController(target, warmup=N, warmup_boost=k)`, no look-ahead), each learner's defaults. "
-             "N = a quarter of the pass's budget, at most 1,000 requests (`backtest_warmup`). F1 (binary) or "
+             f"N = {meta['share']:g} of the pass's budget, at most 1,000 requests (`backtest_warmup`). F1 (binary) or "
              "accuracy (multiclass); the realised query ratio in brackets.", "",
              "## Against no warm-up", "", *summary(cells), ""]
     for kind, multiclass in (("Binary", False), ("Multiclass", True)):
@@ -123,6 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--datasets", nargs="+", choices=list(SETS), default=list(SETS))
     parser.add_argument("--budgets", nargs="+", type=float)
     parser.add_argument("--permutations", type=int)
+    parser.add_argument("--share", type=float, default=0.25, help="the warm-up's share of the pass's budget "
+                        "(at most 1,000 requests; default 0.25)")
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     budgets = args.budgets or list(QUICK_BUDGETS if args.quick else BUDGETS)
@@ -139,14 +143,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             if lb.skip_reason(learner, data):
                 continue
             for target in budgets:
-                for variant in ("off", *VARIANTS):
-                    cell = measure(data, classes, learner, target, variant, permutations, metric, name)
+                for variant in ("off", *args.variants):
+                    cell = measure(data, classes, learner, target, variant, permutations, metric, name, args.share)
                     cells.append(cell)
                     print(f"{name:10s} {learner:16s} {target:5.0%} {variant:8s} N={cell.warmup:5d} "
                           f"{cell.mean:.4f} ({cell.query:.4f})", flush=True)
     meta = {"date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), "commit": commit,
             "command": command.strip(), "minutes": (time.perf_counter() - started) / 60,
-            "permutations": permutations, "budgets": budgets}
+            "permutations": permutations, "budgets": budgets, "share": args.share}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "budget_warmup.md").write_text(markdown(cells, meta))
     (args.out / "budget_warmup.json").write_text(json.dumps({**meta, "cells": [asdict(c) for c in cells]}, indent=1))

@@ -120,6 +120,20 @@ def _check_budget() -> CheckCell:
     return CheckCell("svmguide1 paa-1, budget 10 %: online F1", cell["f1"], result.mean("f1"), 4)
 
 
+def _check_budget_warmup() -> CheckCell:
+    from benchmarks import budget_warmup as bench
+    from benchmarks import leaderboard as lb
+
+    made = _json("budget_warmup.json")
+    cell = next(c for c in made["cells"] if (c["variant"], c["budget"]) == ("boost 4", 0.1))
+    spec = lb.DATASETS[cell["dataset"]]
+    data = spec.load()
+    metric = "accuracy" if spec.multiclass else "f1"
+    got = bench.measure(data, spec.classes(data), cell["learner"], 0.1, "boost 4", made["permutations"], metric,
+                        spec.name, made["share"])
+    return CheckCell(f"{spec.name} {cell['learner']}, budget 10 %, boost 4: {metric}", cell["mean"], got.mean, 4)
+
+
 def _check_scaling() -> CheckCell:
     from benchmarks import scaling as bench
 
@@ -272,7 +286,6 @@ def _check_soal() -> CheckCell:
 
 def _check_leaderboard() -> CheckCell:
     from benchmarks import leaderboard as lb
-    from learners.budget import BudgetController
     from learners.replay import run
 
     made = _json("leaderboard.json")
@@ -280,7 +293,7 @@ def _check_leaderboard() -> CheckCell:
     spec = lb.DATASETS[row["dataset"]]
     data = spec.load()
     learner = lb.build("paa-1", data, spec.classes(data), row["params"])
-    learner.budget = BudgetController(target=row["budget"])
+    learner.budget = lb.online_controller(row["budget"], data.n)
     result = run(learner, data, permutations=row["permutations"], seed=0)
     return CheckCell(f"{row['dataset']} paa-1 online at {row['budget']:.0%}: {row['metric']}", row["mean"],
                      result.mean(row["metric"]), 4)
@@ -375,6 +388,8 @@ RESULTS: tuple[Entry, ...] = (
           ("benchmarks/kernels_001.py",), {"orders": 5, "delta": 1.0}, minutes=5, check=_check_kernels),
     Entry("budget", "budget", ("budget.md", "budget.json", "budget.png"), ("-m", "benchmarks.budget"),
           {"permutations": 10}, quick=("-m", "benchmarks.budget", "--quick"), minutes=8.8, check=_check_budget),
+    Entry("budget-warmup", "budget", ("budget_warmup.md", "budget_warmup.json"), ("-m", "benchmarks.budget_warmup"),
+          {"permutations": 4}, quick=("-m", "benchmarks.budget_warmup", "--quick"), check=_check_budget_warmup),
     Entry("scaling", "raw-features", ("scaling.md", "scaling.json"),
           ("-m", "benchmarks.scaling", "--parts", "synthetic", "table", "paper"),
           {"permutations": 20, "small_permutations": 3, "synthetic_permutations": 10}, minutes=9.7,

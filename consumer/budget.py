@@ -55,7 +55,7 @@ def controller_for(settings: Any, classes: Sequence[Any]) -> BudgetController | 
                              "(ACTIVESTREAM_LABELS__COST_PER_REQUEST / __COST_PER_CLASS)")
     return BudgetController(target=settings.query_rate_target, max_requests=labels.budget,
                             max_cost=labels.cost_budget, window_s=labels.budget_window_s, class_costs=class_costs,
-                            warmup=settings.budget_warmup)
+                            warmup=settings.budget_warmup, warmup_boost=settings.budget_warmup_boost)
 
 
 class LabelBudget:

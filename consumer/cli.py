@@ -37,6 +37,29 @@ def _value(text: str) -> Any:
         return text
 
 
+def _warmup(text: str) -> int | str:
+    """``--budget-warmup``: a count of requests, or auto."""
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number of requests or auto, got {text!r}") from None
+
+
+def _boost(text: str) -> float | str:
+    """``--budget-warmup-boost``: a multiple of the rate ≥ 1, or every."""
+    if text == "every":
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value >= 1:
+        raise argparse.ArgumentTypeError(f"a multiple of the rate of at least 1, or every; got {text!r}")
+    return value
+
+
 def _params(pairs: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for pair in pairs:
@@ -56,6 +79,7 @@ def _replay(args: argparse.Namespace) -> int:
     import orjson
 
     from learners import make
+    from learners.budget import BACKTEST_WARMUP_BOOST, BudgetController, backtest_warmup
     from learners.datasets import LibsvmStream, StreamSummary, concat, is_libsvm_file, resolve, scan_libsvm
     from learners.registry import default_learner, paper_protocol
     from learners.replay import find_budget, run, run_stream
@@ -101,13 +125,14 @@ def _replay(args: argparse.Namespace) -> int:
     options = dict(permutations=args.permutations, seed=args.seed, delay=args.delay, shuffle=not args.in_order,
                    costs=costs, warmup=args.warmup)
     if args.budget_rate is not None:
-        from learners.budget import BudgetController
-
+        records = data.n if stream is None else summary.n  # the pass's length (0: not known ahead)
+        warmup = backtest_warmup(args.budget_rate, records) if args.budget_warmup == "auto" else args.budget_warmup
+        boost = {None: BACKTEST_WARMUP_BOOST, "every": None}.get(args.budget_warmup_boost, args.budget_warmup_boost)
         try:
-            learner.budget = BudgetController(target=args.budget_rate, warmup=args.budget_warmup)
+            learner.budget = BudgetController(target=args.budget_rate, warmup=warmup, warmup_boost=boost)
         except ValueError as exc:
             raise SystemExit(f"--budget-rate: {exc}") from None
-    elif args.budget_warmup:
+    elif args.budget_warmup not in (0, "auto") or args.budget_warmup_boost is not None:
         raise SystemExit("--budget-warmup needs --budget-rate: the requests it makes are paid back out of that rate")
     if args.query_rate is not None:
         budget = learner.query.budget_param
@@ -142,7 +167,8 @@ def _replay(args: argparse.Namespace) -> int:
         params={k: v for k, v in learner.get_params().items() if k != "classes"},
         classes=list(learner.classes), metric_weights=costs,
         max_window_query_ratio=_largest(result.window_ratios), budget_rate=args.budget_rate,
-        budget_warmup=args.budget_warmup,
+        budget_warmup=0 if learner.budget is None else learner.budget.warmup,
+        budget_warmup_boost=None if learner.budget is None else learner.budget.warmup_boost or "every",
     )
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n")
@@ -411,10 +437,14 @@ def build_parser() -> argparse.ArgumentParser:
                              "stream, to land this mean query ratio")
     budget.add_argument("--budget-rate", type=float,
                         help="hold this query ratio with the online budget controller (no look-ahead)")
-    rp.add_argument("--budget-warmup", type=int, default=0, metavar="N",
-                    help="with --budget-rate: ask about every record until N labels were asked for, then "
-                         "below the rate until the total is back on it (a fresh model learns from its first "
-                         "labels fastest)")
+    rp.add_argument("--budget-warmup", type=_warmup, default="auto", metavar="N|auto",
+                    help="with --budget-rate: spend the first N requests faster (--budget-warmup-boost), then "
+                         "repay them at half the rate until the total is back on it (a fresh model learns from "
+                         "its first labels fastest); auto (default): a quarter of the pass's budget, at most "
+                         "1000; 0: off")
+    rp.add_argument("--budget-warmup-boost", type=_boost, metavar="K|every",
+                    help="during the warm-up, aim at K ≥ 1 times the rate through the query strategy (default 4, "
+                         "learners.budget.BACKTEST_WARMUP_BOOST); every: ask about every record")
     rp.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                     help="a learner hyper-parameter, e.g. delta=0.5, C=0.25, bias=0, normalize=true")
     rp.add_argument("--paper-protocol", action="store_true",

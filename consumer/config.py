@@ -153,8 +153,12 @@ class Settings(BaseSettings):
         None, gt=0, le=1, description="label requests / records the budget controller holds, from the first record"
     )
     budget_warmup: int = Field(
-        0, ge=0, lt=2**31, description="label requests made before query_rate_target applies: a fresh model is "
-        "asked about every record until it has made this many, then below the rate until the total is back on it"
+        0, ge=0, lt=2**31, description="label requests made first, faster than query_rate_target (see "
+        "budget_warmup_boost), then repaid at half the rate until the total is back on it"
+    )
+    budget_warmup_boost: float | None = Field(
+        None, ge=1, description="during the warm-up, aim at this multiple of query_rate_target through the query "
+        "strategy; unset: ask about every record"
     )
     scale_window_s: float = Field(
         300.0, gt=0, description="window of activestream_scale_moved_features (learner param scale != none)"
@@ -209,7 +213,7 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _warmup_needs_a_rate(self) -> Settings:
-        if self.budget_warmup and self.query_rate_target is None:
+        if (self.budget_warmup or self.budget_warmup_boost is not None) and self.query_rate_target is None:
             raise ValueError(f"{ENV_PREFIX}BUDGET_WARMUP needs {ENV_PREFIX}QUERY_RATE_TARGET: the requests "
                              "it makes are paid back out of that rate")
         return self

@@ -78,7 +78,8 @@ from learners.drivers import B1, I64, U64, _driver, _predict, pending_rounds, ro
 from learners.kernels import IDX, LABEL_FN, PROB_FN, ROUND_FN, SCORE_FN, STATE, UPDATE_FN, VAL, VEC
 from learners.params import Interval, Parameterized
 
-__all__ = ["BudgetController", "Knob", "advance_clock", "backtest_warmup", "max_window_query_ratio"]
+__all__ = ["BACKTEST_WARMUP_BOOST", "BudgetController", "Knob", "advance_clock", "backtest_warmup",
+           "max_window_query_ratio"]
 
 FORMAT_VERSION = 2  # 2: the warm-up's debt joined the scalars
 
@@ -140,9 +141,14 @@ def advance_clock(ts: np.ndarray, now: float, tolerance: float, last: float) -> 
     return np.maximum.accumulate(np.maximum(clamped, last)) if clamped.size else clamped
 
 
+# what ``activestream replay --budget-rate`` and the leaderboard's online entries warm up with
+# (benchmarks/results/budget_warmup.md measures the choice)
+BACKTEST_WARMUP_BOOST = 4.0
+
+
 def backtest_warmup(target: float, records: int, share: float = 0.25, most: int = 1000) -> int:
     """The warm-up of a backtest of ``records`` records at rate ``target``: ``share`` of its budget of
-    requests, at most ``most`` (leaderboard_warmup.md measures the choice)."""
+    requests, at most ``most``."""
     return min(most, int(share * target * records))
 
 

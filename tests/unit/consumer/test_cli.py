@@ -179,12 +179,32 @@ def test_replay_budget_rate_holds_the_rate_online_and_reports_windows():
 def test_replay_budget_warmup_spends_its_requests_first_and_still_holds_the_rate():
     args = ("--learner", "paa-1", "--data", "synthetic:sparse?n=6000&d=1024", "--budget-rate", "0.1", "--delay",
             "100", "--json")
-    plain, warm = (json.loads(replay(*args, *extra).stdout) for extra in ((), ("--budget-warmup", "300")))
-    assert warm["budget_warmup"] == 300 and plain["budget_warmup"] == 0
+    plain, warm = (json.loads(replay(*args, *extra).stdout) for extra in (
+        ("--budget-warmup", "0"), ("--budget-warmup", "300", "--budget-warmup-boost", "every")))
+    assert warm["budget_warmup"] == 300 and warm["budget_warmup_boost"] == "every" and plain["budget_warmup"] == 0
     assert abs(warm["query_ratio"] - 0.1) <= 0.01
     assert warm["max_window_query_ratio"] < plain["max_window_query_ratio"]  # the first window is left out
     out = replay("--learner", "paa-1", "--data", "synthetic:sparse?n=100", "--budget-warmup", "10")
     assert out.returncode != 0 and "--budget-warmup needs --budget-rate" in out.stderr
+
+
+def test_replay_budget_rate_warms_up_by_default_with_a_quarter_of_the_budget_boosted():
+    from learners.budget import BACKTEST_WARMUP_BOOST, backtest_warmup
+
+    out = replay("--learner", "paa-1", "--data", "synthetic:sparse?n=6000&d=1024", "--budget-rate", "0.1", "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["budget_warmup"] == backtest_warmup(0.1, 6000) == 150
+    assert report["budget_warmup_boost"] == BACKTEST_WARMUP_BOOST
+    assert abs(report["query_ratio"] - 0.1) <= 0.01  # the warm-up's excess is repaid within the pass
+    assert f"default {BACKTEST_WARMUP_BOOST:g}," in " ".join(replay("--help").stdout.split())
+
+
+@pytest.mark.parametrize("bad", ["0.5", "x", "nan"])
+def test_replay_budget_warmup_boost_below_one_is_refused(bad):
+    out = replay("--learner", "paa-1", "--data", "synthetic:sparse?n=100", "--budget-rate", "0.1",
+                 "--budget-warmup-boost", bad)
+    assert out.returncode != 0 and "--budget-warmup-boost" in out.stderr
 
 
 def test_replay_budget_rate_and_query_rate_are_exclusive():

@@ -95,6 +95,12 @@ def test_a_budget_warmup_needs_a_rate_and_reaches_the_controller(monkeypatch):
     monkeypatch.setenv("ACTIVESTREAM_QUERY_RATE_TARGET", "0.05")
     settings = load_settings()
     assert settings.budget_warmup == 200 and controller_for(settings, [-1, 1]).warmup == 200
+    assert controller_for(settings, [-1, 1]).warmup_boost is None  # unset: every record
+    monkeypatch.setenv("ACTIVESTREAM_BUDGET_WARMUP_BOOST", "4")
+    assert controller_for(load_settings(), [-1, 1]).warmup_boost == 4.0
+    monkeypatch.setenv("ACTIVESTREAM_BUDGET_WARMUP_BOOST", "0.5")
+    with pytest.raises(ConfigError, match="BUDGET_WARMUP_BOOST"):
+        load_settings()
 
 
 def test_expiry_default_needs_a_label(monkeypatch):
