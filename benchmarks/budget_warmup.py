@@ -13,7 +13,7 @@ same target:
 * ``boost k``: the controller aims at k × the target through the query strategy for the first N
   requests;
 
-with N = :func:`learners.budget.backtest_warmup` (a quarter of the pass's budget, at most 1,000).
+with N = :func:`learners.budget.backtest_warmup` (half the pass's budget; ``--share``).
 The learners are the two leaders of each kind on the leaderboard and the former defaults; the
 permutations are the leaderboard's tuning permutations (seeds from 10,000), never its evaluated
 ones, so a default chosen here is not chosen on the numbers the leaderboard reports. Written to
@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from benchmarks import leaderboard as lb
-from learners.budget import BudgetController, backtest_warmup
+from learners.budget import BACKTEST_WARMUP_SHARE, BudgetController, backtest_warmup
 from learners.replay import run
 
 __all__ = ["VARIANTS", "Cell", "main", "measure"]
@@ -60,7 +60,7 @@ class Cell:
 
 
 def measure(data, classes, name: str, target: float, variant: str, permutations: int, metric: str,
-            dataset: str, share: float = 0.25) -> Cell:
+            dataset: str, share: float = BACKTEST_WARMUP_SHARE) -> Cell:
     """One learner at ``target``, online, with the warm-up ``variant`` of ``share`` of the budget, over
     the tuning permutations."""
     learner = lb.build(name, data, classes, {})
@@ -106,7 +106,7 @@ def markdown(cells: list[Cell], meta: dict) -> str:
              f"{meta['date']}, commit `{meta['commit']}`, {meta['permutations']} tuning permutations (seeds from "
              f"{lb.TUNING_SEED:,}), {meta['minutes']:.1f} min on this machine. Command: `{meta['command']}`", "",
              "Online (`BudgetController(target, warmup=N, warmup_boost=k)`, no look-ahead), each learner's defaults. "
-             f"N = {meta['share']:g} of the pass's budget, at most 1,000 requests (`backtest_warmup`). F1 (binary) or "
+             f"N = {meta['share']:g} of the pass's budget (`backtest_warmup`). F1 (binary) or "
              "accuracy (multiclass); the realised query ratio in brackets.", "",
              "## Against no warm-up", "", *summary(cells), ""]
     for kind, multiclass in (("Binary", False), ("Multiclass", True)):
@@ -124,8 +124,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--datasets", nargs="+", choices=list(SETS), default=list(SETS))
     parser.add_argument("--budgets", nargs="+", type=float)
     parser.add_argument("--permutations", type=int)
-    parser.add_argument("--share", type=float, default=0.25, help="the warm-up's share of the pass's budget "
-                        "(at most 1,000 requests; default 0.25)")
+    parser.add_argument("--share", type=float, default=BACKTEST_WARMUP_SHARE,
+                        help=f"the warm-up's share of the pass's budget (default {BACKTEST_WARMUP_SHARE:g})")
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)

@@ -323,7 +323,7 @@ def _from_run(result: Run, **fields: Any) -> Row:
 
 def online_controller(target: float, records: int) -> BudgetController:
     """The online entries' controller: what ``activestream replay --budget-rate`` holds a pass of
-    ``records`` records with by default (the boosted warm-up of a quarter of the budget)."""
+    ``records`` records with by default (the boosted warm-up of half the budget)."""
     return BudgetController(target=target, warmup=backtest_warmup(target, records), warmup_boost=BACKTEST_WARMUP_BOOST)
 
 
@@ -991,8 +991,7 @@ def markdown(rows: list[Row], skipped: list[dict[str, str]], plan: Plan, *, meta
                            "leaderboard): not the committed results.", ""]),
         "Metric: F1 of the positive class (binary), accuracy (multiclass), prequential over every round. "
         "*online*: `BudgetController(target)` with the boosted warm-up of `activestream replay --budget-rate` "
-        f"(a quarter of the budget, at most 1,000 requests, at {BACKTEST_WARMUP_BOOST:g} × the target, repaid at "
-        "half of it), no "
+        f"(half the budget, asked for at {BACKTEST_WARMUP_BOOST:g} × the target, then repaid at half of it), no "
         "look-ahead, ranked if its realised ratio is within ±10 % of "
         "the target; *offline*: the knob bisected over the evaluated permutations (`find_budget`). Peers: the "
         "knob bisected on the first permutation, run on the others. An entry lands when its mean query ratio "

@@ -440,8 +440,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--budget-warmup", type=_warmup, default="auto", metavar="N|auto",
                     help="with --budget-rate: spend the first N requests faster (--budget-warmup-boost), then "
                          "repay them at half the rate until the total is back on it (a fresh model learns from "
-                         "its first labels fastest); auto (default): a quarter of the pass's budget, at most "
-                         "1000; 0: off")
+                         "its first labels fastest); auto (default): half the pass's budget; 0: off")
     rp.add_argument("--budget-warmup-boost", type=_boost, metavar="K|every",
                     help="during the warm-up, aim at K ≥ 1 times the rate through the query strategy (default 4, "
                          "learners.budget.BACKTEST_WARMUP_BOOST); every: ask about every record")

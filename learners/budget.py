@@ -78,8 +78,8 @@ from learners.drivers import B1, I64, U64, _driver, _predict, pending_rounds, ro
 from learners.kernels import IDX, LABEL_FN, PROB_FN, ROUND_FN, SCORE_FN, STATE, UPDATE_FN, VAL, VEC
 from learners.params import Interval, Parameterized
 
-__all__ = ["BACKTEST_WARMUP_BOOST", "BudgetController", "Knob", "advance_clock", "backtest_warmup",
-           "max_window_query_ratio"]
+__all__ = ["BACKTEST_WARMUP_BOOST", "BACKTEST_WARMUP_SHARE", "BudgetController", "Knob", "advance_clock",
+           "backtest_warmup", "max_window_query_ratio"]
 
 FORMAT_VERSION = 2  # 2: the warm-up's debt joined the scalars
 
@@ -144,12 +144,15 @@ def advance_clock(ts: np.ndarray, now: float, tolerance: float, last: float) -> 
 # what ``activestream replay --budget-rate`` and the leaderboard's online entries warm up with
 # (benchmarks/results/budget_warmup.md measures the choice)
 BACKTEST_WARMUP_BOOST = 4.0
+BACKTEST_WARMUP_SHARE = 0.5
 
 
-def backtest_warmup(target: float, records: int, share: float = 0.25, most: int = 1000) -> int:
+def backtest_warmup(target: float, records: int, share: float = BACKTEST_WARMUP_SHARE) -> int:
     """The warm-up of a backtest of ``records`` records at rate ``target``: ``share`` of its budget of
-    requests, at most ``most``."""
-    return min(most, int(share * target * records))
+    requests. At boost k it is spent over share · records / k records and repaid (at half the rate)
+    over the next 2 · share · (1 − 1/k) · records, so the pass ends repaid while share · (2 − 1/k) ≤ 1
+    (0.875 of the pass at the defaults)."""
+    return int(share * target * records)
 
 
 def max_window_query_ratio(queried: np.ndarray, window: int = 1000) -> float:

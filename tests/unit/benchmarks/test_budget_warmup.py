@@ -26,14 +26,14 @@ def made(tmp_path_factory):
     return out, json.loads((out / "budget_warmup.json").read_text())
 
 
-def test_each_cell_runs_off_and_every_variant_with_a_quarter_of_the_budget(made):
+def test_each_cell_runs_off_and_every_variant_with_half_the_budget(made):
     _, payload = made
     cells = {(c["budget"], c["variant"]): c for c in payload["cells"]}
     assert set(cells) == {(b, v) for b in (0.05, 0.1) for v in ("off", *bw.VARIANTS)}
     for (budget, variant), cell in cells.items():
         assert cell["warmup"] == (0 if variant == "off" else backtest_warmup(budget, N))
         assert abs(cell["query"] - budget) <= 0.1 * budget  # the warm-up's excess is repaid within the pass
-    assert payload["share"] == 0.25 and payload["permutations"] == 2
+    assert payload["share"] == 0.5 and payload["permutations"] == 2
 
 
 def test_the_page_compares_each_variant_with_off(made):

@@ -436,3 +436,20 @@ def test_against_river_counts_a_cell_only_where_both_realised_the_budget(monkeyp
     text = "\n".join(lb.defaults_section(rows))
     assert "| s1 | 5% | 0.8000 (0.050) | — | river-entropy(scaler+lr) 0.7900 (0.052) | won | — |" in text
     assert "online (the controller, no look-ahead) 1 of 2 (5%: 1 of 1, 10%: 0 of 1)" in text
+
+
+def test_online_entries_are_what_replay_budget_rate_gives_by_default():
+    import subprocess
+    import sys
+
+    from learners.datasets import resolve
+
+    spec = "synthetic:sparse?n=4000&d=256"
+    data = resolve(spec)
+    [row] = lb.measure_ours("paa-1", data, [-1, 1], {}, 0.1, 1, regime="defaults", dataset="s", metric="f1",
+                            offline=False)
+    out = subprocess.run([sys.executable, "-m", "consumer", "replay", "--learner", "paa-1", "--data", spec,
+                          "--budget-rate", "0.1", "--json"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["budget_warmup"] > 0 and (row.mean, row.query) == (report["f1"], report["query_ratio"])

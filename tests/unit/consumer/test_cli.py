@@ -188,13 +188,13 @@ def test_replay_budget_warmup_spends_its_requests_first_and_still_holds_the_rate
     assert out.returncode != 0 and "--budget-warmup needs --budget-rate" in out.stderr
 
 
-def test_replay_budget_rate_warms_up_by_default_with_a_quarter_of_the_budget_boosted():
+def test_replay_budget_rate_warms_up_by_default_with_half_the_budget_boosted():
     from learners.budget import BACKTEST_WARMUP_BOOST, backtest_warmup
 
     out = replay("--learner", "paa-1", "--data", "synthetic:sparse?n=6000&d=1024", "--budget-rate", "0.1", "--json")
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
-    assert report["budget_warmup"] == backtest_warmup(0.1, 6000) == 150
+    assert report["budget_warmup"] == backtest_warmup(0.1, 6000) == 300
     assert report["budget_warmup_boost"] == BACKTEST_WARMUP_BOOST
     assert abs(report["query_ratio"] - 0.1) <= 0.01  # the warm-up's excess is repaid within the pass
     assert f"default {BACKTEST_WARMUP_BOOST:g}," in " ".join(replay("--help").stdout.split())

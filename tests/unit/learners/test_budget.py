@@ -511,7 +511,7 @@ def test_warmup_boost_below_one_is_refused(bad):
         BudgetController(target=0.1, warmup=10, warmup_boost=bad)
 
 
-def test_backtest_warmup_is_a_quarter_of_the_budget_at_most_a_thousand():
-    assert backtest_warmup(0.1, 32561) == 814
-    assert backtest_warmup(0.01, 1000) == 2
-    assert backtest_warmup(0.2, 10**6) == 1000
+def test_backtest_warmup_is_half_the_budget():
+    assert backtest_warmup(0.1, 32561) == 1628
+    assert backtest_warmup(0.01, 1000) == 5
+    assert backtest_warmup(0.2, 10**6, share=0.25) == 50000
