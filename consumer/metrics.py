@@ -116,7 +116,11 @@ class Metrics:
                                 registry=r)
         self.query_rate_aimed = Gauge(p + "query_rate_aimed",
                                       "Query rate the budget controller aims at now: the target, or a cap paced "
-                                      "over its window (NaN without a controller)", registry=r)
+                                      "over its window; more during a warm-up, less while its debt is repaid "
+                                      "(NaN without a controller)", registry=r)
+        self.budget_warmup_debt = Gauge(p + "budget_warmup_debt",
+                                        "Label requests the budget controller's warm-up made beyond the rate and "
+                                        "has not repaid yet (NaN without a controller)", registry=r)
         self.query_rate_recent = Gauge(p + "query_rate_recent",
                                        "Label requests per record over the last 500 records the controller decided",
                                        registry=r)

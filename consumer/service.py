@@ -1034,13 +1034,14 @@ class Service:
         controller = self.learner.budget
         if controller is None:
             m.budget_remaining.set(self.budget.remaining())
-            for gauge in (m.query_knob, m.query_rate_aimed, m.query_rate_recent):
+            for gauge in (m.query_knob, m.query_rate_aimed, m.query_rate_recent, m.budget_warmup_debt):
                 gauge.set(math.nan)  # nothing aimed at: no alert may compare against it
         else:
             m.budget_remaining.set(controller.remaining())
             m.query_knob.set(controller.knob_value)
             m.query_rate_aimed.set(controller.rate if controller.records else math.nan)
             m.query_rate_recent.set(controller.recent_rate())
+            m.budget_warmup_debt.set(controller.debt)
         m.estimated_error.set(self.totals.estimated_error_rate())
 
     def _close_scale_window(self) -> None:

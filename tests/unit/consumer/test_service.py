@@ -271,8 +271,19 @@ def test_query_rate_target_drives_decisions_from_the_first_record(tmp_path):
     assert len(requests) <= 1.2 * 0.05 * 1000
     assert all(r["probability"] <= 0.5 for r in requests)  # what the request carries: after the controller
     sample = h.service.metrics.registry.get_sample_value
-    assert sample("activestream_query_rate_aimed") == 0.05
+    assert sample("activestream_query_rate_aimed") == 0.05 and sample("activestream_budget_warmup_debt") == 0
     assert sample("activestream_query_knob") > 0 and 0 < sample("activestream_query_rate_recent") < 0.1
+
+
+def test_a_boosted_warmup_aims_higher_first_and_shows_its_debt(tmp_path):
+    h = Harness(tmp_path, query_rate_target=0.05, budget_warmup=400, budget_warmup_boost=4.0)
+    h.service.start()
+    feed(h, 1000)
+    h.service.run_once()
+    sample = h.service.metrics.registry.get_sample_value
+    assert sample("activestream_query_rate_aimed") == pytest.approx(0.2)  # still warming up: 4 × 5 %
+    assert sample("activestream_budget_warmup_debt") == pytest.approx(1000 * (0.2 - 0.05))
+    assert 0.1 * 1000 <= len(h.out("label-requests")) <= 0.3 * 1000
 
 
 def test_records_stamped_decades_off_do_not_move_the_budget_window(tmp_path):
