@@ -284,8 +284,8 @@ def _burst(cs, cp, recent, r):
 
 @njit(cache=True, nogil=True, inline="always")
 def _plan(cs, cp, r):
-    """The rate this record plans for (step 4): k · r (1 without a boost) during the warm-up, the
-    excess over r kept as a debt, then r − min(debt, ρ · r) until the debt is repaid."""
+    """The rate ρ_t this record plans for (step 4): k · r (1 without a boost) during the warm-up, the
+    excess over r kept as a debt, then r − min(debt, ½ r) until the debt is repaid."""
     if cs[_ASKED] < cp[_WARMUP]:
         planned = 1.0 if cp[_BOOST] == 0 else min(cp[_BOOST] * r, 1.0)
         cs[_DEBT] += planned - r
