@@ -42,13 +42,17 @@ record so that the realised query rate follows what the operator set, using only
    higher rate, ρ_t = min(k · r_t, 1) with the boost k (``warmup_boost``), or asks about every
    record (q_t = 1, ρ_t = 1) without one. A fresh model learns fastest from its first labels, and a
    budget spent evenly from the first record leaves it guessing longest; with a boost the query
-   strategy still picks which records get the early requests. The excess is a debt that is never
-   forgotten, D_t = D_{t−1} + ρ_t − r_t, repaid afterwards out of the rate,
+   strategy still picks which records get the early requests. The requests it made beyond the
+   rate are a debt that is never forgotten, D_t = D_{t−1} + Z_t − r_t, repaid afterwards out of
+   the rate,
 
-       ρ_t = r_t − min(D_{t−1}, ½ r_t),        D_t = D_{t−1} − (r_t − ρ_t),
+       ρ_t = r_t − clip(D_{t−1}, −½ r_t, ½ r_t),        D_t = D_{t−1} − (r_t − ρ_t),
 
    so the requests made come back to r_t · t once it is repaid, however long that takes. Steps 1-2
-   aim at ρ_t in place of r_t (the ledger follows the plan), and the hard caps still hold.
+   aim at ρ_t in place of r_t; the ledger rests during the warm-up (the debt holds what it made,
+   so a warm-up slower than planned owes no more than it spent), the burst brake forgets the
+   warm-up's requests when it ends (else it would hold the rate at its floor for ``burst_span``
+   records), and the hard caps still hold.
 
 q_t is known before record t's coin is drawn and depends only on the past and on x_t, so the
 importance weight Z_t / q_t keeps its expectation 1 however the knob moves (Horvitz & Thompson
@@ -81,7 +85,7 @@ from learners.params import Interval, Parameterized
 __all__ = ["BACKTEST_WARMUP_BOOST", "BACKTEST_WARMUP_SHARE", "BudgetController", "Knob", "advance_clock",
            "backtest_warmup", "max_window_query_ratio"]
 
-FORMAT_VERSION = 2  # 2: the warm-up's debt joined the scalars
+FORMAT_VERSION = 2  # 2: the warm-up's debt and the rate it is owed against joined the scalars
 
 
 # positions in the packed parameters ``cp``
@@ -89,10 +93,10 @@ _TARGET, _WINDOW, _EVERY, _HORIZON, _BRAKE, _FORGET, _FLOOR, _KNOB, _LOG_LO, _LO
     _SPAN, _PACE, _NCAP, _BURST, _BSPAN, _WARMUP, _BOOST = range(19)
 # positions in the scalar state ``cs``
 (_S, _UBAR, _LEDGER, _SEEN, _ASKED, _SINCE, _HEAD, _FILLED, _CLOCK, _RHEAD, _RLEN, _RSUM, _CHAT,
- _REFUSED, _RATE, _BHEAD, _BLEN, _DEBT) = range(18)
+ _REFUSED, _RATE, _BHEAD, _BLEN, _DEBT, _BASE) = range(19)
 _STATE_FIELDS = ("knob_position", "ceiling", "ledger", "records", "requests", "since_solve", "head", "filled",
                  "clock", "ring_head", "ring_length", "ring_cost", "expected_cost", "refused", "rate",
-                 "recent_head", "recent_length", "debt")
+                 "recent_head", "recent_length", "debt", "base_rate")
 _BISECTIONS = 18  # halvings of the ceiling's interval: 2^-18 is far below the scores' noise
 _FIRST_STEP = 1.0 / 64  # first step of the warm search for the knob's position, from the last one
 _REFINE = 7  # halvings of the bracket found: at least 2^-13 of the knob's log range
@@ -284,13 +288,12 @@ def _burst(cs, cp, recent, r):
 
 @njit(cache=True, nogil=True, inline="always")
 def _plan(cs, cp, r):
-    """The rate ρ_t this record plans for (step 4): k · r (1 without a boost) during the warm-up, the
-    excess over r kept as a debt, then r − min(debt, ½ r) until the debt is repaid."""
+    """The rate ρ_t this record plans for (step 4): k · r (1 without a boost) during the warm-up,
+    then r − clip(D, −½ r, ½ r) until the debt D is repaid."""
+    cs[_BASE] = r
     if cs[_ASKED] < cp[_WARMUP]:
-        planned = 1.0 if cp[_BOOST] == 0 else min(cp[_BOOST] * r, 1.0)
-        cs[_DEBT] += planned - r
-        return planned
-    pay = min(cs[_DEBT], _REPAY * r) if cs[_DEBT] > 0 else 0.0
+        return 1.0 if cp[_BOOST] == 0 else min(cp[_BOOST] * r, 1.0)
+    pay = min(max(cs[_DEBT], -_REPAY * r), _REPAY * r)
     cs[_DEBT] -= pay
     return r - pay
 
@@ -333,11 +336,16 @@ def _account(cs, cp, ring, recent, queried, refused):
         recent[int(cs[_BHEAD] + cs[_BLEN]) % recent.size] = cs[_SEEN]
         cs[_BLEN] += 1
     cs[_SEEN] += 1
-    cs[_LEDGER] = cp[_FORGET] * cs[_LEDGER] + cs[_RATE] - (1.0 if queried else 0.0)
+    if cs[_ASKED] < cp[_WARMUP]:  # the warm-up's requests beyond the rate are its debt (step 4)
+        cs[_DEBT] += (1.0 if queried else 0.0) - cs[_BASE]
+    else:
+        cs[_LEDGER] = cp[_FORGET] * cs[_LEDGER] + cs[_RATE] - (1.0 if queried else 0.0)
     if refused:
         cs[_REFUSED] += 1
     if queried:
         cs[_ASKED] += 1
+        if cs[_ASKED] == cp[_WARMUP]:  # the burst brake forgets the warm-up's requests, made at k · r
+            cs[_BLEN] = 0.0
         if cp[_CAP] < np.inf or cp[_NCAP] < np.inf:
             cap = ring.shape[1]
             tail = int(cs[_RHEAD] + cs[_RLEN]) % cap
@@ -736,7 +744,8 @@ class BudgetController(Parameterized):
         if version not in (1, FORMAT_VERSION):
             raise ValueError(f"budget state format version {version}, this library reads 1 to {FORMAT_VERSION}")
         if version == 1:  # before the warm-up's debt: none owed (the ledger held it)
-            state = {**state, "scalars": np.append(np.asarray(state["scalars"], dtype=np.float64), 0.0)}
+            scalars = np.asarray(state["scalars"], dtype=np.float64)
+            state = {**state, "scalars": np.append(scalars, [0.0, scalars[_RATE]])}
         arrays = (("scalars", self.cs_), ("window", self.win_), ("ring", self.ring_), ("recent", self.recent_),
                   ("query", self._qw))
         for name, target in arrays:

@@ -457,12 +457,11 @@ def test_warmup_must_be_a_count(bad):
         BudgetController(target=0.1, warmup=bad)
 
 
-def transcribed_plan(r, asked, warmup, boost, debt):
-    """Step 4 as the module doc writes it: (ρ_t, D_t) from r_t and D_{t−1}."""
+def transcribed_plan(r, asked, warmup, boost, debt, z):
+    """Step 4 as the module doc writes it: (ρ_t, D_t) from r_t, D_{t−1} and the coin's Z_t."""
     if asked < warmup:
-        rho = 1.0 if boost is None else min(boost * r, 1.0)
-        return rho, debt + rho - r
-    rho = r - min(max(debt, 0.0), _REPAY * r)
+        return (1.0 if boost is None else min(boost * r, 1.0)), debt + z - r
+    rho = r - min(max(debt, -_REPAY * r), _REPAY * r)
     return rho, debt - (r - rho)
 
 
@@ -471,15 +470,17 @@ def test_warmup_plan_matches_its_formula_record_by_record(boost):
     X = np.random.default_rng(12).normal(size=(6000, D))
     learner = budgeted("paa-1", 0.05, warmup=60, warmup_boost=boost)
     controller = learner.budget
-    debt, asked, worst = 0.0, 0, 0.0
+    debt, asked, worst, peak = 0.0, 0, 0.0, 0.0
     for i in range(0, 6000, 250):  # the controller's rate and debt after each batch's last record
         decision = learner.decide(X[i:i + 250])
         for k in range(250):
-            rho, debt = transcribed_plan(0.05, asked, 60, boost, debt)
+            rho, debt = transcribed_plan(0.05, asked, 60, boost, debt, int(decision.query[k]))
             asked += int(decision.query[k])
+            peak = max(peak, debt)
         worst = max(worst, abs(controller.debt - debt))
         assert controller.rate == pytest.approx(rho)
     assert worst < 1e-9 and controller.debt == pytest.approx(0.0, abs=1e-12)  # repaid within the stream
+    assert peak > 0.5 * 60 * (1 - 1 / (boost or 20))  # what the warm-up made beyond the rate was owed
 
 
 def test_boosted_warmup_asks_its_uncertain_records_at_k_times_the_rate_and_repays_all_of_it():
@@ -503,6 +504,7 @@ def test_budget_state_of_format_1_loads_with_no_debt():
     b = budgeted("paa-1", 0.05)
     b.load_state_dict(state)
     assert b.budget.debt == 0.0 and b.budget.records == 3
+    assert b.decide(np.zeros((5, D))).query.size == 5
 
 
 @pytest.mark.parametrize("bad", [0.5, -1.0, math.nan])
@@ -515,3 +517,14 @@ def test_backtest_warmup_is_half_the_budget():
     assert backtest_warmup(0.1, 32561) == 1628
     assert backtest_warmup(0.01, 1000) == 5
     assert backtest_warmup(0.2, 10**6, share=0.25) == 50000
+
+
+@pytest.mark.parametrize("name", ["paa-1", "lr-ada-entropy"])
+def test_a_short_pass_with_half_its_budget_as_warmup_still_ends_on_its_rate(name):
+    """The warm-up's requests, made at 4 × the rate, neither hold the burst brake down nor leave a
+    debt the pass cannot repay: 1,000 records at 5 %."""
+    asked = []
+    for seed in range(6):
+        learner = budgeted(name, 0.05, warmup=backtest_warmup(0.05, 1000), warmup_boost=4.0)
+        asked.append(replay(learner, synthetic_sparse(n=1000, d=D, seed=seed)).queried.mean())
+    assert abs(np.mean(asked) - 0.05) <= 0.003, asked
