@@ -14,7 +14,7 @@ same target:
   requests;
 
 with N = :func:`learners.budget.backtest_warmup` (half the pass's budget; ``--share``).
-The learners are the two leaders of each kind on the leaderboard and the former defaults; the
+The learners are the two leaders of each kind on the leaderboard and the defaults; the
 permutations are the leaderboard's tuning permutations (seeds from 10,000), never its evaluated
 ones, so a default chosen here is not chosen on the numbers the leaderboard reports. Written to
 ``budget_warmup.md`` and ``.json``: per cell the metric and realised ratio of each variant, and per
