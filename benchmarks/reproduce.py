@@ -577,6 +577,18 @@ def _list(entries: Sequence[Entry]) -> None:
               f"    -> {', '.join(e.files)}\n    {made}")
 
 
+def drop_compiled_kernels(root: Path = ROOT) -> int:
+    """Delete numba's on-disk cache of the learners' kernels; the number of files deleted.
+
+    numba checks a cached function against its own source file only: a kernel that calls one from
+    another module (``budget_scaled`` calls ``budget._step``) keeps the old callee's code after that
+    module changes. Every figure regenerated or checked must come from HEAD's code."""
+    stale = [p for pattern in ("*.nbi", "*.nbc") for p in (root / "learners").rglob(pattern)]
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return len(stale)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.reproduce", description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="+", metavar="NAME", help="entries or papers (see --list)")
@@ -589,6 +601,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.list:
         _list(entries)
         return 0
+    drop_compiled_kernels()
     if args.check:
         failed = 0
         total = time.perf_counter()

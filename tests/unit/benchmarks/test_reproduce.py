@@ -119,3 +119,12 @@ def test_a_cache_the_script_checks_itself_is_kept_for_the_run(tmp_path, monkeypa
     assert sorted(f.name for f in (tmp_path / "cells").iterdir()) == ["old.json"]
     [board] = [e for e in reproduce.RESULTS if e.name == "leaderboard"]
     assert board.checked_cache and "leaderboard_parts/" in board.files
+
+
+def test_compiled_kernels_are_dropped_before_anything_is_regenerated_or_checked(tmp_path):
+    cache = tmp_path / "learners" / "__pycache__"
+    cache.mkdir(parents=True)
+    for name in ("budget._step-1.py311.nbi", "budget._step-1.py311.1.nbc", "budget.cpython-311.pyc"):
+        (cache / name).write_bytes(b"x")
+    assert reproduce.drop_compiled_kernels(tmp_path) == 2
+    assert [p.name for p in cache.iterdir()] == ["budget.cpython-311.pyc"]
