@@ -10,7 +10,7 @@ budget knob (binary learners on binary sets, multiclass ones on multiclass sets)
 over the same permutations (``default_rng(k)``, k = 0..P−1):
 
 * **online**: with :class:`learners.budget.BudgetController` ``(target)`` and its boosted warm-up
-  (:func:`online_controller`), no look-ahead: what ``activestream replay --budget-rate`` does;
+  (:func:`learners.budget.backtest_controller`), no look-ahead: what ``activestream replay --budget-rate`` does;
   ranked when its realised ratio is within ±10 % of the target, flagged and left out of the ranking otherwise;
 * **offline**: its knob bisected over the evaluated permutations themselves
   (:func:`learners.replay.find_budget`): a reference with look-ahead.
@@ -65,7 +65,7 @@ from benchmarks.paa_data import datasets_dir
 from benchmarks.paa_multiclass import divide, svm_scale, unit_rows
 from learners import make
 from learners.base import Learner
-from learners.budget import BACKTEST_WARMUP_BOOST, BudgetController, backtest_warmup
+from learners.budget import BACKTEST_WARMUP_BOOST, backtest_controller
 from learners.datasets import Dataset, concat, read_libsvm, resolve
 from learners.defaults import DEFAULT_LEARNERS
 from learners.registry import ALGORITHMS, LEARNER_DEFAULTS
@@ -321,12 +321,6 @@ def _from_run(result: Run, **fields: Any) -> Row:
                permutations=len(result.metrics), **fields)
 
 
-def online_controller(target: float, records: int) -> BudgetController:
-    """The online entries' controller: what ``activestream replay --budget-rate`` holds a pass of
-    ``records`` records with by default (the boosted warm-up of half the budget)."""
-    return BudgetController(target=target, warmup=backtest_warmup(target, records), warmup_boost=BACKTEST_WARMUP_BOOST)
-
-
 def measure_ours(name: str, data: Dataset, classes: Sequence, params: Mapping[str, Any], target: float,
                  permutations: int, *, regime: str, dataset: str, metric: str, entry: str | None = None,
                  offline: bool = True) -> list[Row]:
@@ -334,7 +328,7 @@ def measure_ours(name: str, data: Dataset, classes: Sequence, params: Mapping[st
     bisected, as ``entry`` (default: its registry name)."""
     base = build(name, data, classes, params)
     online = base.clone()
-    online.budget = online_controller(target, data.n)
+    online.budget = backtest_controller(target, data.n)
     on = run(online, data, permutations=permutations, seed=0)
     common = {"regime": regime, "dataset": dataset, "metric": metric, "budget": target, "entry": entry or name,
               "params": dict(params)}

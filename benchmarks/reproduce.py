@@ -288,6 +288,7 @@ def _check_soal() -> CheckCell:
 
 def _check_leaderboard() -> CheckCell:
     from benchmarks import leaderboard as lb
+    from learners.budget import backtest_controller
     from learners.replay import run
 
     made = _json("leaderboard.json")
@@ -295,7 +296,7 @@ def _check_leaderboard() -> CheckCell:
     spec = lb.DATASETS[row["dataset"]]
     data = spec.load()
     learner = lb.build("paa-1", data, spec.classes(data), row["params"])
-    learner.budget = lb.online_controller(row["budget"], data.n)
+    learner.budget = backtest_controller(row["budget"], data.n)
     result = run(learner, data, permutations=row["permutations"], seed=0)
     return CheckCell(f"{row['dataset']} paa-1 online at {row['budget']:.0%}: {row['metric']}", row["mean"],
                      result.mean(row["metric"]), 4)

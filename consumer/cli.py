@@ -79,7 +79,7 @@ def _replay(args: argparse.Namespace) -> int:
     import orjson
 
     from learners import make
-    from learners.budget import BACKTEST_WARMUP_BOOST, BudgetController, backtest_warmup
+    from learners.budget import BACKTEST_WARMUP_BOOST, backtest_controller
     from learners.datasets import LibsvmStream, StreamSummary, concat, is_libsvm_file, resolve, scan_libsvm
     from learners.registry import default_learner, paper_protocol
     from learners.replay import find_budget, run, run_stream
@@ -126,10 +126,10 @@ def _replay(args: argparse.Namespace) -> int:
                    costs=costs, warmup=args.warmup)
     if args.budget_rate is not None:
         records = data.n if stream is None else summary.n  # the pass's length (0: not known ahead)
-        warmup = backtest_warmup(args.budget_rate, records) if args.budget_warmup == "auto" else args.budget_warmup
+        warmup = None if args.budget_warmup == "auto" else args.budget_warmup
         boost = {None: BACKTEST_WARMUP_BOOST, "every": None}.get(args.budget_warmup_boost, args.budget_warmup_boost)
         try:
-            learner.budget = BudgetController(target=args.budget_rate, warmup=warmup, warmup_boost=boost)
+            learner.budget = backtest_controller(args.budget_rate, records, warmup=warmup, boost=boost)
         except ValueError as exc:
             raise SystemExit(f"--budget-rate: {exc}") from None
     elif args.budget_warmup not in (0, "auto") or args.budget_warmup_boost is not None:

@@ -83,7 +83,7 @@ from learners.kernels import IDX, LABEL_FN, PROB_FN, ROUND_FN, SCORE_FN, STATE, 
 from learners.params import Interval, Parameterized
 
 __all__ = ["BACKTEST_WARMUP_BOOST", "BACKTEST_WARMUP_SHARE", "BudgetController", "Knob", "advance_clock",
-           "backtest_warmup", "max_window_query_ratio"]
+           "backtest_controller", "backtest_warmup", "max_window_query_ratio"]
 
 FORMAT_VERSION = 2  # 2: the warm-up's debt and the rate it is owed against joined the scalars
 
@@ -352,6 +352,19 @@ def _account(cs, cp, ring, recent, queried, refused):
             ring[0, tail], ring[1, tail] = cs[_CLOCK], cs[_CHAT]
             cs[_RLEN] += 1
             cs[_RSUM] += cs[_CHAT]
+
+
+def _book_request(cs: np.ndarray, cp: np.ndarray, n: int) -> None:
+    """Count (n = 1) or take back (n = −1) a request made outside :func:`_step`, where
+    :func:`_account` books it: in the warm-up's debt while the warm-up lasts, in the ledger after."""
+    if n < 0:
+        cs[_ASKED] += n
+    if cs[_ASKED] < cp[_WARMUP]:
+        cs[_DEBT] += n
+    else:
+        cs[_LEDGER] -= n
+    if n > 0:
+        cs[_ASKED] += n
 
 
 @njit(cache=True, nogil=True)
@@ -684,8 +697,7 @@ class BudgetController(Parameterized):
         """Count a request made outside :meth:`decide` (one kept from before a restart whose record
         the controller now declined) at the current clock, so the caps and the ledger include it."""
         cs, cp = self.cs_, self.cp_
-        cs[_ASKED] += 1
-        cs[_LEDGER] -= 1.0
+        _book_request(cs, cp, 1)
         if cp[_BURST] > 0 and cs[_BLEN] < self.recent_.size:
             self.recent_[int(cs[_BHEAD] + cs[_BLEN]) % self.recent_.size] = max(cs[_SEEN] - 1, 0)
             cs[_BLEN] += 1
@@ -715,8 +727,7 @@ class BudgetController(Parameterized):
         after a restart would be a phantom request, repaid by asking less afterwards. The caps and
         the burst brake drop their newest entry (one of the batch just decided)."""
         cs, cp = self.cs_, self.cp_
-        cs[_ASKED] -= 1
-        cs[_LEDGER] += 1.0
+        _book_request(cs, cp, -1)
         if cp[_BURST] > 0 and cs[_BLEN] > 0:
             cs[_BLEN] -= 1
         if (cp[_CAP] < np.inf or cp[_NCAP] < np.inf) and cs[_RLEN] > 0:
@@ -754,3 +765,13 @@ class BudgetController(Parameterized):
                 raise ValueError(f"budget state {name!r} has shape {source.shape}, this controller needs "
                                  f"{target.shape} (window, caps or query changed)")
             target[...] = source
+
+
+def backtest_controller(target: float, records: int, *, warmup: int | None = None,
+                        boost: float | None = BACKTEST_WARMUP_BOOST) -> BudgetController:
+    """The controller a backtest of ``records`` records holds the rate ``target`` with
+    (``activestream replay --budget-rate`` and the leaderboard's online entries): a warm-up of
+    ``warmup`` requests (default :func:`backtest_warmup`; 0 for none) at ``boost`` times the rate
+    (None: every record), repaid afterwards."""
+    warmup = backtest_warmup(target, records) if warmup is None else warmup
+    return BudgetController(target=target, warmup=warmup, warmup_boost=boost)

@@ -14,6 +14,7 @@ from learners.budget import (
     _REPAY,
     BudgetController,
     advance_clock,
+    backtest_controller,
     backtest_warmup,
     max_window_query_ratio,
 )
@@ -517,6 +518,28 @@ def test_backtest_warmup_is_half_the_budget():
     assert backtest_warmup(0.1, 32561) == 1628
     assert backtest_warmup(0.01, 1000) == 5
     assert backtest_warmup(0.2, 10**6, share=0.25) == 50000
+
+
+def test_backtest_controller_is_the_boosted_warmup_of_half_the_budget_unless_told_otherwise():
+    made = backtest_controller(0.1, 32561)
+    assert (made.target, made.warmup, made.warmup_boost) == (0.1, 1628, 4.0)
+    off = backtest_controller(0.1, 32561, warmup=0, boost=None)
+    assert (off.warmup, off.warmup_boost) == (0, None)
+
+
+def test_requests_counted_outside_decide_book_as_the_warmups_debt_while_it_lasts_then_in_the_ledger():
+    """As the decisions themselves: a request kept from before a restart during the warm-up is
+    part of what the warm-up spends and repays, not an overspend the ledger would forget."""
+    controller = BudgetController(target=0.1, warmup=2).bind(make("paa-1", n_features=D).query)
+    debt, ledger = controller.cs_[_DEBT], controller.cs_[_LEDGER]
+    controller.count_request()
+    controller.count_request()
+    assert (controller.requests, controller.cs_[_DEBT], controller.cs_[_LEDGER]) == (2, debt + 2, ledger)
+    controller.count_request()  # the warm-up's two requests are made: this one is the ledger's
+    assert (controller.cs_[_DEBT], controller.cs_[_LEDGER]) == (debt + 2, ledger - 1)
+    for _ in range(3):
+        controller.uncount_request()
+    assert (controller.requests, controller.cs_[_DEBT], controller.cs_[_LEDGER]) == (0, debt, ledger)
 
 
 @pytest.mark.parametrize("name", ["paa-1", "lr-ada-entropy"])
