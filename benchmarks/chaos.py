@@ -129,7 +129,7 @@ def _service_env(bootstrap: str, topics: dict[str, str], checkpoint_dir: Path, p
             "ACTIVESTREAM_METRICS_PORT": str(port), "ACTIVESTREAM_GROUP_ID": f"chaos-{topics['features']}",
             "ACTIVESTREAM_N_FEATURES": "8", "ACTIVESTREAM_BATCH_SIZE": "200",
             "ACTIVESTREAM_CHECKPOINT__EVERY_S": "0.3", "ACTIVESTREAM_CHECKPOINT__EVERY_LABELS": "25",
-            "ACTIVESTREAM_LEARNER_PARAMS": '{"delta": 0.3}',
+            "ACTIVESTREAM_LEARNER": "paa-1", "ACTIVESTREAM_LEARNER_PARAMS": '{"delta": 0.3}',
             "ACTIVESTREAM_TOPICS": orjson.dumps(topics).decode(),
             "ACTIVESTREAM_KAFKA_CONSUMER": orjson.dumps(CLIENT_SETTINGS).decode(), **extra}
 

@@ -47,7 +47,8 @@ class Cluster:
                      "ACTIVESTREAM_GROUP_ID": f"scale-{uuid.uuid4().hex[:8]}",
                      "ACTIVESTREAM_TOPICS": orjson.dumps(topics).decode(),
                      "ACTIVESTREAM_KAFKA_CONSUMER": orjson.dumps(CLIENT_SETTINGS).decode(),
-                     "ACTIVESTREAM_N_FEATURES": "8", "ACTIVESTREAM_LEARNER_PARAMS": '{"delta": 0.3}',
+                     "ACTIVESTREAM_N_FEATURES": "8", "ACTIVESTREAM_LEARNER": "paa-1",
+                     "ACTIVESTREAM_LEARNER_PARAMS": '{"delta": 0.3}',
                      "ACTIVESTREAM_CHECKPOINT__EVERY_S": "1", "ACTIVESTREAM_MODEL__PUBLISH_EVERY_S": "0.25",
                      "ACTIVESTREAM_CHECKPOINT_DIR": str(directory / "unused")}
         self.processes: dict[str, tuple[subprocess.Popen, int]] = {}
@@ -220,7 +221,7 @@ def test_scorers_and_trainers_lose_nothing_across_sigkill(kafka_bootstrap, tmp_p
     assert annotator.answered == len(asked)
 
     # the final model is an offline replay of those labels, in that order
-    settings = load_settings(n_features=8, learner_params={"delta": 0.3})
+    settings = load_settings(n_features=8, learner="paa-1", learner_params={"delta": 0.3})
     replay = build_learner(settings)
     features = dict(records)
     values = [orjson.dumps({"id": rid, "features": features[rid]}) for rid in ids]

@@ -72,7 +72,8 @@ def _env(monkeypatch, bootstrap: str, props: dict[str, str], tmp_path: Path) -> 
     env = {f"ACTIVESTREAM_KAFKA__{k.upper().replace('.', '_')}": v for k, v in props.items()}
     env |= {"ACTIVESTREAM_BOOTSTRAP_SERVERS": bootstrap, "ACTIVESTREAM_CHECKPOINT_DIR": str(tmp_path / "ckpt"),
             "ACTIVESTREAM_GROUP_ID": f"g-{uuid.uuid4().hex[:8]}", "ACTIVESTREAM_N_FEATURES": "8",
-            "ACTIVESTREAM_METRICS_PORT": "0", "ACTIVESTREAM_LEARNER_PARAMS__DELTA": "0.3",
+            "ACTIVESTREAM_METRICS_PORT": "0",
+            "ACTIVESTREAM_LEARNER": "paa-1", "ACTIVESTREAM_LEARNER_PARAMS__DELTA": "0.3",
             "ACTIVESTREAM_KAFKA_CONSUMER": orjson.dumps(CLIENT_SETTINGS).decode()}
     tag = uuid.uuid4().hex[:8]
     for name in ("features", "predictions", "label_requests", "labels", "dead_letters"):

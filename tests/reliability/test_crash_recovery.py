@@ -71,7 +71,7 @@ def test_kill_9_at_random_points_loses_nothing_and_applies_each_label_once(kafka
            "ACTIVESTREAM_METRICS_PORT": str(port), "ACTIVESTREAM_GROUP_ID": f"crash-{topics['features']}",
            "ACTIVESTREAM_N_FEATURES": "8", "ACTIVESTREAM_BATCH_SIZE": "50",
            "ACTIVESTREAM_CHECKPOINT__EVERY_S": "0.3", "ACTIVESTREAM_CHECKPOINT__EVERY_LABELS": "25",
-           "ACTIVESTREAM_LEARNER_PARAMS": '{"delta": 0.3}',
+           "ACTIVESTREAM_LEARNER": "paa-1", "ACTIVESTREAM_LEARNER_PARAMS": '{"delta": 0.3}',
            "ACTIVESTREAM_TOPICS": orjson.dumps(topics).decode(),
            "ACTIVESTREAM_KAFKA_CONSUMER": orjson.dumps(CLIENT_SETTINGS).decode()}
     annotator = DedupAnnotator(kafka_bootstrap, topics, truth).start()

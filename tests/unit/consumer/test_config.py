@@ -151,9 +151,9 @@ def test_learner_errors_name_their_variable():
     with pytest.raises(ConfigError, match="ACTIVESTREAM_LEARNER: unknown learner 'paa-9'"):
         build_learner(load_settings(learner="paa-9"))
     with pytest.raises(ConfigError, match=r"ACTIVESTREAM_LEARNER_PARAMS: .*gamma"):
-        build_learner(load_settings(learner_params={"gamma": 1}))
+        build_learner(load_settings(learner="paa-1", learner_params={"gamma": 1}))
     with pytest.raises(ConfigError, match=r"ACTIVESTREAM_LEARNER_PARAMS: .*C must be"):
-        build_learner(load_settings(learner_params={"C": -1}))
+        build_learner(load_settings(learner="paa-1", learner_params={"C": -1}))
     with pytest.raises(ConfigError, match="ACTIVESTREAM_CLASSES"):
         build_learner(load_settings(learner="paa-1", classes=[1, 2, 3]))  # a binary learner, three classes
     with pytest.raises(ConfigError, match="ACTIVESTREAM_N_FEATURES"):
@@ -161,6 +161,7 @@ def test_learner_errors_name_their_variable():
 
 
 def test_learner_params_are_case_insensitive_and_json_typed(monkeypatch):
+    monkeypatch.setenv("ACTIVESTREAM_LEARNER", "paa-1")
     monkeypatch.setenv("ACTIVESTREAM_LEARNER_PARAMS__C", "0.25")
     monkeypatch.setenv("ACTIVESTREAM_LEARNER_PARAMS__DELTA", "0.5")
     learner = build_learner(load_settings())

@@ -18,7 +18,8 @@ from tests.fakes import FakeClients, LocalBroker
 
 
 def scorer(tmp_path, **overrides) -> Scorer:
-    settings = load_settings(role="scorer", checkpoint_dir=tmp_path, n_features=4, metrics_port=0, **overrides)
+    settings = load_settings(role="scorer", checkpoint_dir=tmp_path, n_features=4, metrics_port=0,
+                             **{"learner": "paa-1", **overrides})
     made = service_for(settings, clock=ManualClock(), clients=FakeClients(LocalBroker()), serve_http=False)
     assert isinstance(made, Scorer)
     return made
@@ -26,7 +27,7 @@ def scorer(tmp_path, **overrides) -> Scorer:
 
 def published(version: int, at: float, **settings) -> Model:
     """A trainer's model after a few labels."""
-    learner = build_learner(load_settings(n_features=settings.pop("n_features", 4), **settings))
+    learner = build_learner(load_settings(n_features=settings.pop("n_features", 4), **{"learner": "paa-1", **settings}))
     rows = Rows.stack([(np.array([0, 1]), np.array([1.0, -0.5])), (np.array([2]), np.array([2.0]))], learner.n_features)
     learner.learn_many(rows, np.array([1, -1]))
     return Model(version, 1, learner.state_dict(), {"published_at": at, "version": version}, at)
