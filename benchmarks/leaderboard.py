@@ -62,7 +62,7 @@ import numpy as np
 from benchmarks import peers
 from benchmarks.paa_data import DATASETS as PAA
 from benchmarks.paa_data import datasets_dir
-from benchmarks.paa_multiclass import divide, svm_scale, unit_rows
+from benchmarks.paa_multiclass import divide, svm_scale
 from learners import make
 from learners.base import Learner
 from learners.budget import BACKTEST_WARMUP_BOOST, backtest_controller
@@ -162,7 +162,9 @@ def _binary() -> list[BoardData]:
 
 
 def _multiclass() -> list[BoardData]:
-    """The multiclass sets, train and test joined, scaled as :mod:`benchmarks.paa_multiclass` does."""
+    """The multiclass sets, train and test joined, scaled as :mod:`benchmarks.paa_multiclass` does
+    (news20 excepted). The loaders are not part of a unit's key: a change to one needs that
+    dataset's part removed (or ``--fresh``)."""
     return [
         BoardData("dna", True, lambda: _files("dna.scale.xz", "dna.scale.t.xz"), note="train + test"),
         BoardData("satimage", True, lambda: svm_scale(_files("satimage.xz", "satimage.t.xz")),
@@ -172,7 +174,9 @@ def _multiclass() -> list[BoardData]:
         BoardData("letter", True, lambda: svm_scale(_files("letter.xz")), note="all 20,000 rows, svm-scaled"),
         BoardData("shuttle", True, lambda: svm_scale(_files("shuttle.xz", "shuttle.t.xz")),
                   note="train + test, svm-scaled"),
-        BoardData("news20", True, lambda: unit_rows(_files("news20.xz")), note="train part, unit-norm rows"),
+        # as shipped (raw term counts): the bar the issue sets for the multiclass default; the paper
+        # reproduction (benchmarks.paa_multiclass) scales the rows to unit norm instead
+        BoardData("news20", True, lambda: _files("news20.xz"), note="train part, raw term counts, as shipped"),
     ]
 
 
