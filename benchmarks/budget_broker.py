@@ -50,6 +50,7 @@ from benchmarks.scale_out import dataset, make_records, preload
 from consumer.checkpoint import CheckpointStore
 from consumer.demo.broker import CLIENT_SETTINGS, Broker, free_port
 from learners.budget import max_window_query_ratio
+from learners.defaults import default_learner
 from tests.kafka_helpers import read_all, unique_topics
 from tests.reliability.test_crash_recovery import DedupAnnotator, metric, start_service
 
@@ -198,9 +199,9 @@ def render(r: dict[str, Any]) -> str:
         f"{r['source']} ({s['records']:,} of its {r['rows']:,} rows: a8a's train and test parts in one file, once, "
         f"in file order) as a backlog of JSON feature records on a one-partition topic of the embedded broker "
         f"(produced at {r['produced_per_s']:,.0f} records/s before the service started). The service is "
-        f"`python -m consumer run` with the default learner, `ACTIVESTREAM_QUERY_RATE_TARGET={s['target']}` and a "
-        f"checkpoint at least every {s['checkpoint_every_s']} s; an annotator answers each label request with the "
-        "ground truth as soon as it reads it. Once at least half the records were scored (its /metrics polled: "
+        f"`python -m consumer run` with the {s['learner']} learner, `ACTIVESTREAM_QUERY_RATE_TARGET={s['target']}` "
+        f"and a checkpoint at least every {s['checkpoint_every_s']} s; an annotator answers each label request with "
+        "the ground truth as soon as it reads it. Once at least half the records were scored (its /metrics polled: "
         f"{r['scored_seen_at_kill']:,.0f} then) the service was killed with SIGKILL and started again on its "
         f"checkpoint directory; the newest checkpoint then covered {r['checkpoint_records_at_kill']:,} records. "
         "Figures from the predictions read back, in the order of the features topic; a record is *before* the "
@@ -245,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
                    "command": command, "seconds": time.perf_counter() - started,
                    "settings": {"records": result["predicted"] + result["missing"], "target": TARGET,
                                 "kill_at": 0.5, "checkpoint_every_s": CHECKPOINT_EVERY_S, "partitions": 1,
-                                "learner": "default (paa-1)", "client_settings": CLIENTS}})
+                                "learner": f"default ({default_learner(2)})", "client_settings": CLIENTS}})
     (out / "budget_broker.json").write_text(json.dumps(result, indent=1) + "\n")
     (out / "budget_broker.md").write_text(render(result))
     print(render(result))
