@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from consumer.errors import ConfigError
+from learners.defaults import DEFAULT_LEARNERS
 
 __all__ = ["ENV_PREFIX", "Settings", "load_settings"]
 
@@ -141,8 +142,9 @@ class Settings(BaseSettings):
         default_factory=dict, description="extra properties of the labels consumer alone, over KAFKA_CONSUMER"
     )
 
-    learner: str | None = Field(None, description="registry name of the learner (docs: learner registry); "
-                                "unset: paa-1 for two classes, mpaa-1 for more")
+    learner: str | None = Field(None, description="registry name of the learner (docs: learner registry); unset: "
+                                f"{DEFAULT_LEARNERS['binary']} for two classes, "
+                                f"{DEFAULT_LEARNERS['multiclass']} for more")
     learner_params: dict[str, Any] = Field(default_factory=dict,
                                            description="hyper-parameter overrides, e.g. __DELTA=0.5")
     classes: list[Any] | None = Field(None, description="binary: [negative, positive]; multiclass: all classes")
