@@ -556,30 +556,38 @@ def defaults_section(rows: list[Row]) -> list[str]:
            + " and ".join(f"{b:.0%}" for b in DEFAULT_BUDGETS) + " cells of every set but the large ones "
            "(ranks among every landed entry, peers included). The registry's choice is "
            f"`learners/defaults.py`: binary `{DEFAULT_LEARNERS['binary']}`, multiclass "
-           f"`{DEFAULT_LEARNERS['multiclass']}`.", ""]
+           f"`{DEFAULT_LEARNERS['multiclass']}`. Against River below: the first-ranked learner of each kind, "
+           "and the registry's default where it is another.", ""]
     for kind, multiclass in (("binary", False), ("multiclass", True)):
         ranking = default_ranking(rows, multiclass)
         if not ranking:
             continue
         out += [f"### {kind.capitalize()}: the ranking", "", "| entry | mean rank | cells |", "|---|---|---|"]
         out += [f"| {e} | {m:.2f} | {n} |" for e, m, n in ranking[:10]]
-        chosen = DEFAULT_LEARNERS[kind]
-        cells = against_river(rows, chosen, multiclass)
-        out += ["", f"### {kind.capitalize()}: `{chosen}` against River's best configuration", "",
-                f"Cells won where both landed the budget (±{tolerance(0.1):.1%}): online (the controller, no "
-                f"look-ahead) {_tally(cells, 'won')}; offline (the knob bisected over the evaluated permutations, "
-                f"look-ahead like River's discount) {_tally(cells, 'won_offline')}.", "",
-                "| dataset | budget | ours online (query) | ours offline (query) | River's best landed (query) "
-                "| online | offline |", "|---|---|---|---|---|---|---|"]
-        shown = lambda m, q: "—" if m is None else f"{m:.4f} ({q:.3f})"  # noqa: E731
-        verdict = {True: "won", False: "lost", None: "—"}
-        for c in cells:
-            river = (f"{c['river']} {c['river_mean']:.4f} ({c['river_query']:.3f})" if c["river"]
-                     else "none landed")
-            out.append(f"| {c['dataset']} | {c['budget']:.0%} | {shown(c['ours'], c['ours_query'])} | "
-                       f"{shown(c['ours_offline'], c['ours_query_offline'])} | {river} | "
-                       f"{verdict[c['won']]} | {verdict[c['won_offline']]} |")
-        out.append("")
+        for chosen in dict.fromkeys([ranking[0][0], DEFAULT_LEARNERS[kind]]):
+            out += _against_river_table(rows, kind, chosen, multiclass)
+    return out
+
+
+def _against_river_table(rows: list[Row], kind: str, chosen: str, multiclass: bool) -> list[str]:
+    """``chosen``'s cells against River's best landed configuration, with the tallies."""
+    out: list[str] = []
+    cells = against_river(rows, chosen, multiclass)
+    out += ["", f"### {kind.capitalize()}: `{chosen}` against River's best configuration", "",
+            f"Cells won where both landed the budget (±{tolerance(0.1):.1%}): online (the controller, no "
+            f"look-ahead) {_tally(cells, 'won')}; offline (the knob bisected over the evaluated permutations, "
+            f"look-ahead like River's discount) {_tally(cells, 'won_offline')}.", "",
+            "| dataset | budget | ours online (query) | ours offline (query) | River's best landed (query) "
+            "| online | offline |", "|---|---|---|---|---|---|---|"]
+    shown = lambda m, q: "—" if m is None else f"{m:.4f} ({q:.3f})"  # noqa: E731
+    verdict = {True: "won", False: "lost", None: "—"}
+    for c in cells:
+        river = (f"{c['river']} {c['river_mean']:.4f} ({c['river_query']:.3f})" if c["river"]
+                 else "none landed")
+        out.append(f"| {c['dataset']} | {c['budget']:.0%} | {shown(c['ours'], c['ours_query'])} | "
+                   f"{shown(c['ours_offline'], c['ours_query_offline'])} | {river} | "
+                   f"{verdict[c['won']]} | {verdict[c['won_offline']]} |")
+    out.append("")
     return out
 
 

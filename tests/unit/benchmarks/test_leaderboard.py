@@ -103,6 +103,7 @@ def board(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     spec = lb.BoardData("tiny", False, gaussian, 1, "separable Gaussian, 5 dimensions")
     with pytest.MonkeyPatch.context() as mp:
         mp.setitem(lb.DATASETS, "tiny", spec)
+        mp.setitem(lb.DEFAULT_LEARNERS, "binary", "paa-1")  # a default among the learners run here
         mp.setattr(lb, "tune", tune)
         mp.setattr(lb, "find_budget", find_budget)
         lb.main(["--datasets", "tiny", "--learners", "paa-1", "soal-diag", "--budgets", str(BUDGET),
@@ -137,7 +138,7 @@ def test_every_written_row_has_the_fields(board):
     md = (out / "leaderboard.md").read_text()
     table = [line for line in md.splitlines() if line.startswith("| tiny |") and line.count("|") == 11]
     assert len(table) == len(rows)
-    assert "### Binary: `paa-1` against River's best configuration" in md  # the default learner, run here
+    assert "### Binary: `paa-1` against River's best configuration" in md  # the default learner, set above
     for line in table:  # dataset, budget, rank, entry, metric ± std, ratio ± std, knob, params, s, flag
         cells = [c.strip() for c in line.strip("|").split("|")]
         assert len(cells) == 10
