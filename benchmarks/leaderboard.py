@@ -571,9 +571,8 @@ def defaults_section(rows: list[Row]) -> list[str]:
 
 def _against_river_table(rows: list[Row], kind: str, chosen: str, multiclass: bool) -> list[str]:
     """``chosen``'s cells against River's best landed configuration, with the tallies."""
-    out: list[str] = []
     cells = against_river(rows, chosen, multiclass)
-    out += ["", f"### {kind.capitalize()}: `{chosen}` against River's best configuration", "",
+    out = ["", f"### {kind.capitalize()}: `{chosen}` against River's best configuration", "",
             f"Cells won where both landed the budget (±{tolerance(0.1):.1%}): online (the controller, no "
             f"look-ahead) {_tally(cells, 'won')}; offline (the knob bisected over the evaluated permutations, "
             f"look-ahead like River's discount) {_tally(cells, 'won_offline')}.", "",
