@@ -51,7 +51,7 @@ import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from functools import partial
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -71,7 +71,7 @@ from learners.defaults import DEFAULT_LEARNERS
 from learners.registry import ALGORITHMS, LEARNER_DEFAULTS
 from learners.replay import Run, find_budget, run
 
-__all__ = ["DATASETS", "Row", "main", "mean_ranks", "rank", "tuning_seeds", "wins"]
+__all__ = ["DATASETS", "Row", "main", "mean_ranks", "rank", "read_rows", "tuning_seeds", "wins"]
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PARTS = "leaderboard_parts"  # under --out unless --parts says otherwise
@@ -1080,17 +1080,44 @@ def plot(rows: list[Row], dataset: str, path: Path) -> None:
     plt.close(fig)
 
 
+# measured figures kept to 6 significant digits: the md prints 4 decimals, and ranks are taken on the
+# figures as stored, so a board rendered again from its json ranks as the one written
+_MEASURED = ("mean", "std", "query", "query_std", "seconds")
+_COLUMNS = tuple(f.name for f in fields(Row))
+
+
+def _stored(row: Row) -> Row:
+    return replace(row, **{k: float(f"{getattr(row, k):.6g}") for k in _MEASURED})
+
+
+def dump_board(payload: Mapping[str, Any], rows: Sequence[Row]) -> str:
+    """``payload`` as JSON with ``rows`` as a table: its column names once, then one row per line
+    (thousands of rows: repeating every key in every row would be most of the file)."""
+    marker = "\u0000rows"
+    head = json.dumps({**payload, "rows": {"columns": list(_COLUMNS), "values": marker}}, indent=1, default=float)
+    lines = ",\n".join(json.dumps([getattr(r, c) for c in _COLUMNS], separators=(",", ":"), default=float)
+                        for r in rows)
+    return head.replace(json.dumps(marker), f"[\n{lines}\n]")
+
+
+def read_rows(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The rows of a board's JSON (as :func:`dump_board` writes them), one dict each."""
+    table = payload["rows"]
+    return [dict(zip(table["columns"], values, strict=True)) for values in table["values"]]
+
+
 def write(rows: list[Row], skipped: list[dict[str, str]], plan: Plan, out: Path, meta: Mapping[str, Any]) -> None:
     """Rank the rows, then write the md, the json and one figure per dataset into ``out``."""
+    rows = [_stored(r) for r in rows]
     rank(rows)
     out.mkdir(parents=True, exist_ok=True)
     (out / "leaderboard.md").write_text(markdown(rows, skipped, plan, meta=meta))
     ranks = mean_ranks(rows)
-    payload = {**meta, "plan": asdict(plan), "skipped": skipped, "rows": [asdict(r) for r in rows],
+    payload = {**meta, "plan": asdict(plan), "skipped": skipped,
                "mean_ranks": [{"regime": k[0], "budget": k[1], "entry": k[2], "mean_rank": v[0], "datasets": v[1]}
                               for k, v in ranks.items()],
                "wins": [{"regime": k[0], "entry": k[1], "datasets": v} for k, v in wins(rows).items()]}
-    (out / "leaderboard.json").write_text(json.dumps(payload, indent=1, default=float))
+    (out / "leaderboard.json").write_text(dump_board(payload, rows))
     for d in plan.datasets:
         if any(r.dataset == d for r in rows):
             plot(rows, d, out / f"leaderboard_{d}.png")
@@ -1150,7 +1177,7 @@ def parse(argv: Sequence[str] | None) -> tuple[Plan, Invocation]:
 def render(out: Path) -> None:
     """The md and the figures again from the json (after a change of layout, without a rerun)."""
     payload = json.loads((out / "leaderboard.json").read_text())
-    rows = [Row(**r) for r in payload["rows"]]
+    rows = [Row(**r) for r in read_rows(payload)]
     meta = {k: payload[k] for k in ("date", "commit", "command", "minutes", "code", "parts") if k in payload}
     write(rows, payload["skipped"], Plan(**payload["plan"]), out, meta)
 

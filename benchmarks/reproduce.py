@@ -292,7 +292,7 @@ def _check_leaderboard() -> CheckCell:
     from learners.replay import run
 
     made = _json("leaderboard.json")
-    row = next(r for r in made["rows"] if (r["regime"], r["mode"], r["entry"]) == ("defaults", "online", "paa-1"))
+    row = next(r for r in lb.read_rows(made) if (r["regime"], r["mode"], r["entry"]) == ("defaults", "online", "paa-1"))
     spec = lb.DATASETS[row["dataset"]]
     data = spec.load()
     learner = lb.build("paa-1", data, spec.classes(data), row["params"])

@@ -40,6 +40,13 @@ def gaussian(n: int = 3000, d: int = 5, seed: int = 0) -> Dataset:
     return Dataset(as_rows(sp.csr_matrix(X)), y, "tiny")
 
 
+TINY = lb.BoardData("tiny", False, gaussian, 1, "separable Gaussian, 5 dimensions")
+
+
+def board_rows(out: Path) -> list[dict[str, Any]]:
+    return lb.read_rows(json.loads((out / "leaderboard.json").read_text()))
+
+
 def _row(dataset: str, entry: str, mean: float, *, budget: float | None = 0.1, landed: bool = True,
          mode: str = "peer", regime: str = "defaults") -> lb.Row:
     return lb.Row(regime, dataset, "f1", budget, entry, mode, mean, 0.0, budget or 1.0, 0.0, 0.1, 2, landed=landed)
@@ -100,9 +107,8 @@ def board(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             given[-1]["read"].extend(range(seed, seed + permutations))
         return real_find(learner, data, target, permutations=permutations, seed=seed, **kw)
 
-    spec = lb.BoardData("tiny", False, gaussian, 1, "separable Gaussian, 5 dimensions")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(lb.DATASETS, "tiny", spec)
+        mp.setitem(lb.DATASETS, "tiny", TINY)
         mp.setitem(lb.DEFAULT_LEARNERS, "binary", "paa-1")  # a default among the learners run here
         mp.setattr(lb, "tune", tune)
         mp.setattr(lb, "find_budget", find_budget)
@@ -123,7 +129,7 @@ def test_tuning_reads_only_permutations_disjoint_from_the_evaluated_ones(board):
 def test_every_written_row_has_the_fields(board):
     out: Path = board["out"]
     payload = json.loads((out / "leaderboard.json").read_text())
-    rows = payload["rows"]
+    rows = lb.read_rows(payload)
     assert {"date", "commit", "command", "minutes", "plan", "skipped", "mean_ranks", "wins"} <= set(payload)
     assert all(set(r) >= ROW_FIELDS for r in rows)
     entries = {(r["regime"], r["entry"], r["mode"]) for r in rows}
@@ -146,8 +152,21 @@ def test_every_written_row_has_the_fields(board):
     assert (out / "leaderboard_tiny.png").stat().st_size > 0
 
 
+def test_a_board_rendered_again_from_its_json_is_the_board_written(board, tmp_path, monkeypatch):
+    """The json holds the rows as a table, one line each, and is all that --render-only needs."""
+    monkeypatch.setitem(lb.DATASETS, "tiny", TINY)
+    monkeypatch.setitem(lb.DEFAULT_LEARNERS, "binary", "paa-1")
+    shutil.copy(board["out"] / "leaderboard.json", tmp_path / "leaderboard.json")
+    lb.main(["--render-only", "--out", str(tmp_path)])
+    assert (tmp_path / "leaderboard.md").read_text() == (board["out"] / "leaderboard.md").read_text()
+    assert (tmp_path / "leaderboard.json").read_text() == (board["out"] / "leaderboard.json").read_text()
+    text = (tmp_path / "leaderboard.json").read_text()
+    rows = board_rows(tmp_path)
+    assert sum(line.startswith("[") and line.rstrip(",").endswith("]") for line in text.splitlines()) == len(rows)
+
+
 def test_river_and_vw_land_near_the_requested_ratio(board):
-    rows = json.loads((board["out"] / "leaderboard.json").read_text())["rows"]
+    rows = board_rows(board["out"])
     found = {r["entry"]: r for r in rows if r["mode"] == "peer" and r["regime"] == "defaults"}
     assert set(found) == {"river-entropy(pa)", "river-entropy(lr)", "river-entropy(scaler+pa)",
                           "river-entropy(scaler+lr)", "vw-active"}
@@ -235,9 +254,9 @@ def test_datasets_run_in_processes_of_their_own_give_the_same_rows(monkeypatch, 
             "--regime", "defaults", "--no-peers"]
     lb.main([*args, "--out", str(tmp_path / "one")])
     lb.main([*args, "--out", str(tmp_path / "two"), "--jobs", "2"])
-    one, two = (json.loads((tmp_path / d / "leaderboard.json").read_text()) for d in ("one", "two"))
+    one, two = (board_rows(tmp_path / d) for d in ("one", "two"))
     strip = lambda rows: sorted((r["dataset"], r["mode"], r["mean"], r["query"]) for r in rows)  # noqa: E731
-    assert strip(two["rows"]) == strip(one["rows"]) and {r["dataset"] for r in two["rows"]} == {"tiny", "tiny2"}
+    assert strip(two) == strip(one) and {r["dataset"] for r in two} == {"tiny", "tiny2"}
     assert sorted(p.name for p in (tmp_path / "two" / lb.PARTS).iterdir()) == ["tiny.jsonl", "tiny2.jsonl"]
     with pytest.raises(SystemExit):
         lb.parse([*args, "--jobs", "0"])
@@ -284,9 +303,9 @@ def test_a_dataset_stopped_midway_resumes_after_its_last_finished_unit(monkeypat
     stop_at_river = None
     lb.main([*args, "--out", str(tmp_path / "resumed"), "--parts", str(parts)])
     assert calls == {"ours": [], "river": ["lr False", "pa True", "lr True"]}
-    whole, resumed = (json.loads((tmp_path / d / "leaderboard.json").read_text()) for d in ("whole", "resumed"))
+    whole, resumed = (board_rows(tmp_path / d) for d in ("whole", "resumed"))
     strip = lambda rows: sorted((r["entry"], r["mode"], r["mean"], r["query"]) for r in rows)  # noqa: E731
-    assert strip(resumed["rows"]) == strip(whole["rows"])
+    assert strip(resumed) == strip(whole)
     assert all(json.loads(t) for t in path.read_text().splitlines())  # the cut line is gone
 
 
@@ -376,8 +395,7 @@ def test_a_large_set_runs_the_finalists_online_in_the_defaults_regime_only(monke
             "both", "--no-peers"]
     for name in ("big", "small"):
         lb.main(["--datasets", name, *args, "--out", str(tmp_path / name)])
-    big_rows, small_rows = (json.loads((tmp_path / d / "leaderboard.json").read_text())["rows"]
-                            for d in ("big", "small"))
+    big_rows, small_rows = (board_rows(tmp_path / d) for d in ("big", "small"))
     assert {(r["entry"], r["regime"], r["mode"]) for r in big_rows} == {
         ("paa-1", "defaults", "online"), ("paa-1-entropy", "defaults", "online")}
     assert {(r["regime"], r["mode"]) for r in small_rows} == {(g, m) for g in ("defaults", "tuned")
