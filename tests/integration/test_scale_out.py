@@ -86,15 +86,18 @@ class Cluster:
         proc.wait(10)
 
     def stop(self) -> dict[str, int]:
+        """SIGTERM every live process; their exit codes (-9: killed here, or not stopped within 60 s)."""
         codes = {}
         for proc, _ in self.processes.values():
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 60
         for name, (proc, _) in self.processes.items():
             try:
-                codes[name] = proc.wait(60)
+                codes[name] = proc.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 proc.kill()
+                proc.wait()
                 codes[name] = -9
         return codes
 
@@ -234,4 +237,4 @@ def test_scorers_and_trainers_lose_nothing_across_sigkill(kafka_bootstrap, tmp_p
     # each surviving scorer swapped in the versions it used within 2 s of their publication, at p99
     for k, (observed, share) in swaps.items():
         assert observed >= 10 and share >= 0.99, (k, observed, share)
-    assert codes["trainer-b"] == 0 and all(codes[f"scorer-{k}"] == 0 for k in (0, 2)), codes
+    assert codes["trainer-b"] == 0 and all(codes[f"scorer-{k}"] == 0 for k in (0, 2)), (codes, cluster.logs())
