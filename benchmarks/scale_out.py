@@ -194,7 +194,7 @@ class Cluster:
                      "ACTIVESTREAM_GROUP_ID": f"scale-{uuid.uuid4().hex[:8]}",
                      "ACTIVESTREAM_TOPICS": orjson.dumps(topics).decode(),
                      "ACTIVESTREAM_KAFKA_CONSUMER": orjson.dumps(CLIENT_SETTINGS).decode(),
-                     "ACTIVESTREAM_N_FEATURES": str(DIMENSIONS),
+                     "ACTIVESTREAM_N_FEATURES": str(DIMENSIONS), "ACTIVESTREAM_LEARNER": "paa-1",
                      "ACTIVESTREAM_QUERY_RATE_TARGET": str(QUERY_RATE),
                      "ACTIVESTREAM_CHECKPOINT_DIR": str(directory / "unused"),
                      "ACTIVESTREAM_LOG_LEVEL": "WARNING", **extra}

@@ -54,6 +54,15 @@ record so that the realised query rate follows what the operator set, using only
    warm-up's requests when it ends (else it would hold the rate at its floor for ``burst_span``
    records), and the hard caps still hold.
 
+5. **A floor under the probability** (strategies that have one, :attr:`Knob.floor`): the entropy
+   queries ask with probability max(q_min, H^k), so that no label stands for more than 1/q_min
+   records in the importance-weighted estimate. Under a controller the floor is
+
+       q_min,t = min(q_min, ``query_floor`` · r_t),
+
+   a label weighing at most 1/``query_floor`` times the mean weight 1/r_t; a fixed q_min above a
+   low rate would spend the budget on the floor alone, asking at random.
+
 q_t is known before record t's coin is drawn and depends only on the past and on x_t, so the
 importance weight Z_t / q_t keeps its expectation 1 however the knob moves (Horvitz & Thompson
 1952; the martingale argument of Beygelzimer, Dasgupta & Langford, ICML 2009, IWAL); ``floor``
@@ -90,7 +99,7 @@ FORMAT_VERSION = 2  # 2: the warm-up's debt and the rate it is owed against join
 
 # positions in the packed parameters ``cp``
 _TARGET, _WINDOW, _EVERY, _HORIZON, _BRAKE, _FORGET, _FLOOR, _KNOB, _LOG_LO, _LOG_HI, _UP, _CAP, \
-    _SPAN, _PACE, _NCAP, _BURST, _BSPAN, _WARMUP, _BOOST = range(19)
+    _SPAN, _PACE, _NCAP, _BURST, _BSPAN, _WARMUP, _BOOST, _QFLOOR_AT, _QFLOOR, _QSHARE = range(22)
 # positions in the scalar state ``cs``
 (_S, _UBAR, _LEDGER, _SEEN, _ASKED, _SINCE, _HEAD, _FILLED, _CLOCK, _RHEAD, _RLEN, _RSUM, _CHAT,
  _REFUSED, _RATE, _BHEAD, _BLEN, _DEBT, _BASE) = range(19)
@@ -118,6 +127,10 @@ class Knob:
         The range the controller searches (on a log scale).
     increasing : bool
         True if a larger value asks for more labels.
+    floor : int or None
+        Position in ``qp`` of the strategy's floor under its probability (``min_probability``), if
+        it has one: under a controller the floor is lowered to ``query_floor`` · r, so that a low
+        rate is not spent on the floor alone.
     """
 
     name: str
@@ -125,6 +138,7 @@ class Knob:
     low: float
     high: float
     increasing: bool = True
+    floor: int | None = None
 
     def value(self, position: float) -> float:
         """The knob at ``position`` ∈ [0, 1] of its range, 0 asking least and 1 most."""
@@ -311,6 +325,8 @@ def _step(cs, cp, win, ring, recent, qw, qs, probability, p, gap, v, t):
     cs[_HEAD] = (h + 1) % w
     cs[_FILLED] = min(cs[_FILLED] + 1, w)
     cs[_SINCE] += 1
+    if cp[_QFLOOR_AT] >= 0:  # the strategy's floor, at most a share of the rate (step 5)
+        qw[int(cp[_QFLOOR_AT])] = min(cp[_QFLOOR], cp[_QSHARE] * r)
     if cs[_SINCE] >= cp[_EVERY] or cs[_FILLED] <= cp[_EVERY]:
         r_eff = min(max(r + cs[_LEDGER] / cp[_HORIZON], 0.25 * r), 2.0 * r)
         _solve(cs, cp, win, qw, qs, probability, r_eff)
@@ -505,6 +521,9 @@ class BudgetController(Parameterized):
     warmup_boost : float ≥ 1 or None, default None
         During the warm-up, aim at this multiple of the rate through the query strategy, which
         picks the records to ask about. None: ask about every record.
+    query_floor : float in [0, 1], default 0.1
+        For a strategy with a floor under its probability (:attr:`Knob.floor`): the floor is at
+        most this share of the rate, min(q_min, query_floor · r_t) (step 5).
 
     State
     -----
@@ -534,6 +553,7 @@ class BudgetController(Parameterized):
         "pace": Interval(0, 1, closed="right"),
         "burst_span": Interval(1, 2**24, integer=True),
         "warmup": Interval(0, 2**31, integer=True),
+        "query_floor": Interval(0, 1),
     }
 
     def __init__(
@@ -555,12 +575,13 @@ class BudgetController(Parameterized):
         burst_span: int = 500,
         warmup: int = 0,
         warmup_boost: float | None = None,
+        query_floor: float = 0.1,
     ) -> None:
         self.target, self.max_requests, self.max_cost, self.window_s = target, max_requests, max_cost, window_s
         self.class_costs = None if class_costs is None else tuple(float(c) for c in class_costs)
         self.window, self.resolve_every, self.horizon, self.brake = window, resolve_every, horizon, brake
         self.memory, self.floor, self.pace, self.burst, self.burst_span = memory, floor, pace, burst, burst_span
-        self.warmup, self.warmup_boost = warmup, warmup_boost
+        self.warmup, self.warmup_boost, self.query_floor = warmup, warmup_boost, query_floor
         self._validate()
         self.knob: Knob | None = None
         self.cs_: np.ndarray | None = None
@@ -601,7 +622,7 @@ class BudgetController(Parameterized):
         self._query = query
         self._qw = np.array(query.kernel_state()[0], dtype=np.float64)
         knob = self.knob
-        cp = np.zeros(19)
+        cp = np.zeros(22)
         cp[_TARGET] = 1.0 if self.target is None else self.target
         cp[_WINDOW], cp[_EVERY], cp[_HORIZON], cp[_BRAKE] = self.window, self.resolve_every, self.horizon, self.brake
         cp[_FORGET], cp[_FLOOR] = 1.0 - 1.0 / self.memory, self.floor
@@ -613,6 +634,8 @@ class BudgetController(Parameterized):
         cp[_SPAN], cp[_PACE] = self.window_s, self.pace
         cp[_BURST], cp[_BSPAN] = (0.0 if self.burst is None else self.burst), self.burst_span
         cp[_WARMUP], cp[_BOOST] = self.warmup, (0.0 if self.warmup_boost is None else self.warmup_boost)
+        at = -1 if knob is None or knob.floor is None else knob.floor
+        cp[_QFLOOR_AT], cp[_QFLOOR], cp[_QSHARE] = at, (self._qw[at] if at >= 0 else 0.0), self.query_floor
         self.cp_ = cp
         self.cs_ = np.zeros(len(_STATE_FIELDS))
         self.cs_[_UBAR] = cp[_TARGET]  # before any score is seen: ask at the target rate, not more

@@ -7,7 +7,9 @@ non-zero probability) and k its discount factor; entropy is the uncertainty meas
 A linear model has a margin, not probabilities: this module reads the margin as the logit of a
 logistic model, P(+1 | x) = σ(s·p), so for two classes
 
-    Pr(Z_t = 1) = H₂(σ(s·p_t))^k,    H₂(q) = −q log₂ q − (1 − q) log₂(1 − q).
+    Pr(Z_t = 1) = max(q_min, H₂(σ(s·p_t))^k),    H₂(q) = −q log₂ q − (1 − q) log₂(1 − q),
+
+q_min a floor River's rule does not have (0 gives River's rule), which bounds the importance weights.
 
 H₂(σ(x)) = (log1p(e^{−|x|}) + |x|·e^{−|x|}/(1 + e^{−|x|})) / ln 2 decays like |x|·e^{−|x|} as
 |x| grows, where the margin rule δ/(δ + |p|) decays only like 1/|p|: records the model is sure of
@@ -52,26 +54,28 @@ def log_logistic_entropy(x):
 
 @kernel(PROB_SIG)
 def entropy_probability(p, gap, v, qp, qs):
-    """Pr(Z_t = 1) = H₂(σ(s·p_t))^k; qp = (k, s)."""
-    return math.exp(qp[0] * log_logistic_entropy(qp[1] * p))
+    """Pr(Z_t = 1) = max(q_min, H₂(σ(s·p_t))^k); qp = (k, s, q_min)."""
+    return max(qp[2], math.exp(qp[0] * log_logistic_entropy(qp[1] * p)))
 
 
 @kernel(PROB_SIG)
 def gap_entropy_probability(p, gap, v, qp, qs):
-    """Pr(Z_t = 1) = H₂(σ(s·gap_t))^k, gap_t = top-1 minus top-2 score; qp = (k, s)."""
-    return math.exp(qp[0] * log_logistic_entropy(qp[1] * gap))
+    """Pr(Z_t = 1) = max(q_min, H₂(σ(s·gap_t))^k), gap_t = top-1 minus top-2 score; qp = (k, s, q_min)."""
+    return max(qp[2], math.exp(qp[0] * log_logistic_entropy(qp[1] * gap)))
 
 
 _CONSTRAINTS = {
     "discount": Interval(0, None, closed="neither"),
     "margin_scale": Interval(0, None, closed="neither"),
+    "min_probability": Interval(0, 1, closed="left"),
 }
 
 
 class EntropyQuery(QueryStrategy):
     """Query with probability H₂(σ(s·p))^k: the binary prediction entropy, in bits, raised to k.
 
-    p = 0 (no preference) is always queried; |p| large is queried with probability ~(|p|e^{−|p|})^k.
+    p = 0 (no preference) is always queried; |p| large is queried with probability ~(|p|e^{−|p|})^k,
+    and never below ``min_probability``.
 
     Parameters
     ----------
@@ -81,14 +85,24 @@ class EntropyQuery(QueryStrategy):
     margin_scale : float > 0, default 1.0
         s, the inverse temperature of the logistic link σ(s·p) (named apart from the learner's own
         ``scale``, its feature scaling): the margin that counts as sure, in units of p.
+    min_probability : float in [0, 1), default 0.01
+        q_min, a floor under the query probability (0: River's rule, which has none). H^k falls to
+        1e-4 and below on records the model is sure of, and a label asked with probability q stands
+        for 1/q records in the importance-weighted estimate of the error rate: one such label,
+        wrong, can outweigh all the others. With q ≥ q_min no label weighs more than 1/q_min and
+        every record keeps a chance of being asked, as in defensive importance sampling (Hesterberg,
+        Technometrics 37(2), 1995). Under a budget controller the floor is lowered to a share of the
+        rate (:class:`learners.budget.BudgetController`, ``query_floor``).
 
     Examples
     --------
     >>> import numpy as np
     >>> from learners.base import Scores
-    >>> q = EntropyQuery(discount=1.0)
+    >>> q = EntropyQuery(discount=1.0, min_probability=0.0)
     >>> q.probability(Scores(p=np.array([0.0, -1.0, 1.0, 10.0, 1e6]))).round(4).tolist()
     [1.0, 0.8399, 0.8399, 0.0007, 0.0]
+    >>> EntropyQuery(discount=1.0).probability(Scores(p=np.array([10.0, 1e6]))).tolist()
+    [0.01, 0.01]
 
     References
     ----------
@@ -102,15 +116,16 @@ class EntropyQuery(QueryStrategy):
     probability_kernel = entropy_probability
     # decreasing: a larger k asks less. The range reaches from asking for nearly every record to
     # asking for almost none on the paper's binary sets, so any budget lies inside it
-    knob: ClassVar = Knob("discount", 0, 2.0**-12, 2.0**12, increasing=False)
+    knob: ClassVar = Knob("discount", 0, 2.0**-12, 2.0**12, increasing=False, floor=2)
 
-    def __init__(self, *, discount: float = 3.0, margin_scale: float = 1.0) -> None:
+    def __init__(self, *, discount: float = 3.0, margin_scale: float = 1.0, min_probability: float = 0.01) -> None:
         self.discount = discount
         self.margin_scale = margin_scale
+        self.min_probability = min_probability
         self._setup()
 
     def packed_params(self) -> np.ndarray:
-        return np.array([self.discount, self.margin_scale])
+        return np.array([self.discount, self.margin_scale, self.min_probability])
 
 
 class GapEntropyQuery(EntropyQuery):

@@ -551,3 +551,18 @@ def test_a_short_pass_with_half_its_budget_as_warmup_still_ends_on_its_rate(name
         learner = budgeted(name, 0.05, warmup=backtest_warmup(0.05, 1000), warmup_boost=4.0)
         asked.append(replay(learner, synthetic_sparse(n=1000, d=D, seed=seed)).queried.mean())
     assert abs(np.mean(asked) - 0.05) <= 0.003, asked
+
+
+@pytest.mark.parametrize(("target", "floor"), [(0.02, 0.002), (0.3, 0.01)])
+def test_under_a_controller_the_entropy_floor_is_the_lesser_of_its_own_and_a_share_of_the_rate(target, floor):
+    """lr-ada-entropy's own floor is 0.01: at 2 % it would spend half the rate asking at random."""
+    data = synthetic_sparse(n=6000, d=D, seed=3)
+    probabilities = {}
+    for share in (0.1, 0.0):
+        learner = make("lr-ada-entropy", n_features=D)
+        learner.budget = BudgetController(target=target, burst=None, query_floor=share)
+        probabilities[share] = replay(learner, data, delay=100).probability
+    q = probabilities[0.1]
+    assert np.isclose(q, floor, rtol=1e-12).mean() > 0.2  # the records the model is sure of sit on the floor
+    assert q.min() >= min(floor, 0.05 * target)  # lower only where the ceiling (at least 0.05 r) holds it
+    assert probabilities[0.0].min() < 1e-4 and not np.isclose(probabilities[0.0], floor, rtol=1e-12).any()

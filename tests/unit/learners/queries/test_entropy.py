@@ -1,6 +1,7 @@
 """The entropy query H₂(σ(s·p))^k of River's EntropySampler, binary and on the multiclass top-2 gap."""
 
 import functools
+import itertools
 import math
 import warnings
 from decimal import MAX_EMAX, MIN_EMIN, Decimal, localcontext
@@ -20,6 +21,7 @@ from learners.rules import PARule
 # 0, the smallest margins, moderate ones, the edge of float64's exp and far beyond it
 GRID = np.array([0.0, 1e-12, -1e-12, 0.1, -0.5, 1.0, -2.0, 5.0, -30.0, 700.0, -700.0, 1e6, -1e6])
 DISCOUNTS = [0.25, 1.0, 3.0, 10.0]
+RIVER = {"min_probability": 0.0}  # River's rule, without the floor
 
 
 def sigma(x: float) -> float:
@@ -72,7 +74,7 @@ def assert_same_entropy(got, want, k):
 @pytest.mark.parametrize("margin_scale", [1.0, 0.25, 4.0])
 @pytest.mark.parametrize("discount", DISCOUNTS)
 def test_entropy_probability_equals_the_exact_formula(discount, margin_scale):
-    got = EntropyQuery(discount=discount, margin_scale=margin_scale).probability(Scores(p=GRID))
+    got = EntropyQuery(discount=discount, margin_scale=margin_scale, **RIVER).probability(Scores(p=GRID))
     want = [exact(margin_scale * x, discount) for x in GRID]
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=0.0)
 
@@ -80,7 +82,7 @@ def test_entropy_probability_equals_the_exact_formula(discount, margin_scale):
 @pytest.mark.parametrize("margin_scale", [1.0, 0.25, 4.0])
 @pytest.mark.parametrize("discount", DISCOUNTS)
 def test_entropy_probability_equals_the_formula_written_out(discount, margin_scale):
-    got = EntropyQuery(discount=discount, margin_scale=margin_scale).probability(Scores(p=GRID))
+    got = EntropyQuery(discount=discount, margin_scale=margin_scale, **RIVER).probability(Scores(p=GRID))
     want = [transcription(margin_scale * x, discount) for x in GRID]
     assert_same_entropy(got, want, discount)
 
@@ -89,14 +91,14 @@ def test_entropy_probability_equals_the_formula_written_out(discount, margin_sca
 def test_entropy_probability_equals_river_entropy_sampler(discount):
     river = pytest.importorskip("river.active")
     sampler = river.EntropySampler(classifier=None, discount_factor=discount)
-    got = EntropyQuery(discount=discount).probability(Scores(p=GRID))
+    got = EntropyQuery(discount=discount, **RIVER).probability(Scores(p=GRID))
     # σ(−x) is 1 − σ(x) without the cancellation of computing 1 − σ in floating point
     want = [sampler._p({-1: sigma(-x), 1: sigma(x)}) for x in GRID]
     assert_same_entropy(got, want, discount)
 
 
 def test_entropy_probability_at_zero_margin_is_one_and_far_margins_give_zero_without_warnings():
-    q = EntropyQuery(discount=3.0)
+    q = EntropyQuery(discount=3.0, **RIVER)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         got = q.probability(Scores(p=np.array([0.0, -0.0, 1e-300, 745.0, 1e6, -1e300, np.inf, -np.inf])))
@@ -112,7 +114,7 @@ def test_entropy_probability_is_symmetric_in_the_sign_of_the_margin():
 def test_entropy_probability_falls_as_the_discount_grows():
     p = np.concatenate([GRID, np.linspace(-20, 20, 81)])
     discounts = 2.0 ** np.arange(-12, 13)
-    probs = np.array([EntropyQuery(discount=k).probability(Scores(p=p)) for k in discounts])
+    probs = np.array([EntropyQuery(discount=k, **RIVER).probability(Scores(p=p)) for k in discounts])
     assert np.all(np.diff(probs, axis=0) <= 0)
     assert np.all((probs >= 0) & (probs <= 1))
     assert np.all(probs[:, p == 0] == 1.0)  # a tie is asked for at every discount
@@ -121,12 +123,12 @@ def test_entropy_probability_falls_as_the_discount_grows():
 def test_entropy_probability_falls_as_the_margin_grows():
     margins = np.concatenate([[0.0, 1e-12], np.geomspace(1e-6, 800, 200)])
     for k in DISCOUNTS:
-        probs = EntropyQuery(discount=k).probability(Scores(p=margins))
+        probs = EntropyQuery(discount=k, **RIVER).probability(Scores(p=margins))
         assert np.all(np.diff(probs) <= 0)
 
 
 def test_entropy_probability_decays_exponentially_where_the_margin_rule_decays_like_one_over_p():
-    q = EntropyQuery(discount=1.0)
+    q = EntropyQuery(discount=1.0, **RIVER)
     far = q.probability(Scores(p=np.array([10.0, 20.0])))
     # H₂(σ(x)) ≈ (x + 1) e^{−x} / ln 2 for large x
     np.testing.assert_allclose(far, [(x + 1) * math.exp(-x) / math.log(2) for x in (10.0, 20.0)], rtol=1e-3)
@@ -134,7 +136,7 @@ def test_entropy_probability_decays_exponentially_where_the_margin_rule_decays_l
 
 def test_gap_entropy_reads_the_gap_not_the_top_score():
     s = Scores(p=np.array([100.0, -3.0, 0.0]), gap=np.array([1.0, 1.0, 0.0]))
-    got = GapEntropyQuery(discount=1.0).probability(s)
+    got = GapEntropyQuery(discount=1.0, **RIVER).probability(s)
     assert got[0] == got[1] == pytest.approx(transcription(1.0, 1.0)) and got[2] == 1.0
 
 
@@ -145,7 +147,7 @@ def test_gap_entropy_of_two_classes_equals_the_binary_query():
 
 
 def test_gap_entropy_of_a_one_class_model_is_zero_not_nan():
-    got = GapEntropyQuery().probability(Scores(p=np.zeros(1), gap=np.array([np.inf])))
+    got = GapEntropyQuery(**RIVER).probability(Scores(p=np.zeros(1), gap=np.array([np.inf])))
     assert got.tolist() == [0.0]
 
 
@@ -154,8 +156,28 @@ def test_gap_entropy_query_on_a_binary_rule_is_refused():
         Learner(PARule(), GapEntropyQuery())
 
 
+@pytest.mark.parametrize("min_probability", [1e-3, 0.01, 0.2])
+@pytest.mark.parametrize("query", [EntropyQuery, GapEntropyQuery])
+def test_the_floor_lifts_only_the_probabilities_below_it(query, min_probability):
+    """max(q_min, H₂(σ(s·x))^k), written out: where the exact value is above the floor it is kept."""
+    gaps = np.abs(GRID)
+    scores = Scores(p=GRID, gap=gaps)
+    got = query(discount=3.0, min_probability=min_probability).probability(scores)
+    want = [max(min_probability, exact(x, 3.0)) for x in (GRID if query is EntropyQuery else gaps)]
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=0.0)
+    assert got.min() == min_probability and (got > min_probability).any()
+
+
+def test_with_a_floor_the_probability_still_falls_as_the_discount_grows():
+    scores = Scores(p=GRID)
+    q = [EntropyQuery(discount=k, min_probability=0.01).probability(scores) for k in (0.25, 1.0, 3.0, 10.0, 100.0)]
+    assert all((a >= b).all() for a, b in itertools.pairwise(q))
+    assert (q[-1] == 0.01).sum() > (q[0] == 0.01).sum()
+
+
 @pytest.mark.parametrize("params", [{"discount": 0.0}, {"discount": -1.0}, {"discount": math.inf},
-                                    {"margin_scale": 0.0}, {"margin_scale": math.nan}])
+                                    {"margin_scale": 0.0}, {"margin_scale": math.nan}, {"min_probability": 1.0},
+                                    {"min_probability": -0.1}])
 def test_entropy_query_rejects_bad_parameters(params):
     with pytest.raises(ValueError):
         EntropyQuery(**params)
