@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import logging
 import os
@@ -254,6 +255,8 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     signal.signal(signal.SIGTERM, service.request_stop)
     signal.signal(signal.SIGINT, service.request_stop)
+    # `kill -USR1` writes every thread's stack to stderr: what a process that does not stop is waiting on
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     return service.run()  # 0 clean stop, 2 configuration or checkpoint refused, 1 failure
 
 

@@ -96,13 +96,22 @@ class Cluster:
             try:
                 codes[name] = proc.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
+                self._dump_stacks(name, proc)
                 proc.kill()
                 proc.wait()
                 codes[name] = -9
         return codes
 
+    def _dump_stacks(self, name: str, proc: subprocess.Popen) -> None:
+        """SIGUSR1: the process writes its threads' stacks to its log (what it is stuck on)."""
+        log = self.directory / f"{name}.log"
+        proc.send_signal(signal.SIGUSR1)
+        deadline = time.monotonic() + 10
+        while "most recent call first" not in log.read_text(errors="replace") and time.monotonic() < deadline:
+            time.sleep(0.1)
+
     def logs(self) -> str:
-        return "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in sorted(self.directory.glob("*.log")))
+        return "\n".join(f"--- {p.name}\n{p.read_text()[-6000:]}" for p in sorted(self.directory.glob("*.log")))
 
 
 def swap_delays_within(text: str, bound: float) -> tuple[float, float]:

@@ -209,7 +209,7 @@ def test_a_label_does_not_wait_behind_a_features_backlog(kafka_bootstrap, tmp_pa
     print(f"label applied after {waited * 1000:.0f} ms, {turns} loop turns, {scored - 200:.0f} backlog records")
 
 
-def test_sigterm_writes_a_final_checkpoint_and_exits_zero(kafka_bootstrap, tmp_path):
+def test_sigusr1_dumps_the_stacks_and_sigterm_writes_a_final_checkpoint_and_exits_zero(kafka_bootstrap, tmp_path):
     topics = unique_topics(kafka_bootstrap)
     records, _ = stream(500)
     produce_features(kafka_bootstrap, topics["features"], records)
@@ -223,6 +223,7 @@ def test_sigterm_writes_a_final_checkpoint_and_exits_zero(kafka_bootstrap, tmp_p
     proc = subprocess.Popen([sys.executable, "-m", "consumer", "run"], env=env, stderr=subprocess.PIPE, text=True)
     try:
         read_all(kafka_bootstrap, topics["predictions"], expect=500, timeout_s=60)
+        proc.send_signal(signal.SIGUSR1)  # the stacks, and the process runs on
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0, proc.stderr.read()
     finally:
@@ -232,7 +233,9 @@ def test_sigterm_writes_a_final_checkpoint_and_exits_zero(kafka_bootstrap, tmp_p
     assert len(checkpoints) == 1  # written at shutdown, not by the (hour-long) timer
     state = read_checkpoint(checkpoints[0])
     assert state["offsets.next"].tolist() == [500]
-    assert "stopping: final checkpoint" in proc.stderr.read()
+    err = proc.stderr.read()
+    assert "stopping: final checkpoint" in err
+    assert "most recent call first" in err and "service.py" in err
 
 
 def test_metrics_and_probes_are_served_over_http(kafka_bootstrap, tmp_path):
