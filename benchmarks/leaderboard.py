@@ -846,12 +846,14 @@ class Part:
         self.units: dict[str, dict[str, Any]] = {}
         text = path.read_text() if path.exists() else ""
         lines = text.splitlines()
+        self.lines = 0  # in the file: a unit measured again has its earlier line there too
         for line_ in lines:
             entry = _json_or_none(line_)
             if entry is None:
                 break
             self.units[entry["unit"]] = entry
-        if text and (not text.endswith("\n") or len(self.units) < len(lines)):
+            self.lines += 1
+        if text and (not text.endswith("\n") or self.lines < len(lines)):
             self.compact()  # before anything is appended after the cut line
         if fresh:
             self.units = {}
@@ -887,12 +889,14 @@ class Part:
             f.flush()
             os.fsync(f.fileno())
         self.units[entry["unit"]] = entry
+        self.lines += 1
 
     def compact(self) -> None:
         """Rewrite the file with one line per unit: the one read back."""
         tmp = self.path.with_name(self.path.name + ".tmp")
         tmp.write_text("".join(json.dumps(e, default=float) + "\n" for e in self.units.values()))
         tmp.replace(self.path)
+        self.lines = len(self.units)
 
     def made(self, units: Iterable[str]) -> dict[str, Any]:
         """The commits, latest date and measured minutes of ``units``."""
@@ -1210,6 +1214,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows += got[0]
         skipped += got[1]
         made[name] = part.made(got[2])
+        if part.lines > len(part.units):  # units measured again: their earlier lines go
+            part.compact()
         if name not in todo:
             print(f"== {name}: {len(got[0])} rows kept from {made[name]['commit']} ({made[name]['date']})", flush=True)
     meta = {"date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), "commit": commit,

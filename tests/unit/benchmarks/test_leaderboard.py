@@ -262,6 +262,21 @@ def test_datasets_run_in_processes_of_their_own_give_the_same_rows(monkeypatch, 
         lb.parse([*args, "--jobs", "0"])
 
 
+def test_a_board_leaves_one_line_per_unit_in_each_part_it_reads(monkeypatch, tmp_path):
+    """Units measured again (their code changed) are appended; the board drops their earlier lines."""
+    monkeypatch.setitem(lb.DATASETS, "tiny", lb.BoardData("tiny", False, lambda: gaussian(1500), 1))
+    args = ["--datasets", "tiny", "--learners", "paa-1", "--budgets", str(BUDGET), "--permutations", "2",
+            "--regime", "defaults", "--no-peers", "--out", str(tmp_path)]
+    lb.main(args)
+    path = lb.part_path(tmp_path / lb.PARTS, "tiny")
+    lines = path.read_text().splitlines()
+    stale = [json.dumps({**json.loads(line), "key": "another/2/0"}) for line in lines if '"defaults paa-1' in line]
+    path.write_text("".join(f"{line}\n" for line in [*stale, *lines]))  # as if made by other code, then again
+    before = board_rows(tmp_path)
+    lb.main(args)
+    assert sorted(path.read_text().splitlines()) == sorted(lines) and board_rows(tmp_path) == before
+
+
 class Stopped(Exception):
     """Stands for the run being killed mid-dataset."""
 
@@ -317,8 +332,9 @@ def test_a_unit_made_with_another_key_is_measured_again_and_replaced(tmp_path):
     assert lb.Part(path).rows("u", "b", lambda: [second]) == [second]
     part = lb.Part(path)
     assert part.get("u", "a") is None and part.get("u", "b")["rows"][0]["mean"] == 0.6
+    assert part.lines == 2 and len(part.units) == 1
     part.compact()
-    assert len(path.read_text().splitlines()) == 1
+    assert len(path.read_text().splitlines()) == 1 and part.lines == 1
 
 
 def test_a_learners_key_follows_its_own_code_and_entry_and_not_another_learners(tmp_path, monkeypatch):
