@@ -167,6 +167,14 @@ def _destroy_all(ptrs, destroy_fn):
         _message_destroy(destroy_fn, _void(ptrs[k]))
 
 
+def warm_up() -> None:
+    """Load the loops from numba's cache (or compile them) now, reading nothing: with no message
+    the function addresses are never called."""
+    empty = np.zeros(0, dtype=np.uint64)
+    _gather(empty, 0, np.uint64(0))
+    _destroy_all(empty, np.uint64(0))
+
+
 def _function_address(function: Any) -> np.uint64:
     return np.uint64(ctypes.cast(function, ctypes.c_void_p).value)
 
@@ -186,12 +194,6 @@ class BatchReader:
         self._forwarded: set[tuple[str, int]] = set()
         # (topic, partition, offset) of each position librdkafka found outside the log: the service's to act on
         self.out_of_range: list[tuple[str, int, int]] = []
-
-    def warm_up(self) -> None:
-        """Load the loops from numba's cache (or compile them) now, reading nothing."""
-        empty = np.zeros(0, dtype=np.uint64)
-        self._gather(empty, 0)
-        self._destroy(empty)
 
     def _gather(self, ptrs: np.ndarray, n: int) -> tuple:
         return _gather(ptrs, n, self._timestamp_fn)

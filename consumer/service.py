@@ -258,6 +258,26 @@ class _Batch:
     key_id_mismatches: int = 0
 
 
+def warm_up(learner: Any, n_features: int, *, batch_reads: bool = True) -> None:
+    """Load (or compile into numba's on-disk cache) every loop a service's first batches run: the
+    codecs, ``learner``'s scoring, deciding and learning, and with ``batch_reads`` the batch
+    reader's. Leaves no trace in the learner, not even in its counters."""
+    empty = Rows.stack([], n_features)
+    steps.decode_features([], n_features, 0.0)
+    # repeated indices and named features: the kernels that sum a row's repeated indices
+    decode_feature_batch([b'{"id":"w","features":{"indices":[0,0],"values":[1,2]}}',
+                          b'{"id":"v","features":{"warm-up":1}}'], n_features, lambda ks: np.zeros(len(ks)))
+    steps.decode_labels([], learner._codes, 0.0)
+    learner.score(empty)
+    state = learner.state_dict()
+    learner.decide(empty, ids=[])
+    encode_predictions(["warm-up"], [0], [0.0], [1.0], [False], [0.0], 0, 0.0, "t", [0], [0])
+    learner.learn_many(empty, np.array([], dtype=object), predicted=np.array([], dtype=np.int64))
+    learner.load_state_dict(state)
+    if batch_reads:
+        batch_reader.warm_up()
+
+
 class Service:
     """One activestream process in role ``all``: scoring and training over the five topics.
 
@@ -460,22 +480,8 @@ class Service:
     def _warm_up(self) -> None:
         """Load every compiled loop the first batches need (from numba's on-disk cache, or compile it
         once), so readiness comes after the wait instead of the first records paying for it."""
-        empty = Rows.stack([], self.settings.n_features)
-        steps.decode_features([], self.settings.n_features, 0.0)
-        # repeated indices and named features: the kernels that sum a row's repeated indices
-        decode_feature_batch([b'{"id":"w","features":{"indices":[0,0],"values":[1,2]}}',
-                              b'{"id":"v","features":{"warm-up":1}}'], self.settings.n_features,
-                             lambda ks: np.zeros(len(ks)))
-        steps.decode_labels([], self.learner._codes, 0.0)
-        self.learner.score(empty)
-        state = self.learner.state_dict()
-        self.learner.decide(empty, ids=[])
-        encode_predictions(["warm-up"], [0], [0.0], [1.0], [False], [0.0], 0, 0.0, "t", [0], [0])
-        self.learner.learn_many(empty, np.array([], dtype=object), predicted=np.array([], dtype=np.int64))
-        self.learner.load_state_dict(state)  # a warm-up leaves no trace, not even in the counters
-        for reader in (self._reader, self._label_reader):
-            if reader is not None:
-                reader.warm_up()
+        warm_up(self.learner, self.settings.n_features,
+                batch_reads=self._reader is not None or self._label_reader is not None)
 
     def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         self._starts.clear()
