@@ -195,6 +195,10 @@ class BatchReader:
         # (topic, partition, offset) of each position librdkafka found outside the log: the service's to act on
         self.out_of_range: list[tuple[str, int, int]] = []
 
+    def warm_up(self) -> None:
+        """Load the loops from numba's cache (or compile them) now, reading nothing."""
+        warm_up()
+
     def _gather(self, ptrs: np.ndarray, n: int) -> tuple:
         return _gather(ptrs, n, self._timestamp_fn)
 
