@@ -1110,3 +1110,25 @@ def test_partitions_librdkafka_will_not_seek_are_assigned_their_start_whatever_p
     consumer.positions[0] = 7
     service_module.Service._assign_from(svc, {("f", 1): OFFSET_BEGINNING}, consumer)
     assert consumer.assigned[-1] == {0: 7, 1: OFFSET_BEGINNING}
+
+
+@pytest.mark.parametrize("classes", [None, [0, 1, 2]])
+def test_the_warm_up_loads_the_first_batches_loops_and_leaves_the_learner_as_it_was(classes):
+    from consumer import batch_reader, fastjson, fastwrite
+    from consumer.config import Settings
+    from learners import drivers
+    from learners.kernels import Lazy
+
+    settings = Settings(classes=classes, query_rate_target=0.1)
+    learner = service_module.build_learner(settings)
+    before = learner.state_dict()
+    service_module.warm_up(learner, settings.n_features)
+    after = learner.state_dict()
+    assert before.keys() == after.keys()
+    for key, value in before.items():
+        assert np.array_equal(np.asarray(value), np.asarray(after[key])), key
+    # loaded (from numba's on-disk cache, or compiled): a Lazy driver holds its ready function, a
+    # dispatcher its signatures
+    for loop in (fastjson.scan_features, fastjson.scan_labels, fastwrite._interleave, drivers.score_rows,
+                 drivers.learn_rows, batch_reader._gather, batch_reader._destroy_all):
+        assert (loop._ready is not None) if isinstance(loop, Lazy) else loop.signatures, loop.__name__
