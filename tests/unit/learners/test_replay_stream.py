@@ -137,6 +137,26 @@ def test_iter_libsvm_reads_the_rows_read_libsvm_reads(tmp_path, suffix, compress
     np.testing.assert_array_equal(labels, whole.labels)
 
 
+def test_the_blocks_of_a_file_are_its_lines_read_into_one_buffer_blank_ones_left_out(tmp_path):
+    from learners.datasets import _blocks
+
+    text = b"+1 1:1\n" * 5 + b" \n" * 30 + b"-1 " + b"2:1 " * 40 + b"\n" + b"+1 3:1\n" * 4 + b"-1 4:1"
+    path = tmp_path / "rows.svm"
+    path.write_bytes(text)
+    lines = text.splitlines(keepends=True)
+    blocks = []
+    for block, before, newlines in _blocks(path, 16):
+        assert not block.flags.writeable  # a view of the reading buffer, which the next block overwrites
+        got = block.tobytes()
+        assert got == b"".join(lines[before : before + newlines + (not got.endswith(b"\n"))])
+        assert not got.isspace()
+        blocks.append((before, got))
+    assert [before for before, got in blocks if got.startswith(lines[35])] == [35]  # longer than the buffer
+    covered = {before + k for before, got in blocks for k in range(len(got.splitlines()))}
+    left_out = set(range(len(lines))) - covered
+    assert left_out and all(lines[k].isspace() for k in left_out)  # whole blank blocks, and nothing else
+
+
 def test_iter_libsvm_names_the_line_of_a_malformed_row(tmp_path):
     path = tmp_path / "bad.svm"
     path.write_bytes(b"+1 1:1\n" * 40 + b"-1 2:x\n")
