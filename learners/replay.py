@@ -239,12 +239,34 @@ def replay_stream(learner: Learner, chunks: Iterable[Dataset], *, delay: int = 0
     return Trace(y_true, *joined, changed, seconds)
 
 
+class _Margins:
+    """Scores appended chunk after chunk into one array, grown in place by ``ndarray.resize``
+    (``realloc``, which moves a large array's pages rather than copying them), so that the stream's
+    scores are held once: a list of parts joined at the end holds them twice."""
+
+    def __init__(self) -> None:
+        self._scores = np.empty(0)
+        self._n = 0
+
+    def extend(self, scores: np.ndarray) -> None:
+        end = self._n + scores.size
+        if end > self._scores.size:  # grown by a quarter: enlarging writes zeros into the new part
+            self._scores.resize(max(end, self._scores.size * 5 // 4, 4096), refcheck=False)  # no view is out
+        self._scores[self._n : end] = scores
+        self._n = end
+
+    def values(self) -> np.ndarray:
+        """The scores, in order (the array itself: the tally is done with them)."""
+        self._scores.resize(self._n, refcheck=False)
+        return self._scores
+
+
 class _Tally:
     """What one pass's metrics need, summed chunk after chunk: the counts of the rounds after
     ``warmup`` (:func:`learners.evaluation.binary_counts` or ``multiclass_counts``), their queries,
     the queries of every window of :func:`learners.budget.max_window_query_ratio`, and (binary) the
     margins of the AUC-ROC by class: 8 bytes a round, the one part that grows with the stream, as an
-    exact rank statistic must."""
+    exact rank statistic must (held once: :class:`_Margins`)."""
 
     def __init__(self, n_classes: int, multiclass: bool, warmup: int, window: int = 1000) -> None:
         self.n_classes, self.multiclass, self.warmup, self.window = n_classes, multiclass, warmup, window
@@ -252,7 +274,7 @@ class _Tally:
         self.rounds = self.queries = 0
         self.windows: list[int] = []  # queries per full window, in order
         self.open = 0  # queries of the window being filled
-        self.margins: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])  # of positive, of negative rounds
+        self.margins = (_Margins(), _Margins())  # of positive, of negative rounds
 
     def add(self, codes: np.ndarray, out: _Outputs, first: int) -> None:
         yhat, p, queried = out.yhat[first:], out.p[first:], out.queried[first:]
@@ -265,8 +287,8 @@ class _Tally:
         else:
             self.counts += evaluation.binary_counts(y, yhat)
             pos = y > 0
-            self.margins[0].append(p[pos])
-            self.margins[1].append(p[~pos])
+            self.margins[0].extend(p[pos])
+            self.margins[1].extend(p[~pos])
         self.queries += int(np.count_nonzero(queried))
 
     def _count_windows(self, queried: np.ndarray) -> None:
@@ -292,7 +314,7 @@ class _Tally:
             raise ValueError(f"warmup must be in [0, {self.rounds}), got {self.warmup}")
         if self.multiclass:
             return evaluation.multiclass_metrics_of_counts(self.counts, self.queries)
-        auc = evaluation.auc_of_classes(*(np.concatenate(part) if part else np.empty(0) for part in self.margins))
+        auc = evaluation.auc_of_classes(*(part.values() for part in self.margins))
         return evaluation.binary_metrics_of_counts(self.counts, self.queries, auc=auc, **costs)
 
 

@@ -256,3 +256,16 @@ def test_in_memory_replay_holds_the_rows_once_with_the_intercept_appended_by_the
     assert (prep.bias, prep.column) == (1.0, D)
     for field in ("indptr", "indices", "data"):
         assert getattr(prep.rows, field) is getattr(data.rows, field)
+
+
+def test_the_tallys_margins_are_the_chunks_scores_in_order_in_one_array():
+    from learners.replay import _Margins
+
+    rng = np.random.default_rng(3)
+    parts = [rng.standard_normal(k) for k in (0, 5, 4096, 1, 10_000, 0, 3)]
+    margins = _Margins()
+    for part in parts:
+        margins.extend(part)
+    values = margins.values()
+    np.testing.assert_array_equal(values, np.concatenate(parts))
+    assert values.base is None  # its own buffer, grown in place, not a view of a larger one
