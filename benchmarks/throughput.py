@@ -9,8 +9,8 @@ the same rows in VW text format:
   a million rows at a time (values with 4 decimals);
 * **news20**: the 15,935 rows of news20 (62,061 term counts, 20 classes), multiclass,
 
-then times, one after another, each command as a whole (interpreter start included) and reads
-its CPU time and peak RSS with GNU ``/usr/bin/time``:
+then times each command as a whole (interpreter start included) and reads its CPU time and peak
+RSS with GNU ``/usr/bin/time``:
 
 * ``activestream replay --learner paa-1 --data FILE --in-order --param delta=… --param n_features=…
   --param classes=… --json`` (``mpaa-1`` on news20; the dimension and classes given, as VW is given
@@ -22,8 +22,10 @@ its CPU time and peak RSS with GNU ``/usr/bin/time``:
   vowpalwabbit"`` so the start-up can be subtracted.
 
 Before timing, one replay of a tiny file loads every compiled kernel once, so the timed runs take
-their numba code from the on-disk cache (no JIT compilation is timed). Each command runs
-``--repeats`` times (default 3); the table shows the median wall time and that run's CPU time::
+their numba code from the on-disk cache (no JIT compilation is timed). Each pair of commands runs
+``--repeats`` times (default 5), ours and VW's in turn and in alternate order, so that a slow spell
+of the shared machine falls on both; the table shows each command's median wall time and that run's
+CPU time::
 
     python -m benchmarks.throughput            # writes benchmarks/results/throughput.md
 """
@@ -84,10 +86,20 @@ def timed(cmd: Sequence[str]) -> Timed:
     return Timed(wall, float(user) + float(system), float(rss_kb) / 1024.0, stdout)
 
 
-def median_run(cmd: Sequence[str], repeats: int) -> tuple[Timed, list[float]]:
-    runs = [timed(cmd) for _ in range(repeats)]
-    walls = [r.wall_s for r in runs]
-    return sorted(runs, key=lambda r: r.wall_s)[len(runs) // 2], walls
+def paired_runs(first: Sequence[str], second: Sequence[str], repeats: int,
+                ) -> tuple[tuple[Timed, list[float]], tuple[Timed, list[float]]]:
+    """The median runs of two commands run in turn ``repeats`` times each, the first one first on
+    even repeats and second on odd ones."""
+    runs: tuple[list[Timed], list[Timed]] = ([], [])
+    for k in range(repeats):
+        for j in ((0, 1) if k % 2 == 0 else (1, 0)):
+            runs[j].append(timed((first, second)[j]))
+    return _median(runs[0]), _median(runs[1])
+
+
+def _median(runs: list[Timed]) -> tuple[Timed, list[float]]:
+    """The run of median wall time, and every run's wall time in order."""
+    return sorted(runs, key=lambda r: r.wall_s)[len(runs) // 2], [r.wall_s for r in runs]
 
 
 @njit(cache=True)
@@ -202,7 +214,8 @@ def markdown(rows: list[dict], vw_import: Timed, ours_startup: Timed, delta: flo
         "# Throughput: `activestream replay` against Vowpal Wabbit's command line",
         "",
         f"Command: `{command}`. Every figure is one process measured from outside (wall clock; user+sys CPU and "
-        f"peak RSS from GNU time); the median of {repeats} runs, one after another, on the shared 2-core machine. "
+        f"peak RSS from GNU time); the median of {repeats} runs, ours and VW's in turn (alternate orders), on the "
+        f"shared 2-core machine. "
         f"`python -c \"import vowpalwabbit\"` takes {vw_import.wall_s:.3f} s (subtracted for VW's 'excluding "
         f"start-up'). Ours 'excluding start-up' is the in-process `total_seconds` (read + parse + learn + "
         f"evaluate); our start-up alone (`activestream replay` on a 2-row file: interpreter, imports, compiled "
@@ -233,7 +246,7 @@ def markdown(rows: list[dict], vw_import: Timed, ours_startup: Timed, delta: flo
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.throughput", description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--delta", type=float, default=0.125, help="paa-1's δ (default 0.125, the registry's)")
     parser.add_argument("--synthetic-rows", type=int, default=10_000_000)
     parser.add_argument("--a8a-copies", type=int, default=30)
@@ -248,15 +261,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         (tmp / "warm.svm").write_bytes(b"1 1:0.5 3:1\n-1 2:1\n")
         tiny = [activestream, "replay", "--learner", "paa-1", "--data", str(tmp / "warm.svm"), "--in-order", "--json"]
         timed(tiny)  # loads every kernel once, so the timed runs read them from the on-disk cache
-        ours_startup, _ = median_run(tiny, args.repeats)
-        vw_import, _ = median_run([sys.executable, "-c", "import vowpalwabbit"], args.repeats)
+        (ours_startup, _), (vw_import, _) = paired_runs(tiny, [sys.executable, "-c", "import vowpalwabbit"],
+                                                        args.repeats)
         rows = []
         for name, (svm, vw, n, bits, multiclass, given) in inputs.items():
             sizes = dict(rows=n, mb_svm=svm.stat().st_size / 1e6, mb_vw=vw.stat().st_size / 1e6, data=name)
             learner = ["mpaa-1"] if multiclass else ["paa-1", "--param", f"delta={args.delta}"]
             ours_cmd = [activestream, "replay", "--learner", *learner, "--data", str(svm), "--in-order", *given,
                         "--json"]
-            run, walls = median_run(ours_cmd, args.repeats)
+            classes = ["--oaa", "20"] if multiclass else []
+            vw_cmd = [sys.executable, "-m", "vowpalwabbit", "-d", str(vw), *classes, "--loss_function", "hinge",
+                      "-b", str(bits), "--quiet"]
+            (run, walls), vw_timed = paired_runs(ours_cmd, vw_cmd, args.repeats)
             report = json.loads(run.stdout)
             assert report["examples"] == n, report["examples"]
             shown = "mpaa-1" if multiclass else f"paa-1 --param delta={args.delta:g}"
@@ -267,10 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{name}: ours {run.wall_s:.3f} s whole (runs {', '.join(f'{w:.2f}' for w in walls)}), "
                   f"{report['total_seconds']:.3f} s in-process (read {report['read_seconds']:.3f}), "
                   f"{run.peak_rss_mb:.0f} MB", flush=True)
-            classes = ["--oaa", "20"] if multiclass else []
-            vw_cmd = [sys.executable, "-m", "vowpalwabbit", "-d", str(vw), *classes, "--loss_function", "hinge",
-                      "-b", str(bits), "--quiet"]
-            run, walls = median_run(vw_cmd, args.repeats)
+            run, walls = vw_timed
             vw_text = "vw (python -m vowpalwabbit) " + " ".join([*classes, "--loss_function", "hinge", "-b", str(bits)])
             rows.append(dict(sizes, command=vw_text,
                              wall=run.wall_s, cpu=run.cpu_s, rss=run.peak_rss_mb,

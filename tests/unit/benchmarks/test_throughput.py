@@ -1,4 +1,5 @@
-"""The throughput benchmark's inputs: its compiled text writer and its chunked synthetic stream."""
+"""The throughput benchmark's inputs (its compiled text writer and its chunked synthetic stream) and
+its paired timing."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import io
 
 import numpy as np
 
-from benchmarks.throughput import synthetic_chunks, write_libsvm_and_vw
+import benchmarks.throughput as throughput
+from benchmarks.throughput import Timed, paired_runs, synthetic_chunks, write_libsvm_and_vw
 from learners.datasets import read_libsvm, synthetic_sparse
 from learners.inputs import Rows
 
@@ -39,3 +41,18 @@ def test_the_synthetic_chunks_share_one_concept_and_repeat_no_chunk():
     for rows, labels in chunks:
         margin = np.add.reduceat(w[rows.indices] * rows.data, rows.indptr[:-1])
         assert np.mean(np.where(margin >= 0, 1, -1) == labels) > 0.9
+
+
+def test_paired_runs_alternate_the_two_commands_and_keep_each_ones_median(monkeypatch):
+    calls = []
+    walls = {"ours": iter([3.0, 1.0, 2.0, 9.0, 4.0]), "vw": iter([5.0, 6.0, 7.0, 8.0, 1.0])}
+
+    def fake(cmd):
+        calls.append(cmd[0])
+        return Timed(next(walls[cmd[0]]), 0.0, 0.0, "")
+
+    monkeypatch.setattr(throughput, "timed", fake)
+    (ours, ours_walls), (vw, vw_walls) = paired_runs(["ours"], ["vw"], 5)
+    assert calls == ["ours", "vw", "vw", "ours", "ours", "vw", "vw", "ours", "ours", "vw"]
+    assert ours_walls == [3.0, 1.0, 2.0, 9.0, 4.0] and ours.wall_s == 3.0
+    assert vw_walls == [5.0, 6.0, 7.0, 8.0, 1.0] and vw.wall_s == 6.0
