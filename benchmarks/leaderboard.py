@@ -629,7 +629,7 @@ def run_dataset(spec: BoardData, plan: Plan, part: Part, *, log: Callable[[str],
     data = spec.load()
     classes = spec.classes(data)
     metric = "accuracy" if spec.multiclass else "f1"
-    part.shape(data)
+    content = part.shape(data)
     seeds = tuning_seeds(plan.permutations, plan.tuning_permutations)
     for regime, name, target in our_cells(plan, spec, data.n, data.rows.n_features):
         def measure(name: str = name, target: float = target, regime: str = regime) -> list[Row]:
@@ -639,10 +639,10 @@ def run_dataset(spec: BoardData, plan: Plan, part: Part, *, log: Callable[[str],
             return measure_ours(name, data, classes, params, target, plan.permutations, regime=regime,
                                 dataset=spec.name, metric=metric, offline=not spec.large)
 
-        for r in part.rows(our_unit(regime, name, target), our_key(name, regime, plan), measure):
+        for r in part.rows(our_unit(regime, name, target), our_key(name, regime, plan, content), measure):
             log(line(r))
     if plan.peers:
-        key = peers_key(plan)
+        key = peers_key(plan, content)
         measure_peers(spec, data, classes, plan.budgets, plan.permutations, metric=metric, log=log,
                       corrections=PEER_CORRECTIONS, unit=lambda unit, measure: part.rows(unit, key, measure))
     got = dataset_rows(part, plan, spec)
@@ -657,12 +657,13 @@ def our_cells(plan: Plan, spec: BoardData, n: int, d: int) -> list[tuple[str, st
             for target in plan.budgets]
 
 
-def plan_units(plan: Plan, spec: BoardData, n: int, d: int) -> list[tuple[str, str, bool]]:
-    """(unit, key, is a peer's) of every unit ``plan`` needs on a dataset of ``n`` × ``d``."""
-    units = [(our_unit(regime, name, target), our_key(name, regime, plan), False)
+def plan_units(plan: Plan, spec: BoardData, n: int, d: int, content: str) -> list[tuple[str, str, bool]]:
+    """(unit, key, is a peer's) of every unit ``plan`` needs on a dataset of ``n`` × ``d`` whose
+    :func:`content_key` is ``content``."""
+    units = [(our_unit(regime, name, target), our_key(name, regime, plan, content), False)
              for regime, name, target in our_cells(plan, spec, n, d)]
     if plan.peers:
-        key = peers_key(plan)
+        key = peers_key(plan, content)
         units += [(unit, key, True) for unit in
                   (*REFERENCE_UNITS, *(peer_unit(t, p) for t in plan.budgets for p in peer_names(spec.multiclass)))]
     return units
@@ -673,14 +674,14 @@ def dataset_rows(part: Part, plan: Plan, spec: BoardData
     """The dataset's rows, its skipped learners and the units they came from, from its part; None
     while a unit of the plan is missing (or was made by other code or settings)."""
     shape = part.get("shape", data_key())
-    if shape is None:
+    if shape is None or "content" not in shape:  # read by other code: its rows must be read again
         return None
     n, d = shape["n"], shape["d"]
     skipped = [{"dataset": spec.name, "learner": name, "reason": reason} for name in board_learners(spec, plan.learners)
                if (reason := skip_reason_for(name, n, d))]
     rows: list[Row] = []
     shared: list[Row] = []
-    units = plan_units(plan, spec, n, d)
+    units = plan_units(plan, spec, n, d, shape["content"])
     for unit, key, peer in units:
         entry = part.get(unit, key)
         if entry is None:
@@ -695,7 +696,7 @@ def dataset_rows(part: Part, plan: Plan, spec: BoardData
 # finished and a change to one learner reruns that learner alone ---------------------------------------
 
 # Bump when what measure_ours, measure_peers, tune or run_dataset measure changes: a unit made by
-# another protocol is not reused. The learners, the peers and the data preparation are hashed instead.
+# another protocol is not reused. The learners' and the peers' code, and the data as loaded, are hashed instead.
 # 2: an offline knob that cannot get down to the target is not bisected (bisected); 3: BISECTION_STEPS,
 # the large-set protocol (LARGE_ROWS), PEER_CORRECTIONS
 PROTOCOL = 3
@@ -793,13 +794,26 @@ def _digest_of(head: str, files: tuple[tuple[str, tuple[Path, int, int]], ...], 
     return digest.hexdigest()[:16]
 
 
-# where a dataset is read, prepared and scored for the peers; with what they import of learners/
+# where a dataset is read and prepared; what the peers run of learners/ (the metrics, Rows.to_csr)
 _DATA_MODULES = ("learners/datasets.py", "learners/inputs.py", "learners/transforms.py", "learners/evaluation.py")
+_PEER_MODULES = ("learners/evaluation.py", "learners/inputs.py")
 
 
 def data_key() -> str:
-    """A digest of what a dataset as loaded depends on."""
+    """A digest of the code a dataset as loaded depends on: the key of its part's shape unit, which
+    holds the dataset's :func:`content_key`."""
     return _digest("data", [*_closure(_root(), _DATA_MODULES), *_DATA_CODE], "", _OUR_VERSIONS)
+
+
+def content_key(data: Dataset) -> str:
+    """A digest of a dataset as loaded and prepared: its rows, labels and order. The units are keyed
+    by it, not by the reader's code, so a reader that reads the same rows faster keeps every peer's
+    unit (hours on the large sets)."""
+    digest = hashlib.sha256(f"{data.rows.n_features} {data.ordered}".encode())
+    for a in (data.rows.indptr, data.rows.indices, data.rows.data, np.asarray(data.labels)):
+        digest.update(f"\0{a.dtype.str} {a.shape}\0".encode())
+        digest.update(repr(a.tolist()).encode() if a.dtype.hasobject else np.ascontiguousarray(a).tobytes())
+    return digest.hexdigest()[:16]
 
 
 @functools.cache
@@ -809,27 +823,30 @@ def _make_code() -> str:
 
 def learner_key(name: str) -> str:
     """A digest of what the rows of registry learner ``name`` depend on: :data:`PROTOCOL`, the shared
-    modules of ``learners/``, its own rule and query modules, its registry entry, the data
-    preparation, and the versions of numpy, scipy and numba (not comments or docstrings)."""
+    modules of ``learners/``, its own rule and query modules, its registry entry and the versions of
+    numpy, scipy and numba (not comments or docstrings); the data, by :func:`content_key`."""
     root = _root()
     spec = ALGORITHMS[name]
     entry = repr((spec.rule.__qualname__, spec.query.__qualname__, sorted(spec.defaults.items()),
                   sorted(spec.fixed.items()), sorted(LEARNER_DEFAULTS.items()), _make_code()))
     own = _closure(root, [c.__module__.replace(".", "/") + ".py" for c in (spec.rule, spec.query)])
-    files = [*sorted(set(_shared_files(root)) | set(own)), *_DATA_CODE]
+    files = sorted(set(_shared_files(root)) | set(own))
     return _digest("ours", files, entry, _OUR_VERSIONS)
 
 
-def our_key(name: str, regime: str, plan: Plan) -> str:
-    """The key of ``name``'s units in ``regime`` under ``plan``'s permutations."""
+def our_key(name: str, regime: str, plan: Plan, content: str) -> str:
+    """The key of ``name``'s units in ``regime`` under ``plan``'s permutations, on the dataset whose
+    :func:`content_key` is ``content``."""
     tuning = plan.tuning_permutations if regime == "tuned" else 0
-    return f"{learner_key(name)}/{plan.permutations}/{tuning}"
+    return f"{learner_key(name)}/{content}/{plan.permutations}/{tuning}"
 
 
-def peers_key(plan: Plan) -> str:
-    """The key of the peers' units: their code, the data preparation and the libraries' versions."""
-    files = [*_closure(_root(), _DATA_MODULES), *_DATA_CODE, *_PEER_CODE]
-    return f"{_digest('peers', files, f'corrections {PEER_CORRECTIONS}', _PEER_VERSIONS)}/{plan.permutations}"
+def peers_key(plan: Plan, content: str) -> str:
+    """The key of the peers' units on the dataset whose :func:`content_key` is ``content``: their
+    code, what they run of ``learners/`` and the libraries' versions."""
+    files = [*_closure(_root(), _PEER_MODULES), *_PEER_CODE]
+    code = _digest("peers", files, f"corrections {PEER_CORRECTIONS}", _PEER_VERSIONS)
+    return f"{code}/{content}/{plan.permutations}"
 
 
 class Part:
@@ -873,12 +890,15 @@ class Part:
         self._add({"unit": unit, "key": key, "seconds": time.perf_counter() - t, "rows": [asdict(r) for r in got]})
         return got
 
-    def shape(self, data: Dataset) -> None:
-        """Record the dataset's rows and features, which decide the learners it skips."""
-        key = data_key()
-        if self.get("shape", key) is None:
+    def shape(self, data: Dataset) -> str:
+        """Record the dataset's rows and features, which decide the learners it skips, and its
+        :func:`content_key`, which keys its units; return that key."""
+        key, content = data_key(), content_key(data)
+        kept = self.get("shape", key)
+        if kept is None or kept.get("content") != content:
             self._add({"unit": "shape", "key": key, "seconds": 0.0, "rows": [], "n": data.n,
-                       "d": data.rows.n_features})
+                       "d": data.rows.n_features, "content": content})
+        return content
 
     def _add(self, entry: dict[str, Any]) -> None:
         entry = {**entry, "commit": self.commit,
@@ -1043,7 +1063,7 @@ def _made_line(meta: Mapping[str, Any]) -> list[str]:
     each = "; ".join(f"{d} at `{p['commit']}` (last {p['date']}, {p['minutes']:.1f} min measured)"
                      for d, p in parts.items())
     return ["Rows kept from earlier runs whose code each row depends on (its learner's modules and registry "
-            "entry, or the peers', the data preparation and the protocol) is the code here, by dataset: "
+            "entry, or the peers', and the protocol) is the code here, on the same data (its digest), by dataset: "
             f"{each}.", ""]
 
 

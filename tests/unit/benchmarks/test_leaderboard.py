@@ -345,10 +345,12 @@ def test_a_learners_key_follows_its_own_code_and_entry_and_not_another_learners(
 
     import learners
 
-    keys = lambda: (lb.learner_key("paa-1"), lb.learner_key("lr-ada-entropy"), lb.peers_key(plan))  # noqa: E731
+    keys = lambda: (lb.learner_key("paa-1"), lb.learner_key("lr-ada-entropy"), lb.peers_key(plan, "d" * 16),  # noqa: E731
+                    lb.data_key())
     plan = lb.Plan(["tiny"], None, [BUDGET], 2, ["defaults"], True)
     before = keys()
     assert before == keys() and all(len(k.split("/")[0]) == 16 for k in before)
+    assert lb.our_key("paa-1", "tuned", plan, "d" * 16).split("/")[1] == "d" * 16 != lb.peers_key(plan, "e" * 16)[17:33]
     copy, here = tmp_path / "repo", lb.__file__
     shutil.copytree(Path(learners.__file__).parent, copy / "learners", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(Path(lb.__file__).parent, copy / "benchmarks", ignore=shutil.ignore_patterns("__pycache__",
@@ -367,16 +369,50 @@ def test_a_learners_key_follows_its_own_code_and_entry_and_not_another_learners(
     assert after[0] != before[0] and after[1:] == before[1:]  # PA's code: PA's units alone
     linear = copy / "learners" / "rules" / "linear.py"  # imported by both rules
     linear.write_text(linear.read_text() + "\nCHANGED = 1\n")
-    assert keys()[1] != before[1] and keys()[2] == before[2]
+    assert keys()[1] != before[1] and keys()[2:] == before[2:]
     budget = copy / "learners" / "budget.py"
     budget.write_text(budget.read_text() + "\nCHANGED = 1\n")
-    assert keys()[0] != after[0] and keys()[2] == before[2]  # ours only: the peers do not use it
+    assert keys()[0] != after[0] and keys()[2:] == before[2:]  # ours only: the peers do not use it
+    metrics = copy / "learners" / "evaluation.py"
+    metrics.write_text(metrics.read_text() + "\nCHANGED = 1\n")
+    assert keys()[2] != before[2]  # the peers are scored by it
+    changed = keys()
     parser = copy / "learners" / "datasets.py"
     parser.write_text(parser.read_text() + "\nCHANGED = 1\n")
-    assert keys()[2] != before[2]  # the data as read: everyone's
+    assert keys()[2] == changed[2] and keys()[3] != changed[3]  # the reader: the peers follow the data it reads
     monkeypatch.setattr(lb, "__file__", here)
     monkeypatch.setitem(lb.ALGORITHMS, "paa-1", dataclasses.replace(lb.ALGORITHMS["paa-1"], defaults={"C": 2.0}))
     assert keys()[0] != before[0] and keys()[1:] == before[1:]
+
+
+def test_a_datasets_units_follow_its_rows_as_read_not_the_code_that_read_them(monkeypatch, tmp_path):
+    """Other code reading the same rows (a faster reader) re-reads the dataset and keeps every unit;
+    rows that differ in one value key new units, ours and the peers'."""
+    parts = tmp_path / "parts"
+    rows = gaussian(1500)
+    monkeypatch.setitem(lb.DATASETS, "tiny", lb.BoardData("tiny", False, lambda: rows, 1))
+    ran: list[str] = []
+    real = lb.Part.rows
+    monkeypatch.setattr(lb.Part, "rows", lambda self, unit, key, measure: real(
+        self, unit, key, lambda: ran.append(unit) or measure()))
+    args = ["--datasets", "tiny", "--learners", "paa-1", "--budgets", str(BUDGET), "--permutations", str(PERMUTATIONS),
+            "--regime", "defaults", "--parts", str(parts), "--out", str(tmp_path / "out")]
+    lb.main(args)
+    measured = len(ran)
+    content = lb.content_key(rows)
+    assert measured > 0 and lb.Part(lb.part_path(parts, "tiny")).units["shape"]["content"] == content
+    monkeypatch.setattr(lb, "data_key", lambda: "another reader")
+    assert lb.dataset_rows(lb.Part(lb.part_path(parts, "tiny")), lb.parse(args)[0], lb.DATASETS["tiny"]) is None
+    ran.clear()
+    lb.main(args)
+    assert ran == [] and lb.Part(lb.part_path(parts, "tiny")).units["shape"]["key"] == "another reader"
+    changed = Dataset(rows.rows, rows.labels.copy(), rows.name)
+    changed.labels[0] = -changed.labels[0]
+    assert lb.content_key(changed) != content
+    monkeypatch.setitem(lb.DATASETS, "tiny", lb.BoardData("tiny", False, lambda: changed, 1))
+    monkeypatch.setattr(lb, "data_key", lambda: "a reader that reads other rows")
+    lb.main(args)
+    assert len(ran) == measured
 
 
 def test_a_knob_that_cannot_get_down_to_the_target_is_not_bisected(monkeypatch):
