@@ -84,10 +84,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-from numba import njit, types
 
 from learners.coin import draw
 from learners.drivers import B1, I64, U64, _driver, _predict, pending_rounds, row_of, widest
+from learners.jit import jit, signature
 from learners.kernels import IDX, LABEL_FN, PROB_FN, ROUND_FN, SCORE_FN, STATE, UPDATE_FN, VAL, VEC
 from learners.params import Interval, Parameterized
 
@@ -184,7 +184,7 @@ def max_window_query_ratio(queried: np.ndarray, window: int = 1000) -> float:
 
 
 # -- the compiled steps ------------------------------------------------------------------------
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def _set_knob(cp, qw, s):
     """qw[knob] ← the knob's value at position s ∈ [0, 1] (0 asks least)."""
     if cp[_KNOB] < 0:
@@ -193,7 +193,7 @@ def _set_knob(cp, qw, s):
     qw[int(cp[_KNOB])] = math.exp(cp[_LOG_LO] + x * (cp[_LOG_HI] - cp[_LOG_LO]))
 
 
-@njit(cache=True, nogil=True)
+@jit
 def _mean_q(win, m, qw, qs, probability, u):
     """(1/m) Σ_j min(q(κ; s_j), u) over the window's m scores."""
     total = 0.0
@@ -202,14 +202,14 @@ def _mean_q(win, m, qw, qs, probability, u):
     return total / m
 
 
-@njit(cache=True, nogil=True)
+@jit
 def _knob_mean(cs, cp, win, qw, qs, probability, s):
     """(1/m) Σ_j q(κ(s); s_j) with the knob at position s."""
     _set_knob(cp, qw, s)
     return _mean_q(win, int(cs[_FILLED]), qw, qs, probability, 1.0)
 
 
-@njit(cache=True, nogil=True)
+@jit
 def _solve_ceiling(cs, cp, win, qw, qs, probability, r):
     """ū with (1/m) Σ_j min(q(κ_lo; s_j), ū) = r, the knob at its lowest (step 1)."""
     _set_knob(cp, qw, 0.0)
@@ -223,7 +223,7 @@ def _solve_ceiling(cs, cp, win, qw, qs, probability, r):
     cs[_S], cs[_UBAR] = 0.0, 0.5 * (lo + hi)
 
 
-@njit(cache=True, nogil=True)
+@jit
 def _solve(cs, cp, win, qw, qs, probability, r):
     """Knob position with mean q = r over the window, or the ceiling ū if the knob cannot get there.
 
@@ -263,7 +263,7 @@ def _solve(cs, cp, win, qw, qs, probability, r):
     _set_knob(cp, qw, cs[_S])
 
 
-@njit(cache=True, nogil=True)
+@jit
 def _expire(cs, cp, ring, t):
     """Drop the requests that left the cap's window (t − T, t] from the ring."""
     cap = ring.shape[1]
@@ -275,7 +275,7 @@ def _expire(cs, cp, ring, t):
         cs[_RSUM] = 0.0  # no rounding residue once the window is empty
 
 
-@njit(cache=True, nogil=True)
+@jit
 def _rate(cs, cp, win, t):
     """r_t: the target, or the cap spread over its window at the recent record rate (step 3)."""
     r = cp[_TARGET]
@@ -290,7 +290,7 @@ def _rate(cs, cp, win, t):
     return min(r, 1.0)
 
 
-@njit(cache=True, nogil=True)
+@jit
 def _burst(cs, cp, recent, r):
     """True if the last L records already hold ⌈burst · r · L⌉ requests (step 2's burst brake)."""
     span = recent.size
@@ -300,7 +300,7 @@ def _burst(cs, cp, recent, r):
     return cs[_BLEN] >= max(1.0, math.ceil(cp[_BURST] * r * span))
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def _plan(cs, cp, r):
     """The rate ρ_t this record plans for (step 4): k · r (1 without a boost) during the warm-up,
     then r − clip(D, −½ r, ½ r) until the debt D is repaid."""
@@ -312,7 +312,7 @@ def _plan(cs, cp, r):
     return r - pay
 
 
-@njit(cache=True, nogil=True)
+@jit
 def _step(cs, cp, win, ring, recent, qw, qs, probability, p, gap, v, t):
     """This record's probability after the controller: (q_t, q without the hard cap)."""
     t = max(t, cs[_CLOCK])  # the clock never goes back
@@ -345,7 +345,7 @@ def _step(cs, cp, win, ring, recent, qw, qs, probability, p, gap, v, t):
     return q, q
 
 
-@njit(cache=True, nogil=True)
+@jit
 def _account(cs, cp, ring, recent, queried, refused):
     """Ledger, burst and cap bookkeeping once the coin has been drawn (steps 2-3)."""
     if queried and cp[_BURST] > 0:
@@ -383,15 +383,16 @@ def _book_request(cs: np.ndarray, cp: np.ndarray, n: int) -> None:
         cs[_ASKED] += n
 
 
-@njit(cache=True, nogil=True)
+@jit
 def _forget_scores(cs):
     """Empty the window of recent scores (:meth:`BudgetController.forget_scores`)."""
     cs[_HEAD] = cs[_FILLED] = cs[_SINCE] = 0.0
 
 
 @_driver(
-    types.none(
-        types.int64[::1], IDX, VAL, U64, types.uint64, types.int64, types.boolean, VEC,
+    signature(
+        "none",
+        "int64[::1]", IDX, VAL, U64, "uint64", "int64", "boolean", VEC,
         STATE, VEC, VEC, SCORE_FN, VEC, PROB_FN, ROUND_FN,
         VEC, VEC, STATE, STATE, VEC, VEC,
         I64, VEC, VEC, VEC, VEC, B1,
@@ -420,9 +421,10 @@ def decide_rows(
 
 
 @_driver(
-    types.int64(
-        types.int64[::1], IDX, VAL, I64, I64, U64, types.uint64, types.int64, types.boolean, types.int64,
-        types.float64, types.int64, types.int64, types.boolean, types.boolean, types.boolean,
+    signature(
+        "int64",
+        "int64[::1]", IDX, VAL, I64, I64, U64, "uint64", "int64", "boolean", "int64",
+        "float64", "int64", "int64", "boolean", "boolean", "boolean",
         STATE, VEC, VEC, SCORE_FN, UPDATE_FN, VEC, PROB_FN, ROUND_FN, LABEL_FN,
         VEC, VEC, STATE, STATE, VEC, VEC,
         I64, VEC, VEC, B1,

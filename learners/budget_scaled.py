@@ -12,11 +12,11 @@ computed from, so its feed-forward step solves the same equation as without scal
 from __future__ import annotations
 
 import numpy as np
-from numba import types
 
 from learners.budget import _SEEN, _account, _forget_scores, _step
 from learners.coin import draw
 from learners.drivers import B1, I64, U64, _driver, _predict, pending_rounds, row_of, widest
+from learners.jit import signature
 from learners.kernels import IDX, LABEL_FN, PROB_FN, ROUND_FN, SCORE_FN, STATE, UPDATE_FN, VAL, VEC
 from learners.scaling import RESCALE_FN, _scaled, dense_buffers, mark_learnt
 
@@ -24,8 +24,9 @@ __all__ = ["decide_rows", "replay_rows"]
 
 
 @_driver(
-    types.none(
-        I64, IDX, VAL, U64, types.uint64, types.int64, types.boolean, VEC, types.int64,
+    signature(
+        "none",
+        I64, IDX, VAL, U64, "uint64", "int64", "boolean", VEC, "int64",
         STATE, VEC, VEC, STATE, VEC, VEC, VEC, SCORE_FN, RESCALE_FN, VEC, PROB_FN, ROUND_FN,
         VEC, VEC, STATE, STATE, VEC, VEC,
         I64, VEC, VEC, VEC, VEC, B1,
@@ -59,9 +60,10 @@ def decide_rows(
 
 
 @_driver(
-    types.int64(
-        I64, IDX, VAL, I64, I64, U64, types.uint64, types.int64, types.boolean, types.int64,
-        types.float64, types.int64, types.int64, types.boolean, types.boolean, types.boolean, types.int64, types.int64,
+    signature(
+        "int64",
+        I64, IDX, VAL, I64, I64, U64, "uint64", "int64", "boolean", "int64",
+        "float64", "int64", "int64", "boolean", "boolean", "boolean", "int64", "int64",
         STATE, VEC, VEC, STATE, VEC, VEC, VEC, SCORE_FN, UPDATE_FN, RESCALE_FN,
         VEC, PROB_FN, ROUND_FN, LABEL_FN,
         VEC, VEC, STATE, STATE, VEC, VEC,

@@ -21,41 +21,42 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 import numpy as np
-from numba import njit, types
+
+from learners.jit import jit
 
 __all__ = ["coin", "coins", "record_key", "record_keys", "span_keys", "utf8_spans"]
 
 _MASK64 = (1 << 64) - 1
 
 
-@njit(cache=True, nogil=True)
+@jit
 def splitmix64(z):
     """SplitMix64 finaliser (Steele, Lea & Flood 2014): a bijective, well-mixed 64-bit hash."""
-    z = z + types.uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> types.uint64(30))) * types.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> types.uint64(27))) * types.uint64(0x94D049BB133111EB)
-    return z ^ (z >> types.uint64(31))
+    z = z + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
 
 
-@njit(cache=True, nogil=True)
+@jit
 def draw(seed, key):
     """The uniform draw in [0, 1) for one (seed, key): 53 high bits of the mixed key."""
-    return float(splitmix64(splitmix64(seed) ^ key) >> types.uint64(11)) * (1.0 / 9007199254740992.0)
+    return float(splitmix64(splitmix64(seed) ^ key) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
-@njit(cache=True, nogil=True)
+@jit
 def _draws(seed, keys, out):
     for i in range(keys.size):
         out[i] = draw(seed, keys[i])
 
 
-@njit(cache=True, nogil=True)
+@jit
 def _fnv1a(blob, lo, hi, out):
     """FNV-1a 64 of each string ``blob[lo[i]:hi[i]]``."""
     for i in range(out.size):
-        h = types.uint64(0xCBF29CE484222325)
+        h = np.uint64(0xCBF29CE484222325)
         for j in range(lo[i], hi[i]):
-            h = (h ^ types.uint64(blob[j])) * types.uint64(0x100000001B3)
+            h = (h ^ np.uint64(blob[j])) * np.uint64(0x100000001B3)
         out[i] = h
 
 

@@ -35,10 +35,10 @@ from pathlib import Path
 from urllib.parse import parse_qsl
 
 import numpy as np
-from numba import njit, types
 
 from learners.digits import digit_run, digits_value, word_at
 from learners.inputs import Rows
+from learners.jit import jit, signature
 from learners.kernels import kernel, ready
 
 __all__ = ["STREAM_BYTES", "Dataset", "LibsvmStream", "StreamSummary", "concat", "is_libsvm_file", "iter_libsvm",
@@ -50,7 +50,7 @@ _POW10_INT = np.array([10**k for k in range(8)], dtype=np.uint64)
 _NL, _CR, _SP, _TAB, _HASH, _COLON = 10, 13, 32, 9, 35, 58
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def _number_bytes(buf, i, n):
     """Parse a decimal number at buf[i:], byte by byte. Returns (value, end, status): 0 exact,
     1 re-read, -1 bad."""
@@ -112,7 +112,7 @@ def _number_bytes(buf, i, n):
     return (-value if neg else value), i, status
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def _parse_number(buf, i, n):
     """:func:`_number_bytes`, a word at a time for ``[±]D[.F]`` with at most seven digits D and seven F
     (:mod:`learners.digits`): the same value, exact, as every fraction here has ≤ 14 digits."""
@@ -141,13 +141,13 @@ def _parse_number(buf, i, n):
     return _number_bytes(buf, begin, n)
 
 
-_BYTES = types.Array(types.uint8, 1, "C", readonly=True)  # np.frombuffer of the file: read-only
-_I64 = types.int64[::1]
+_BYTES = "Array(uint8, 1, 'C', readonly=True)"  # np.frombuffer of the file: read-only
+_I64 = "int64[::1]"
 
 
 # Fixed signatures, compiled (loaded from the cache) before the first parse, so threads parsing
 # chunks never race to compile.
-@kernel(types.UniTuple(types.int64, 2)(_BYTES))
+@kernel(signature("UniTuple(int64, 2)", _BYTES))
 def _count(buf):
     """Upper bounds for the arrays: (lines, colons)."""
     lines = 1
@@ -159,7 +159,7 @@ def _count(buf):
 
 
 # The steps of a walk over LIBSVM text, shared by the parse and the scan (inlined: no call cost).
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def _row_start(buf, i, n):
     """The first byte of the next row at or after ``i`` (blank and comment lines stepped over); n at
     the end of the text."""
@@ -175,12 +175,12 @@ def _row_start(buf, i, n):
     return n
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def _ends_token(buf, i, n):
     return i >= n or buf[i] == _SP or buf[i] == _TAB or buf[i] == _NL or buf[i] == _CR
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def _number_token(buf, i, n):
     """:func:`_parse_number` of a whole token (a label, a value): status −1 also when it does not end
     at a blank."""
@@ -190,7 +190,7 @@ def _number_token(buf, i, n):
     return value, i, status
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def _feature_start(buf, i, n):
     """(the first byte of the row's next feature, True), or (where the row ends, False); ``qid:``
     tokens and a trailing comment are stepped over."""
@@ -209,7 +209,7 @@ def _feature_start(buf, i, n):
             i += 1
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def _index_bytes(buf, i, n, one_based):
     """A feature's ``index:`` at ``i``, byte by byte: (0-based index, the byte after ':', error code
     or 0)."""
@@ -230,7 +230,7 @@ def _index_bytes(buf, i, n, one_based):
     return index, i + 1, 0
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def _index(buf, i, n, one_based):
     """:func:`_index_bytes`, a word at a time for an index of at most seven digits."""
     if i + 8 <= n:
@@ -243,8 +243,8 @@ def _index(buf, i, n, one_based):
     return _index_bytes(buf, i, n, one_based)
 
 
-@kernel(types.UniTuple(types.int64, 5)(_BYTES, types.int64, types.float64[::1], _I64, types.int32[::1],
-                                     types.float64[::1], _I64, _I64, _I64, _I64))
+@kernel(signature("UniTuple(int64, 5)", _BYTES, "int64", "float64[::1]", _I64, "int32[::1]",
+                                     "float64[::1]", _I64, _I64, _I64, _I64))
 def _parse(buf, one_based, labels, indptr, indices, data, fix_kind, fix_at, fix_lo, fix_hi):
     """Fill CSR arrays from LIBSVM text. Returns (rows, nnz, fixes, error_code, error_offset).
 
@@ -289,7 +289,7 @@ def _parse(buf, one_based, labels, indptr, indices, data, fix_kind, fix_at, fix_
     return row, k, fixes, 0, 0
 
 
-@kernel(types.UniTuple(types.int64, 5)(_BYTES, types.int64, types.float64[::1], _I64, _I64, _I64))
+@kernel(signature("UniTuple(int64, 5)", _BYTES, "int64", "float64[::1]", _I64, _I64, _I64))
 def _scan(buf, one_based, labels, fix_at, fix_lo, fix_hi):
     """:func:`_parse`'s walk over LIBSVM text keeping only what a stream must know before its first
     row: the labels and the largest index. Values are stepped over, not read (the replay's parse

@@ -11,10 +11,8 @@ byte loop for everything else, so both give the same numbers.
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
-from numba import njit, types
-from numba.cpython.unsafe.numbers import trailing_zeros
-from numba.extending import intrinsic
+
+from learners.jit import external, intrinsic, jit
 
 __all__ = ["digit_run", "digits_value", "word_at"]
 
@@ -28,10 +26,16 @@ _TIMES_100 = np.uint64(100 + (1_000_000 << 32))
 _TIMES_1 = np.uint64(1 + (10_000 << 32))
 
 
+trailing_zeros = external("numba.cpython.unsafe.numbers", "trailing_zeros")
+
+
 @intrinsic
 def word_at(typingctx, text, i):
     """The eight bytes ``text[i:i + 8]`` as one little-endian uint64 (the first byte lowest). The
     caller keeps ``i + 8 <= text.size``: nothing is checked."""
+    from llvmlite import ir
+    from numba.core import types
+
     sig = types.uint64(text, types.intp)
 
     def codegen(context, builder, signature, args):
@@ -42,7 +46,7 @@ def word_at(typingctx, text, i):
     return sig, codegen
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def digit_run(word):
     """How many of the word's bytes, from its first, are decimal digits (0 – 8)."""
     low7 = word & _LOW7
@@ -53,7 +57,7 @@ def digit_run(word):
     return np.int64(trailing_zeros(others)) >> 3
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def digits_value(word, k):
     """The value of the ``k`` (1 – 7) digits at the word's start: shifted to its top so that they
     read as eight digits with leading zeros (the bytes after them drop out), then Lemire's three

@@ -17,9 +17,9 @@ Decision of one round (the same in :func:`decide_rows` and :func:`replay_rows`):
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
 
 from learners.coin import draw
+from learners.jit import jit, signature
 from learners.kernels import (
     IDX,
     LABEL_FN,
@@ -36,17 +36,17 @@ from learners.kernels import (
 __all__ = ["decide_rows", "learn_rows", "pending_rounds", "probabilities", "replay_rows", "row_of", "score_rows",
            "widest"]
 
-I64 = types.int64[::1]
-U64 = types.uint64[::1]
-B1 = types.boolean[::1]
-INDPTR = types.int64[::1]
+I64 = "int64[::1]"
+U64 = "uint64[::1]"
+B1 = "boolean[::1]"
+INDPTR = "int64[::1]"
 
 
 def _driver(signature):
     return lambda fn: Lazy(fn, signature)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def _predict(p, top, tie, multiclass):
     if multiclass:
         return top
@@ -57,7 +57,7 @@ def _predict(p, top, tie, multiclass):
     return tie
 
 
-@_driver(types.none(INDPTR, IDX, VAL, STATE, VEC, VEC, SCORE_FN, VEC, VEC, VEC, I64))
+@_driver(signature("none", INDPTR, IDX, VAL, STATE, VEC, VEC, SCORE_FN, VEC, VEC, VEC, I64))
 def score_rows(indptr, indices, data, S, a, P, score, out_p, out_gap, out_v, out_top):
     """Scores of every row with the current state; nothing changes."""
     for i in range(indptr.size - 1):
@@ -69,7 +69,7 @@ def score_rows(indptr, indices, data, S, a, P, score, out_p, out_gap, out_v, out
         out_top[i] = top
 
 
-@_driver(types.none(VAL, VAL, VAL, VEC, VEC, PROB_FN, ROUND_FN, VEC))
+@_driver(signature("none", VAL, VAL, VAL, VEC, VEC, PROB_FN, ROUND_FN, VEC))
 def probabilities(p, gap, v, qp, qs, probability, after_round, out):
     """Query probabilities for a batch of scores, advancing ``qs`` one round per row."""
     for i in range(p.size):
@@ -78,8 +78,9 @@ def probabilities(p, gap, v, qp, qs, probability, after_round, out):
 
 
 @_driver(
-    types.none(
-        INDPTR, IDX, VAL, U64, types.uint64, types.int64, types.boolean,
+    signature(
+        "none",
+        INDPTR, IDX, VAL, U64, "uint64", "int64", "boolean",
         STATE, VEC, VEC, SCORE_FN, VEC, VEC, PROB_FN, ROUND_FN,
         I64, VEC, VEC, VEC, VEC, B1,
     )
@@ -104,7 +105,8 @@ def decide_rows(
 
 
 @_driver(
-    types.int64(
+    signature(
+        "int64",
         INDPTR, IDX, VAL, I64, I64, B1, VEC, STATE, VEC, VEC, UPDATE_FN, VEC, VEC, LABEL_FN
     )
 )
@@ -121,7 +123,7 @@ def learn_rows(indptr, indices, data, rows, y, mistakes, weights, S, a, P, updat
     return changed
 
 
-@njit(cache=True, nogil=True)
+@jit
 def widest(indptr):
     """The most non-zeros of any row (at least 1): the size of a row buffer."""
     width = 1
@@ -130,7 +132,7 @@ def widest(indptr):
     return width
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def row_of(indptr, indices, data, i, bias, column, idx_buf, val_buf):
     """Row ``i`` as the kernels take it: with ``bias != 0``, followed by the intercept coordinate
     ``column`` = ``bias``, built in the row buffers, so no copy of the whole batch holds it. O(nnz)."""
@@ -146,7 +148,7 @@ def row_of(indptr, indices, data, i, bias, column, idx_buf, val_buf):
     return idx_buf[: m + 1], val_buf[: m + 1]
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def pending_rounds(out_query, first, fifo):
     """Put the carried rounds ``0 .. first-1`` that were queried (their labels still on the way) in
     the queue; returns its length."""
@@ -159,9 +161,10 @@ def pending_rounds(out_query, first, fifo):
 
 
 @_driver(
-    types.int64(
-        INDPTR, IDX, VAL, I64, I64, U64, types.uint64, types.int64, types.boolean, types.int64,
-        types.float64, types.int64, types.int64, types.boolean, types.boolean,
+    signature(
+        "int64",
+        INDPTR, IDX, VAL, I64, I64, U64, "uint64", "int64", "boolean", "int64",
+        "float64", "int64", "int64", "boolean", "boolean",
         STATE, VEC, VEC, SCORE_FN, UPDATE_FN, VEC, VEC, PROB_FN, ROUND_FN, LABEL_FN,
         I64, VEC, VEC, B1,
     )

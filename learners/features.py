@@ -30,10 +30,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, types
 
 from learners.coin import draw, splitmix64
 from learners.inputs import Rows
+from learners.jit import jit
 from learners.memory import MAX_STATE_BYTES
 
 __all__ = ["RandomFourierFeatures"]
@@ -42,16 +42,16 @@ _OMEGA_A, _OMEGA_B, _BETA = np.uint64(0x5EED0001), np.uint64(0x5EED0002), np.uin
 _TWO_PI = 2.0 * math.pi
 
 
-@njit(cache=True, nogil=True)
+@jit
 def _gaussian(seed, i, j):
     """A standard normal for entry (i, j): Box–Muller on two coin draws keyed by (i << 32) | j."""
-    key = (types.uint64(i) << types.uint64(32)) | types.uint64(j)
+    key = (np.uint64(i) << np.uint64(32)) | np.uint64(j)
     u1 = draw(splitmix64(seed ^ _OMEGA_A), key)
     u2 = draw(splitmix64(seed ^ _OMEGA_B), key)
     return math.sqrt(-2.0 * math.log(1.0 - u1)) * math.cos(_TWO_PI * u2)
 
 
-@njit(cache=True, nogil=True)
+@jit
 def _omega(seed, n_features, m, sd):
     out = np.empty((n_features, m))
     for i in range(n_features):
@@ -60,15 +60,15 @@ def _omega(seed, n_features, m, sd):
     return out
 
 
-@njit(cache=True, nogil=True)
+@jit
 def _beta(seed, m):
     out = np.empty(m)
     for j in range(m):
-        out[j] = _TWO_PI * draw(splitmix64(seed ^ _BETA), types.uint64(j))
+        out[j] = _TWO_PI * draw(splitmix64(seed ^ _BETA), np.uint64(j))
     return out
 
 
-@njit(cache=True, nogil=True)
+@jit
 def _project(indptr, indices, data, omega, beta, seed, sd, out):
     """out[r] = √(2/m) cos(Ωᵀx_r + β) for every row r; Ω from ``omega`` or, if it is empty, the seed."""
     m = beta.size

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numba import types
 
 from learners.hashing import hash_features
+from learners.jit import signature
 from learners.kernels import kernel, ready
 
 if TYPE_CHECKING:
@@ -267,8 +267,8 @@ def transform(rows: Rows, *, normalize: bool, bias: float) -> Rows:
     return Rows(new_indptr, new_indices, new_data, rows.n_features + 1)
 
 
-@kernel(types.void(types.int64[::1], types.int32[::1], types.float64[::1], types.float64, types.int64,
-                 types.int64[::1], types.int32[::1], types.float64[::1]))
+@kernel(signature("void", "int64[::1]", "int32[::1]", "float64[::1]", "float64", "int64",
+                 "int64[::1]", "int32[::1]", "float64[::1]"))
 def _append_intercept(indptr, indices, data, bias, column, new_indptr, new_indices, new_data):
     """Copy every row into the new CSR arrays (``new_indptr`` already shifted by the row number),
     followed by the intercept coordinate ``column`` = ``bias``. O(nnz)."""

@@ -18,13 +18,13 @@ A row of input is ``idx`` (int32, the non-zero coordinates) and ``val`` (float64
 
 from __future__ import annotations
 
+import functools
 import sys
+from typing import Any
 
 import numpy as np
-from numba import njit, types
-from numba.core.dispatcher import Dispatcher
-from numba.core.types import FunctionType, WrapperAddressProtocol
-from numba.core.typing.typeof import typeof_impl
+
+from learners.jit import Deferred, jit, kernel, parse_signature
 
 __all__ = [
     "IDX",
@@ -46,52 +46,35 @@ __all__ = [
     "sq_norm",
 ]
 
-IDX = types.int32[::1]
-VAL = types.float64[::1]
-VEC = types.float64[::1]
-STATE = types.float64[:, ::1]
+# numba's signature strings (learners.jit), parsed when a kernel is first compiled
+IDX = "int32[::1]"
+VAL = "float64[::1]"
+VEC = "float64[::1]"
+STATE = "float64[:, ::1]"
 
 # score(S, a, P, idx, val) -> (p, gap, v, top)
 #   p    signed margin (binary) or top-1 score (multiclass)
 #   gap  top-1 minus top-2 score (multiclass), NaN otherwise
 #   v    confidence term xᵀΣx / xᵀH⁻¹x, NaN when the rule has none
 #   top  index of the highest-scoring class (multiclass), -1 for binary rules
-SCORE_SIG = types.Tuple((types.float64, types.float64, types.float64, types.int64))(
-    STATE, VEC, VEC, IDX, VAL
-)
+SCORE_SIG = f"Tuple((float64, float64, float64, int64))({STATE}, {VEC}, {VEC}, {IDX}, {VAL})"
 # update(S, a, P, idx, val, y, weight) -> changed; y is ±1 (binary) or a class index (multiclass);
 #   weight is the label's importance weight, 1/q under an importance-weighted query, else 1. A rule
 #   whose ``importance_weights`` is True applies it; the others are never given another value
-UPDATE_SIG = types.boolean(STATE, VEC, VEC, IDX, VAL, types.int64, types.float64)
+UPDATE_SIG = f"boolean({STATE}, {VEC}, {VEC}, {IDX}, {VAL}, int64, float64)"
 # probability(p, gap, v, qp, qs) -> query probability in [0, 1]
-PROB_SIG = types.float64(types.float64, types.float64, types.float64, VEC, VEC)
+PROB_SIG = f"float64(float64, float64, float64, {VEC}, {VEC})"
 # after_round(qp, qs): called once per scored record, after its probability is computed
-ROUND_SIG = types.none(VEC, VEC)
+ROUND_SIG = f"none({VEC}, {VEC})"
 # after_label(qp, qs, mistake, weight): called once per applied label; mistake = the prediction was
 #   wrong, weight = the label's importance weight (as the update's)
-LABEL_SIG = types.none(VEC, VEC, types.boolean, types.float64)
+LABEL_SIG = f"none({VEC}, {VEC}, boolean, float64)"
 
-SCORE_FN = FunctionType(SCORE_SIG)
-UPDATE_FN = FunctionType(UPDATE_SIG)
-PROB_FN = FunctionType(PROB_SIG)
-ROUND_FN = FunctionType(ROUND_SIG)
-LABEL_FN = FunctionType(LABEL_SIG)
-
-
-def kernel(signature):
-    """A kernel with its fixed signature, compiled (or loaded from the on-disk cache) on first use.
-
-    Nothing is compiled at import: a process pays only for the kernels it runs (the registry holds
-    dozens). :func:`ready` compiles the one signature and then forbids any other, so a call with
-    wrongly typed arguments raises instead of silently compiling a second specialisation.
-    """
-
-    def wrap(fn):
-        dispatcher = njit(cache=True, nogil=True)(fn)
-        dispatcher.kernel_signature = signature
-        return dispatcher
-
-    return wrap
+SCORE_FN = f"FunctionType({SCORE_SIG})"
+UPDATE_FN = f"FunctionType({UPDATE_SIG})"
+PROB_FN = f"FunctionType({PROB_SIG})"
+ROUND_FN = f"FunctionType({ROUND_SIG})"
+LABEL_FN = f"FunctionType({LABEL_SIG})"
 
 
 def _defer_numba_blas_probe() -> None:
@@ -120,66 +103,81 @@ def _defer_numba_blas_probe() -> None:
         linalg.ensure_blas = probe
 
 
-def ready(dispatcher):
-    """The kernel, compiled for its signature (from the cache after the first time ever)."""
+def ready(kernel: Deferred):
+    """The kernel's numba dispatcher, compiled for its one signature (from the on-disk cache after
+    the first time ever), which it then keeps: a call with wrongly typed arguments raises instead of
+    silently compiling a second specialisation. Nothing is compiled at import, and numba is not
+    imported (:mod:`learners.jit`): a process pays only for the kernels it runs."""
+    dispatcher = kernel.target
     if not dispatcher.signatures:
         _defer_numba_blas_probe()
-        dispatcher.compile(dispatcher.kernel_signature)
+        dispatcher.compile(parse_signature(kernel.signature))
         dispatcher.disable_compile()
+        dispatcher.kernel = kernel  # passed to a driver, it stands for the kernel (_as_argument)
     return dispatcher
 
 
-class _Address(WrapperAddressProtocol):
-    """A ready kernel as a first-class function argument, its address looked up once: numba
-    looks up a dispatcher's address again on every call (~0.1 ms per driver call)."""
+@functools.cache
+def _address_type() -> type:
+    """:class:`_Address`'s class, made with numba's protocol when numba is first needed."""
+    from numba.core.types import FunctionType, WrapperAddressProtocol
+    from numba.core.typing.typeof import typeof_impl
 
-    def __init__(self, dispatcher) -> None:
-        self._signature = dispatcher.kernel_signature
-        self.numba_type = FunctionType(self._signature)
-        result = dispatcher.get_compile_result(self._signature)
-        self._address = result.library.get_pointer_to_function(result.fndesc.llvm_cfunc_wrapper_name)
-        self.dispatcher = dispatcher  # keeps the compiled code alive
+    class _Address(WrapperAddressProtocol):
+        """A ready kernel as a first-class function argument, its address looked up once: numba
+        looks up a dispatcher's address again on every call (~0.1 ms per driver call)."""
 
-    def __wrapper_address__(self) -> int:
-        return self._address
+        def __init__(self, kernel: Deferred) -> None:
+            self._signature = parse_signature(kernel.signature)
+            self.numba_type = FunctionType(self._signature)
+            dispatcher = ready(kernel)
+            result = dispatcher.get_compile_result(self._signature)
+            self._address = result.library.get_pointer_to_function(result.fndesc.llvm_cfunc_wrapper_name)
+            self.dispatcher = dispatcher  # keeps the compiled code alive
 
-    def signature(self):
-        return self._signature
+        def __wrapper_address__(self) -> int:
+            return self._address
+
+        def signature(self):
+            return self._signature
+
+    @typeof_impl.register(_Address)
+    def _typeof_address(value: _Address, context) -> FunctionType:
+        # numba's own typeof for the protocol builds a FunctionType, hashed and interned, for every
+        # argument of every call (~12 µs a driver call); the type of a kernel never changes
+        return value.numba_type
+
+    return _Address
 
 
-@typeof_impl.register(_Address)
-def _typeof_address(value: _Address, context) -> FunctionType:
-    # numba's own typeof for the protocol builds a FunctionType, hashed and interned, for every
-    # argument of every call (~12 µs a driver call); the type of a kernel never changes
-    return value.numba_type
-
-
-def _as_argument(value):
-    """``value``, or the cached :class:`_Address` of a ready kernel."""
-    if isinstance(value, Dispatcher) and hasattr(value, "kernel_signature"):
-        address = value.__dict__.get("_address")
-        if address is None:
-            address = value._address = _Address(ready(value))
-        return address
-    return value
+def _as_argument(value: Any) -> Any:
+    """``value``, or, for a kernel or its ready dispatcher, the kernel's cached address as a
+    first-class function."""
+    kernel = value if isinstance(value, Deferred) else getattr(value, "kernel", None)
+    if not isinstance(kernel, Deferred) or kernel.signature is None:
+        return value
+    address = kernel.__dict__.get("_address")
+    if address is None:
+        address = kernel._address = _address_type()(kernel)
+    return address
 
 
 class Lazy:
     """A compiled loop whose fixed signature takes kernels as first-class functions, compiled on
     its first call (so importing the library compiles nothing)."""
 
-    def __init__(self, fn, signature) -> None:
-        self._dispatcher = kernel(signature)(fn)
+    def __init__(self, fn, signature: str) -> None:
+        self._kernel = kernel(signature)(fn)
         self._ready = None
         self.__doc__, self.__name__ = fn.__doc__, fn.__name__
 
     def __call__(self, *args):
         if self._ready is None:
-            self._ready = ready(self._dispatcher)
+            self._ready = ready(self._kernel)
         return self._ready(*[_as_argument(a) for a in args])
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def sparse_dot(w: np.ndarray, idx: np.ndarray, val: np.ndarray) -> float:
     """w · x for a sparse row x = (idx, val). O(nnz)."""
     s = 0.0
@@ -188,7 +186,7 @@ def sparse_dot(w: np.ndarray, idx: np.ndarray, val: np.ndarray) -> float:
     return s
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def sq_norm(val: np.ndarray) -> float:
     """‖x‖² of a sparse row from its non-zero values. O(nnz)."""
     s = 0.0
@@ -197,7 +195,7 @@ def sq_norm(val: np.ndarray) -> float:
     return s
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def axpy(w: np.ndarray, alpha: float, idx: np.ndarray, val: np.ndarray) -> None:
     """w ← w + α x for a sparse row x, touching only idx. O(nnz)."""
     for j in range(idx.size):

@@ -59,10 +59,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from numba import njit, types
 
 from learners.coin import draw
 from learners.drivers import B1, I64, U64, _driver, _predict, pending_rounds, row_of, widest
+from learners.jit import jit, signature
 from learners.kernels import IDX, LABEL_FN, PROB_FN, ROUND_FN, SCORE_FN, STATE, UPDATE_FN, VAL, VEC, kernel
 
 __all__ = [
@@ -103,8 +103,8 @@ _OBSERVE_NONE, _OBSERVE_UNSEEN, _OBSERVE_ALL = 0, 1, 2
 
 # rescale(S, a, P, R, idx, ratio): move the rule's state of coordinates idx to new units,
 # r = s'/s per coordinate; R is the rule's packed description of its layout (powers of r).
-RESCALE_SIG = types.none(STATE, VEC, VEC, VEC, IDX, VAL)
-RESCALE_FN = types.FunctionType(RESCALE_SIG)
+RESCALE_SIG = signature("none", STATE, VEC, VEC, VEC, IDX, VAL)
+RESCALE_FN = f"FunctionType({RESCALE_SIG})"
 
 # rows of the scaler's state Z: count of non-zeros (rms; rows observed for standard), max |x| or Σx²
 # (the statistic), the scale a window started from, that window's number (+1; negative once the move
@@ -116,7 +116,7 @@ _ROWS = 5
 
 
 # -- the rules' rescaling, one kernel per state family -------------------------------------------
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def _power(r, k):
     """r^k for the small integer powers of the state families, without a pow() call."""
     if k == 1.0:
@@ -210,7 +210,7 @@ def rescale_lasec_diag(S, a, P, R, idx, ratio):
 
 
 # -- the scale itself ----------------------------------------------------------------------------
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def _scale_of(Z, i, mode):
     """s_i from the statistics; 0 while coordinate i has never been non-zero."""
     if mode == 1.0:
@@ -219,7 +219,7 @@ def _scale_of(Z, i, mode):
     return math.sqrt(Z[_STAT, i] / n) if n > 0.0 else 0.0
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def _track_move(Z, zs, i, old, new):
     """Count coordinate i once per window when its scale leaves [s_ref/10, 10 s_ref]."""
     mark = zs[0] + 1.0
@@ -232,7 +232,7 @@ def _track_move(Z, zs, i, old, new):
         Z[_MARK, i] = -mark
 
 
-@njit(cache=True, nogil=True)
+@jit
 def observe(Z, zs, zp, level, idx, val, changed, ratio):
     """Update the statistics with a row's non-zeros; returns m, with the m coordinates whose
     (already set) scale changed in ``changed[:m]`` and their r = s'/s in ``ratio[:m]``. O(nnz)."""
@@ -265,7 +265,7 @@ def observe(Z, zs, zp, level, idx, val, changed, ratio):
     return m
 
 
-@njit(cache=True, nogil=True)
+@jit
 def mark_learnt(Z, zp, idx):
     """Record that an update changed the rule's state at a row's coordinates. O(nnz)."""
     for j in range(idx.size):
@@ -273,7 +273,7 @@ def mark_learnt(Z, zp, idx):
             Z[_LEARNT, idx[j]] = 1.0
 
 
-@njit(cache=True, nogil=True)
+@jit
 def scale_values(Z, zp, idx, val, out):
     """out ← x̃ = x/s on the scaled coordinates (then unit L2 norm over them if zp[2]), the
     intercept copied; an unseen coordinate is divided by |x_i|, the scale it would get. O(nnz)."""
@@ -296,7 +296,7 @@ def scale_values(Z, zp, idx, val, out):
                 out[j] /= norm
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def _prepare(Z, zs, zp, level, idx, val, S, a, P, R, rescale, changed, ratio, out):
     """One row through the scaler: statistics, the rule's state moved to the new units, x̃."""
     m = observe(Z, zs, zp, level, idx, val, changed, ratio)
@@ -305,7 +305,7 @@ def _prepare(Z, zs, zp, level, idx, val, S, a, P, R, rescale, changed, ratio, ou
     scale_values(Z, zp, idx, val, out)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def _spread(Z, i):
     """σ_i of "standard" from n, Σ(x − x₀), Σ(x − x₀)²; 0 before any row and while the column is
     constant."""
@@ -318,14 +318,14 @@ def _spread(Z, i):
     return math.sqrt(var) if var > _CANCELLED * mean_sq else 0.0
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def _mean(Z, i):
     """μ_i of "standard": x₀ + Σ(x − x₀)/n; 0 before any row."""
     n = Z[_COUNT, i]
     return Z[_SHIFT, i] + Z[_SUM, i] / n if n > 0.0 else 0.0
 
 
-@njit(cache=True, nogil=True)
+@jit
 def standardise(Z, zs, zp, level, idx, val, out):
     """"standard": observe the row (if ``level`` is all) with its zeros, then the dense x̃ in
     ``out``: out[i] = (x_i − μ_i)/σ_i for every i < n_features (unit L2 norm over them if zp[2]),
@@ -367,7 +367,7 @@ def standardise(Z, zs, zp, level, idx, val, out):
     return width
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def _scaled(Z, zs, zp, level, idx, val, S, a, P, R, rescale, changed, ratio, out, dense):
     """One row through the scaler, as (coordinates, x̃) for the rule: the row's own coordinates
     (sparse modes) or ``dense``'s leading ones ("standard")."""
@@ -379,7 +379,7 @@ def _scaled(Z, zs, zp, level, idx, val, S, a, P, R, rescale, changed, ratio, out
     return idx, x
 
 
-@njit(cache=True, nogil=True)
+@jit
 def dense_buffers(zp, width):
     """Row buffers of a driver: x̃ (room for ``width`` values, or every coordinate and the intercept
     under "standard"), and the dense coordinates 0 … n_features (empty in the sparse modes)."""
@@ -390,7 +390,7 @@ def dense_buffers(zp, width):
     return np.empty(max(width, n_dense)), dense
 
 
-@njit(cache=True, nogil=True)
+@jit
 def _widest(indptr):
     width = 1
     for i in range(indptr.size - 1):
@@ -398,7 +398,7 @@ def _widest(indptr):
     return width
 
 
-@_driver(types.none(I64, IDX, VAL, STATE, VEC, VEC, STATE, VEC, VEC, SCORE_FN, VEC, VEC, VEC, I64))
+@_driver(signature("none", I64, IDX, VAL, STATE, VEC, VEC, STATE, VEC, VEC, SCORE_FN, VEC, VEC, VEC, I64))
 def score_scaled_rows(indptr, indices, data, Z, zs, zp, S, a, P, score, out_p, out_gap, out_v, out_top):
     """:func:`learners.drivers.score_rows` on x̃; nothing changes."""
     out, dense = dense_buffers(zp, _widest(indptr))
@@ -417,7 +417,7 @@ def score_scaled_rows(indptr, indices, data, Z, zs, zp, S, a, P, score, out_p, o
         out_top[i] = top
 
 
-@_driver(types.int64(IDX, VAL, types.int64, STATE, VEC, VEC, STATE, VEC, VEC, VEC, RESCALE_FN, VAL))
+@_driver(signature("int64", IDX, VAL, "int64", STATE, VEC, VEC, STATE, VEC, VEC, VEC, RESCALE_FN, VAL))
 def scale_one_row(idx, val, level, Z, zs, zp, S, a, P, R, rescale, out):
     """One record (River-style ``ask``/``learn``): observe at ``level``, rescale, out ← x̃.
     Returns x̃'s length: the row's (sparse modes) or the dense width ("standard")."""
@@ -430,8 +430,9 @@ def scale_one_row(idx, val, level, Z, zs, zp, S, a, P, R, rescale, out):
 
 
 @_driver(
-    types.none(
-        I64, IDX, VAL, U64, types.uint64, types.int64, types.boolean, types.int64,
+    signature(
+        "none",
+        I64, IDX, VAL, U64, "uint64", "int64", "boolean", "int64",
         STATE, VEC, VEC, STATE, VEC, VEC, VEC, SCORE_FN, RESCALE_FN, VEC, VEC, PROB_FN, ROUND_FN,
         I64, VEC, VEC, VEC, VEC, B1,
     )
@@ -461,8 +462,9 @@ def decide_scaled_rows(
 
 
 @_driver(
-    types.int64(
-        I64, IDX, VAL, I64, B1, VEC, types.int64, STATE, VEC, VEC, STATE, VEC, VEC, VEC,
+    signature(
+        "int64",
+        I64, IDX, VAL, I64, B1, VEC, "int64", STATE, VEC, VEC, STATE, VEC, VEC, VEC,
         UPDATE_FN, RESCALE_FN, VEC, VEC, LABEL_FN,
     )
 )
@@ -485,9 +487,10 @@ def learn_scaled_rows(indptr, indices, data, y, mistakes, weights, level, Z, zs,
 
 
 @_driver(
-    types.int64(
-        I64, IDX, VAL, I64, I64, U64, types.uint64, types.int64, types.boolean, types.int64,
-        types.float64, types.int64, types.int64, types.boolean, types.boolean, types.int64, types.int64,
+    signature(
+        "int64",
+        I64, IDX, VAL, I64, I64, U64, "uint64", "int64", "boolean", "int64",
+        "float64", "int64", "int64", "boolean", "boolean", "int64", "int64",
         STATE, VEC, VEC, STATE, VEC, VEC, VEC, SCORE_FN, UPDATE_FN, RESCALE_FN,
         VEC, VEC, PROB_FN, ROUND_FN, LABEL_FN,
         I64, VEC, VEC, B1,

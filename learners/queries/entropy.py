@@ -24,10 +24,10 @@ import math
 from typing import ClassVar
 
 import numpy as np
-from numba import njit
 
 from learners.base import QueryStrategy
 from learners.budget import Knob
+from learners.jit import jit
 from learners.kernels import PROB_SIG, kernel
 from learners.params import Interval
 
@@ -36,7 +36,7 @@ __all__ = ["EntropyQuery", "GapEntropyQuery", "log_logistic_entropy"]
 _LN_LN2 = math.log(math.log(2.0))
 
 
-@njit(cache=True, nogil=True)
+@jit
 def log_logistic_entropy(x):
     """ln H₂(σ(x)), H₂ in bits: 0 at x = 0, finite for every finite x, −inf at ±inf (a one-class gap)."""
     a = abs(x)

@@ -38,10 +38,10 @@ import math
 from typing import ClassVar
 
 import numpy as np
-from numba import njit
 
 from learners.base import QueryStrategy
 from learners.budget import Knob
+from learners.jit import jit
 from learners.kernels import LABEL_SIG, PROB_SIG, ROUND_SIG, kernel
 from learners.params import Interval
 
@@ -50,7 +50,7 @@ __all__ = ["GapIWALQuery", "IWALQuery", "iwal_probability"]
 _EPS = 1e-4  # VW's 0.0001 in b and in the slack's denominator
 
 
-@njit(cache=True, nogil=True)
+@jit
 def iwal_probability(k, weighted_labels, weighted_mistakes, revert, c0):
     """P_k of the module doc for k rounds before this one, the weighted label and mistake sums,
     the revert weight ω_flip and the mellowness c₀."""
@@ -67,7 +67,7 @@ def iwal_probability(k, weighted_labels, weighted_mistakes, revert, c0):
     return min(b * r * r, 1.0)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def _revert(distance, v, qp, qs):
     """ω_flip = |p| √k / s: the importance weight that flips the prediction; s = v when the rule
     provides it."""

@@ -22,9 +22,9 @@ import math
 from typing import ClassVar
 
 import numpy as np
-from numba import njit
 
 from learners.base import UpdateRule
+from learners.jit import jit
 from learners.kernels import SCORE_SIG, UPDATE_SIG, kernel, sq_norm
 from learners.params import Interval, Options
 from learners.scaling import rescale_dual_averaging
@@ -44,7 +44,7 @@ __all__ = [
 A_MODES = {"inverse-norm": 0.0, "one": 1.0, "zero": 2.0}
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def a_weight(mode, val):
     """a_t: 1/max(1, x_tᵀx_t) (mode 0), 1 (mode 1) or 0 (mode 2). Remark 3, Cases 3, 2, 1."""
     if mode == 0.0:
@@ -54,7 +54,7 @@ def a_weight(mode, val):
     return 0.0
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def inverse_h_quad(s, idx, val, delta):
     """v_t = x_tᵀ H_{t−1}⁻¹ x_t = Σ_i x_i² / (δ + s_{t−1,i}). O(nnz)."""
     v = 0.0
@@ -63,7 +63,7 @@ def inverse_h_quad(s, idx, val, delta):
     return v
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def da_margin(g_sum, s, idx, val, delta, eta):
     """p̂_t = w_tᵀx_t with w_t = −η H_{t−1}⁻¹ Σ_{k<t} g_k (line 13). O(nnz)."""
     p = 0.0
@@ -73,7 +73,7 @@ def da_margin(g_sum, s, idx, val, delta, eta):
     return p
 
 
-@njit(cache=True, nogil=True)
+@jit
 def da_update(g_sum, s, idx, val, y, delta, eta):
     """Dual averaging, Algorithm 1 lines 8, 12, 13, when f_t(w_t) > 0. O(nnz)."""
     if 1.0 - y * da_margin(g_sum, s, idx, val, delta, eta) <= 0.0 or sq_norm(val) == 0.0:
@@ -86,7 +86,7 @@ def da_update(g_sum, s, idx, val, y, delta, eta):
     return True
 
 
-@njit(cache=True, nogil=True)
+@jit
 def md_update(w, s, idx, val, y, delta, eta):
     """Mirror descent, Algorithm 1 lines 8, 12, 14, when f_t(w_t) > 0. O(nnz)."""
     p = 0.0

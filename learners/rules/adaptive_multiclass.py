@@ -23,8 +23,8 @@ import math
 from typing import ClassVar
 
 import numpy as np
-from numba import njit
 
+from learners.jit import jit
 from learners.kernels import SCORE_SIG, UPDATE_SIG, kernel, sq_norm
 from learners.rules.adaptive import _AdaptiveRule, a_weight, inverse_h_quad
 from learners.scaling import rescale_dual_averaging
@@ -33,7 +33,7 @@ __all__ = ["MulticlassDualAveragingRule", "MulticlassMirrorDescentRule", "mda_up
            "multiclass_scores"]
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def _class_score(W, S_row, i, idx, val, delta, eta, dual):
     """w^(i)ᵀx_t: DA forms w^(i) = −η (H^(i))⁻¹ Σg^(i) on the fly, MD reads it."""
     p = 0.0
@@ -47,7 +47,7 @@ def _class_score(W, S_row, i, idx, val, delta, eta, dual):
     return p
 
 
-@njit(cache=True, nogil=True)
+@jit
 def multiclass_scores(W, s, idx, val, delta, eta, dual):
     """(top-1 score, gap p_t of Eq. 7, v_t of Eq. 8, ŷ_t) over the classes. O(C·nnz)."""
     best, second, top = -np.inf, -np.inf, 0
@@ -68,7 +68,7 @@ def multiclass_scores(W, s, idx, val, delta, eta, dual):
     return best, best - second, v_top + v_other, top  # Eqs. (7), (8)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def _runner_up(W, s, idx, val, y, delta, eta, dual):
     """(w^(y)ᵀx, max_{i≠y} w^(i)ᵀx, r_t)."""
     own, rival, r = 0.0, -np.inf, -1
@@ -81,7 +81,7 @@ def _runner_up(W, s, idx, val, y, delta, eta, dual):
     return own, rival, r
 
 
-@njit(cache=True, nogil=True)
+@jit
 def mda_update(W, s, idx, val, y, delta, eta):
     """M-DA (Eq. 5) when f_t(W_t) > 0: W holds Σ_k g^(i)_k per class. O(C·nnz)."""
     own, rival, r = _runner_up(W, s, idx, val, y, delta, eta, True)
@@ -97,7 +97,7 @@ def mda_update(W, s, idx, val, y, delta, eta):
     return True
 
 
-@njit(cache=True, nogil=True)
+@jit
 def mmd_update(W, s, idx, val, y, delta, eta):
     """M-MD (Eq. 6) when f_t(W_t) > 0. O(C·nnz)."""
     own, rival, r = _runner_up(W, s, idx, val, y, delta, eta, False)

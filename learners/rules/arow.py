@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-from numba import njit
 
+from learners.jit import jit
 from learners.kernels import UPDATE_SIG, kernel, sparse_dot, sq_norm
 from learners.params import Interval
 from learners.rules.matrix import (
@@ -32,7 +32,7 @@ from learners.rules.matrix import (
 __all__ = ["AROWDiagRule", "AROWRule", "arow_diag_update", "arow_update"]
 
 
-@njit(cache=True, nogil=True)
+@jit
 def arow_update(mu, Sigma, idx, val, y, r):
     """One AROW step (Crammer et al. 2009, Sect. 3) when ℓ_t > 0. O(nnz·D + D²)."""
     loss = 1.0 - y * sparse_dot(mu, idx, val)  # ℓ_t
@@ -49,7 +49,7 @@ def arow_update(mu, Sigma, idx, val, y, r):
     return True
 
 
-@njit(cache=True, nogil=True)
+@jit
 def arow_diag_update(mu, Sigma, idx, val, y, r):
     """The AROW step on the diagonal of Σ, on the non-zeros of x_t. O(nnz)."""
     loss = 1.0 - y * sparse_dot(mu, idx, val)  # ℓ_t

@@ -24,9 +24,9 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
-from numba import njit
 
 from learners.base import UpdateRule
+from learners.jit import jit
 from learners.kernels import UPDATE_SIG, axpy, kernel, sparse_dot, sq_norm
 from learners.params import Interval, Options
 from learners.rules.linear import binary_margin
@@ -37,7 +37,7 @@ _POSITIVE = Interval(0, None, closed="neither")
 _FRACTION = Interval(0, 1, closed="neither")
 
 
-@njit(cache=True, nogil=True)
+@jit
 def cost_ratio(rho, eta_ratio, T_p, T_n):
     """ρ of Proposition 1: the fixed ``rho``, or, when it is NaN, η_p·T̂_n/(η_n·T̂_p) with
     T̂ = T + 1 (one pseudo-label per class); ``eta_ratio`` = η_p/η_n."""
@@ -46,7 +46,7 @@ def cost_ratio(rho, eta_ratio, T_p, T_n):
     return eta_ratio * (T_n + 1.0) / (T_p + 1.0)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def _observe(a, P, y):
     """Count the label (a = [T_p, T_n] seen so far), then return (ρ, C) for this round."""
     if y > 0:
@@ -57,7 +57,7 @@ def _observe(a, P, y):
     return rho, (rho if math.isnan(P[2]) else P[2])  # C = ρ unless set (Sect. 6.3.2)
 
 
-@njit(cache=True, nogil=True)
+@jit
 def cspaa_update(w, idx, val, y, rho, C):
     """CSPAA's update on (x, y): Eqs. (9)-(11) of Lu, Zhao & Hoi 2016. O(nnz).
 
@@ -77,7 +77,7 @@ def cspaa_update(w, idx, val, y, rho, C):
     return True
 
 
-@njit(cache=True, nogil=True)
+@jit
 def cpa_update(w, idx, val, y, rho, C):
     """Prediction-based cost-sensitive PA-I (Crammer et al., JMLR 7, 2006) on (x, y). O(nnz).
 
@@ -97,7 +97,7 @@ def cpa_update(w, idx, val, y, rho, C):
     return True
 
 
-@njit(cache=True, nogil=True)
+@jit
 def paum_update(w, idx, val, y, tau_p, tau_n):
     """Perceptron with uneven margins (Li et al., ICML 2002, Algorithm 1) on (x, y). O(nnz).
 

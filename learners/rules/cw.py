@@ -22,8 +22,8 @@ from statistics import NormalDist
 from typing import ClassVar
 
 import numpy as np
-from numba import njit
 
+from learners.jit import jit
 from learners.kernels import UPDATE_SIG, kernel, sparse_dot, sq_norm
 from learners.params import Interval
 from learners.rules.matrix import (
@@ -38,7 +38,7 @@ from learners.rules.matrix import (
 __all__ = ["CWDiagRule", "CWRule", "cw_coefficients", "cw_diag_update", "cw_update"]
 
 
-@njit(cache=True, nogil=True)
+@jit
 def cw_coefficients(m, v, phi):
     """(α_t, α_t φ / √u_t) of exact convex CW (Crammer, Dredze & Pereira 2008, Sect. 3)."""
     psi = 1.0 + phi * phi / 2.0  # ψ
@@ -49,7 +49,7 @@ def cw_coefficients(m, v, phi):
     return alpha, alpha * phi / root_u
 
 
-@njit(cache=True, nogil=True)
+@jit
 def cw_update(mu, Sigma, idx, val, y, phi):
     """One exact convex CW step with the full Σ, when φ√v_t > m_t. O(nnz·D + D²)."""
     if sq_norm(val) == 0.0:
@@ -69,7 +69,7 @@ def cw_update(mu, Sigma, idx, val, y, phi):
     return True
 
 
-@njit(cache=True, nogil=True)
+@jit
 def cw_diag_update(mu, Sigma, idx, val, y, phi):
     """One exact convex CW step on diag(Σ): Σ_ii⁻¹ ← Σ_ii⁻¹ + (α φ/√u) x_i², on the non-zeros. O(nnz)."""
     if sq_norm(val) == 0.0:

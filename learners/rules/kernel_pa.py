@@ -27,9 +27,9 @@ import math
 from typing import ClassVar
 
 import numpy as np
-from numba import njit
 
 from learners.base import UpdateRule
+from learners.jit import jit
 from learners.kernels import SCORE_SIG, UPDATE_SIG, kernel, sq_norm
 from learners.memory import require_fits
 from learners.params import Interval, Options
@@ -40,7 +40,7 @@ _RBF, _POLY = 0, 1
 _KINDS = {"rbf": _RBF, "poly": _POLY}
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def _kernel_value(kind, gamma, degree, coef0, dot, sq_i, sq_x):
     """κ(x_i, x) from ⟨x_i, x⟩ and the squared norms: exp(−γ‖x_i − x‖²) or (γ⟨x_i, x⟩ + c₀)^p."""
     if kind == _RBF:
@@ -48,7 +48,7 @@ def _kernel_value(kind, gamma, degree, coef0, dot, sq_i, sq_x):
     return (gamma * dot + coef0) ** degree
 
 
-@njit(cache=True, nogil=True)
+@jit
 def kernel_pa_score(sv, alpha, sv_sq, n_sv, idx, val, kind, gamma, degree, coef0):
     """p̂ = Σ_{i<n_sv} α_i κ(x_i, x): Algorithm 3, line 5. O(n_sv·nnz)."""
     sq_x = sq_norm(val)
@@ -62,7 +62,7 @@ def kernel_pa_score(sv, alpha, sv_sq, n_sv, idx, val, kind, gamma, degree, coef0
     return p
 
 
-@njit(cache=True, nogil=True)
+@jit
 def kernel_pa_update(sv, alpha, sv_sq, a, idx, val, y, P):
     """One budgeted kernel PA step on (x, y): Algorithm 3, lines 5-8. O(B·nnz + D).
 

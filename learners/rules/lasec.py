@@ -38,9 +38,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-from numba import njit
 
 from learners.base import UpdateRule
+from learners.jit import jit
 from learners.kernels import SCORE_SIG, UPDATE_SIG, kernel, sparse_dot, sq_norm
 from learners.params import Interval
 from learners.rules.matrix import FullMatrixRule, full_matvec, full_quad, full_rank_one
@@ -57,13 +57,13 @@ __all__ = [
 
 
 # -- full matrix ------------------------------------------------------------------------------
-@njit(cache=True, nogil=True)
+@jit
 def lasec_full_margin(mu, sigma, idx, val, c_inv):
     """(μᵀx, v = xᵀ(Σ + c⁻¹I)x) for a sparse x: the two terms of p̂ in Eq. (5). O(nnz²)."""
     return sparse_dot(mu, idx, val), full_quad(sigma, idx, val) + c_inv * sq_norm(val)
 
 
-@njit(cache=True, nogil=True)
+@jit
 def lasec_full_update(mu, sigma, idx, val, y, c_inv):
     """One LASEC update on (x, y): Fig. 1 of Moroshko & Crammer 2014, Eqs. (2)-(3) in covariance
     form (module docstring). O(D·nnz + D²)."""
@@ -96,13 +96,13 @@ def _full_update(S, a, P, idx, val, y, weight):
 
 
 # -- diagonal, lazy drift ---------------------------------------------------------------------
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def _drifted(sigma, last, i, k_next, c_inv):
     """Σ̃_i for update number k_next: the stored σ_i plus the drift of every update since ℓ_i."""
     return sigma[i] + (k_next - last[i]) * c_inv
 
 
-@njit(cache=True, nogil=True)
+@jit
 def lasec_diag_margin(mu, sigma, last, idx, val, k, c_inv):
     """(μᵀx, v = Σ_i Σ̃_i x_i²) with Σ̃ the lazily drifted diagonal at update k + 1. O(nnz)."""
     m = 0.0
@@ -114,7 +114,7 @@ def lasec_diag_margin(mu, sigma, last, idx, val, k, c_inv):
     return m, v
 
 
-@njit(cache=True, nogil=True)
+@jit
 def lasec_diag_update(mu, sigma, last, idx, val, y, k, c_inv):
     """Update number k + 1 of diagonal LASEC on (x, y), touching only idx. O(nnz).
 

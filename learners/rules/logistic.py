@@ -25,9 +25,9 @@ import math
 from typing import ClassVar
 
 import numpy as np
-from numba import njit
 
 from learners.base import UpdateRule
+from learners.jit import jit
 from learners.kernels import SCORE_SIG, UPDATE_SIG, kernel, sparse_dot, sq_norm
 from learners.params import Interval, Options
 from learners.rules.linear import binary_margin
@@ -38,7 +38,7 @@ __all__ = ["LogisticRule", "SoftmaxRule", "logistic_update", "softmax_update"]
 _SGD, _ADAGRAD = 0, 1
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def _step(w, G, i, g, eta, mode):
     """w_i ← w_i − η g_i (SGD) or, with G_i ← G_i + g_i², w_i − η g_i / √G_i (AdaGrad)."""
     if mode == _SGD:
@@ -49,7 +49,7 @@ def _step(w, G, i, g, eta, mode):
             w[i] -= eta * g / math.sqrt(G[i])
 
 
-@njit(cache=True, nogil=True)
+@jit
 def logistic_update(w, G, idx, val, y, eta, mode, weight):
     """One step on the log loss of (x, y), y = ±1, weighted by ω. O(nnz).
 
@@ -66,7 +66,7 @@ def logistic_update(w, G, idx, val, y, eta, mode, weight):
     return True
 
 
-@njit(cache=True, nogil=True)
+@jit
 def softmax_update(W, G, idx, val, y, eta, mode, weight):
     """One step on −log π_y, π = softmax(W x), weighted by ω: row r moves along ω (π_r − 1[r = y]) x.
     O(k·nnz). Returns False for an all-zero x."""

@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-from numba import njit
 
 from learners.base import UpdateRule
+from learners.jit import jit
 from learners.kernels import SCORE_SIG, kernel, sparse_dot
 from learners.scaling import rescale_full
 
@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(inline="always")
 def diag_quad(d, idx, val):
     """xᵀ diag(d) x for a sparse row x. O(nnz)."""
     s = 0.0
@@ -43,7 +43,7 @@ def diag_quad(d, idx, val):
     return s
 
 
-@njit(cache=True, nogil=True)
+@jit
 def full_quad(M, idx, val):
     """xᵀ M x for a sparse row x: reads only the nnz×nnz sub-block of M. O(nnz²)."""
     s = 0.0
@@ -56,7 +56,7 @@ def full_quad(M, idx, val):
     return s
 
 
-@njit(cache=True, nogil=True)
+@jit
 def full_matvec(M, idx, val, out):
     """out ← M x for a symmetric M and a sparse row x: a sum of nnz rows of M. O(nnz·D)."""
     out[:] = 0.0
@@ -67,7 +67,7 @@ def full_matvec(M, idx, val, out):
             out[i] += xj * row[i]
 
 
-@njit(cache=True, nogil=True)
+@jit
 def full_rank_one(M, u, beta):
     """M ← M − β u uᵀ. O(D²), skipping the rows where u is zero."""
     for i in range(u.size):

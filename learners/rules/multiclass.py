@@ -13,16 +13,16 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-from numba import njit
 
 from learners.base import UpdateRule
+from learners.jit import jit
 from learners.kernels import SCORE_SIG, UPDATE_SIG, axpy, kernel, sparse_dot, sq_norm
 from learners.params import Interval, Options
 
 __all__ = ["MPARule", "MaxScorePerceptronRule", "max_score_perceptron_update", "mpa_update", "top_two"]
 
 
-@njit(cache=True, nogil=True)
+@jit
 def top_two(W, idx, val):
     """(ŷ, w^ŷ·x, w^ỹ·x): the best class (Eq. 2) and the two highest scores. O(k·nnz).
 
@@ -38,7 +38,7 @@ def top_two(W, idx, val):
     return best, first, second
 
 
-@njit(cache=True, nogil=True)
+@jit
 def best_wrong_class(W, idx, val, y):
     """(s_t, γ_t): the highest-scoring class other than y, and the margin
     γ_t = w^{y_t}·x_t − w^{s_t}·x_t (Sect. 4.1). O(k·nnz)."""
@@ -58,7 +58,7 @@ def top_two_scores(S, a, P, idx, val):
     return first, first - second, np.nan, top
 
 
-@njit(cache=True, nogil=True)
+@jit
 def max_score_perceptron_update(W, idx, val, y):
     """Max-score multiclass Perceptron (Crammer & Singer 2003; Sect. 4.1 of Lu, Zhao & Hoi 2016).
 
@@ -76,7 +76,7 @@ def max_score_perceptron_update(W, idx, val, y):
     return True
 
 
-@njit(cache=True, nogil=True)
+@jit
 def mpa_update(W, idx, val, y, C, mode):
     """One MPA step on (x, y): Eqs. (3)-(4) of Lu, Zhao & Hoi 2016. O(k·nnz).
 

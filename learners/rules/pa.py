@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-from numba import njit
 
 from learners.base import UpdateRule
+from learners.jit import jit
 from learners.kernels import UPDATE_SIG, axpy, kernel, sparse_dot, sq_norm
 from learners.params import Interval, Options
 from learners.rules.linear import binary_margin
@@ -20,7 +20,7 @@ from learners.rules.linear import binary_margin
 __all__ = ["PARule", "pa_update"]
 
 
-@njit(cache=True, nogil=True)
+@jit
 def pa_update(w, idx, val, y, C, mode):
     """One PA step on (x, y), x = (idx, val): Eq. (1) of Lu, Zhao & Hoi 2016. O(nnz).
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-from numba import njit
 
 from learners.base import UpdateRule
+from learners.jit import jit
 from learners.kernels import SCORE_SIG, UPDATE_SIG, axpy, kernel, sparse_dot, sq_norm
 
 __all__ = ["PerceptronRule", "perceptron_update", "squared_radius"]
 
 
-@njit(cache=True, nogil=True)
+@jit
 def perceptron_update(w, idx, val, y):
     """w ← w + y x on a mistake (y w·x ≤ 0): Sect. 3.1 of Lu, Zhao & Hoi 2016. O(nnz).
 
@@ -27,7 +27,7 @@ def perceptron_update(w, idx, val, y):
     return True
 
 
-@njit(cache=True, nogil=True)
+@jit
 def squared_radius(X2, val):
     """X'² = max(X²_{k−1}, ‖x_t‖²): Cesa-Bianchi, Gentile & Zaniboni 2006, Fig. 2. O(nnz)."""
     return max(X2, sq_norm(val))

@@ -21,8 +21,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-from numba import njit
 
+from learners.jit import jit
 from learners.kernels import UPDATE_SIG, kernel, sparse_dot, sq_norm
 from learners.params import Interval
 from learners.rules.matrix import (
@@ -37,7 +37,7 @@ from learners.rules.matrix import (
 __all__ = ["SOALDiagRule", "SOALRule", "soal_diag_update", "soal_update"]
 
 
-@njit(cache=True, nogil=True)
+@jit
 def soal_update(mu, Sigma, idx, val, y, eta, gamma):
     """Eqs. (1) and (3) of Hao et al. 2016 when ℓ_t > 0. O(nnz·D + D²).
 
@@ -55,7 +55,7 @@ def soal_update(mu, Sigma, idx, val, y, eta, gamma):
     return True
 
 
-@njit(cache=True, nogil=True)
+@jit
 def soal_diag_update(mu, Sigma, idx, val, y, eta, gamma):
     """Eqs. (4) and (5) of Hao et al. 2016 when ℓ_t > 0, on the non-zeros of x_t. O(nnz)."""
     if 1.0 - y * sparse_dot(mu, idx, val) <= 0.0 or sq_norm(val) == 0.0:  # ℓ_t(μ_t) = 0: passive

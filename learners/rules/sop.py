@@ -21,9 +21,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-from numba import njit
 
 from learners.base import UpdateRule
+from learners.jit import jit
 from learners.kernels import SCORE_SIG, UPDATE_SIG, kernel, sparse_dot, sq_norm
 from learners.params import Interval
 from learners.rules.matrix import FullMatrixRule, full_matvec, full_quad, full_rank_one
@@ -31,7 +31,7 @@ from learners.rules.matrix import FullMatrixRule, full_matvec, full_quad, full_r
 __all__ = ["SOPDiagRule", "SOPRule", "sop_diag_margin", "sop_diag_update", "sop_margin", "sop_update"]
 
 
-@njit(cache=True, nogil=True)
+@jit
 def sop_margin(w, A_inv, idx, val):
     """(p̂_t, x_tᵀA⁻¹x_t): p̂_t = w̄·x / (1 + xᵀA⁻¹x), the SOP margin (Cesa-Bianchi et al. 2005,
     Fig. 2) by Sherman–Morrison, w̄ = A⁻¹v. O(nnz²)."""
@@ -39,7 +39,7 @@ def sop_margin(w, A_inv, idx, val):
     return sparse_dot(w, idx, val) / (1.0 + s), s
 
 
-@njit(cache=True, nogil=True)
+@jit
 def sop_update(w, A_inv, idx, val, y):
     """One SOP step on a mistake (y p̂ ≤ 0): A ← A + x xᵀ, v ← v + y x. O(D²).
 
@@ -69,7 +69,7 @@ def _update(S, a, P, idx, val, y, weight):
     return sop_update(S[0], S[1:], idx, val, y)
 
 
-@njit(cache=True, nogil=True)
+@jit
 def sop_diag_margin(v, A, idx, val):
     """p̂_t = Σ_i v_i x_i / (A_ii + x_i²): the SOP margin with diag(A + x xᵀ) in place of A + x xᵀ.
     O(nnz)."""
@@ -80,7 +80,7 @@ def sop_diag_margin(v, A, idx, val):
     return p
 
 
-@njit(cache=True, nogil=True)
+@jit
 def sop_diag_update(v, A, idx, val, y):
     """On a mistake (y p̂ ≤ 0): A_ii ← A_ii + x_i², v_i ← v_i + y x_i on the non-zeros of x. O(nnz)."""
     if y * sop_diag_margin(v, A, idx, val) > 0.0 or sq_norm(val) == 0.0:

@@ -18,10 +18,10 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-from numba import njit
 
 from learners.base import UpdateRule
 from learners.coin import draw
+from learners.jit import jit
 from learners.kernels import SCORE_SIG, UPDATE_SIG, axpy, kernel, sparse_dot, sq_norm
 from learners.memory import require_fits
 from learners.params import Interval
@@ -42,7 +42,7 @@ _MIN_SCALE = 1e-100
 
 
 # -- Shifting Perceptron ----------------------------------------------------------------------
-@njit(cache=True, nogil=True)
+@jit
 def shifting_perceptron_update(w, a, idx, val, y, lam):
     """One Shifting Perceptron step on (x, y); the true weights are a[1]·w. O(nnz) amortised.
 
@@ -129,7 +129,7 @@ class ShiftingPerceptronRule(UpdateRule):
 
 
 # -- Modified Perceptron ----------------------------------------------------------------------
-@njit(cache=True, nogil=True)
+@jit
 def modified_perceptron_update(w, a, idx, val, y):
     """One Modified Perceptron step: w_1 = y x/‖x‖, then w ← w − 2 (wᵀx) x/‖x‖² on a mistake. O(nnz).
 
@@ -201,7 +201,7 @@ class ModifiedPerceptronRule(UpdateRule):
 
 
 # -- Randomized Budget Perceptron -------------------------------------------------------------
-@njit(cache=True, nogil=True)
+@jit
 def randomized_budget_update(w, sv, a, idx, val, y, seed):
     """One Randomized Budget Perceptron step (Cavallanti et al. 2007). O(nnz + D) on an eviction.
 

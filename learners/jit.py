@@ -1,0 +1,126 @@
+"""Compiled code declared without importing numba.
+
+:func:`jit`, :func:`kernel` and :func:`intrinsic` stand for numba's ``njit`` (with this library's
+defaults: cached on disk, the GIL released) and ``numba.extending.intrinsic``. Each returns a
+:class:`Deferred`: the Python function with its options, made into numba's object on first use.
+Numba is imported then, not when a module of :mod:`learners` is: importing the library, building
+learners and reading their parameters costs no numba.
+
+Inside a compiled function a :class:`Deferred` is typed as the numba object it stands for (numba
+reads an object's ``_numba_type_``), so compiled code calls the dispatcher directly, inlines it
+where its options say so, and numba's on-disk cache works as for any dispatcher. Signatures are
+numba's signature strings (``"float64(int32[::1], float64[::1])"``), parsed when first needed.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import threading
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["Deferred", "external", "intrinsic", "jit", "kernel", "parse_signature", "signature"]
+
+# every compiled function of the library: on-disk cache (a process loads, not compiles, what an
+# earlier one compiled) and the GIL released (the LIBSVM reader parses beside the replay)
+_DEFAULTS = {"cache": True, "nogil": True}
+_lock = threading.RLock()
+
+
+def _numba() -> Any:
+    import numba
+
+    return numba
+
+
+class Deferred:
+    """A numba object (a dispatcher, an intrinsic) declared now and made on first use.
+
+    Called from Python it calls that object. ``signature``: a kernel's one signature, as numba's
+    signature string (:func:`learners.kernels.ready` compiles exactly it).
+    """
+
+    def __init__(self, make: Callable[[], Any], py_func: Callable | None, signature: str | None = None,
+                 name: str = "") -> None:
+        self._make = make
+        self._target: Any = None
+        self.py_func = py_func
+        self.signature = signature
+        if py_func is not None:
+            functools.update_wrapper(self, py_func)
+        else:
+            self.__name__ = self.__qualname__ = name
+
+    @property
+    def target(self) -> Any:
+        """The numba object, made (numba imported) on first use."""
+        if self._target is None:
+            with _lock:
+                if self._target is None:
+                    _numba()
+                    self._target = self._make()
+        return self._target
+
+    def __call__(self, *args: Any) -> Any:
+        return self.target(*args)
+
+    @property
+    def _numba_type_(self) -> Any:
+        """Numba's type for this object, which is its target's: numba reads it when compiled code
+        refers to a :class:`Deferred` (whoever imported numba)."""
+        from numba.core.dispatcher import Dispatcher
+        from numba.core.registry import cpu_target
+
+        target = self.target
+        typing = cpu_target.typing_context
+        if not isinstance(target, Dispatcher):  # an intrinsic registers its typing when made
+            typing.refresh()
+        return typing.resolve_value_type(target)
+
+    def __repr__(self) -> str:
+        state = "made" if self._target is not None else "not made yet"
+        return f"<Deferred {getattr(self, '__module__', '?')}.{self.__name__} ({state})>"
+
+
+def jit(fn: Callable | None = None, /, **options: Any) -> Any:
+    """``numba.njit`` with this library's defaults, deferred: ``@jit`` or ``@jit(inline="always")``."""
+
+    def wrap(f: Callable) -> Deferred:
+        settings = {**_DEFAULTS, **options}
+        return Deferred(lambda: _numba().njit(**settings)(f), f)
+
+    return wrap if fn is None else wrap(fn)
+
+
+def kernel(signature: str) -> Callable[[Callable], Deferred]:
+    """A compiled function with one fixed signature (numba's signature string), deferred."""
+
+    def wrap(f: Callable) -> Deferred:
+        return Deferred(lambda: _numba().njit(**_DEFAULTS)(f), f, signature)
+
+    return wrap
+
+
+def intrinsic(fn: Callable) -> Deferred:
+    """``numba.extending.intrinsic``, deferred: ``fn`` imports what it uses of numba itself."""
+    return Deferred(lambda: importlib.import_module("numba.extending").intrinsic(fn), fn)
+
+
+def external(module: str, name: str) -> Deferred:
+    """Numba's own compiled function ``module.name``, imported on first use."""
+    return Deferred(lambda: getattr(importlib.import_module(module), name), None, name=name)
+
+
+def signature(result: str, *args: str) -> str:
+    """Numba's signature string of a function of ``args`` returning ``result``."""
+    return f"{result}({', '.join(args)})"
+
+
+@functools.cache
+def parse_signature(text: str) -> Any:
+    """Numba's signature object for a signature string."""
+    from numba.core import sigutils, typing
+
+    args, result = sigutils.normalize_signature(text)
+    return typing.signature(result, *args)

@@ -1,0 +1,79 @@
+"""Compiled code declared without numba: made on first use, typed as its dispatcher inside compiled code."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from learners.jit import Deferred, jit, kernel, parse_signature, signature
+from learners.kernels import ready
+
+
+def test_importing_the_library_and_building_learners_imports_no_numba():
+    probe = """
+import json, sys
+import consumer.cli, learners.datasets, learners.replay, learners.budget, learners.scaling
+from learners import ALGORITHMS, make
+learners = [make(name, n_features=8) for name in ALGORITHMS]
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("numba", "llvmlite"))
+print(json.dumps({"learners": len(learners), "loaded": loaded}))
+"""
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    got = json.loads(out.splitlines()[-1])
+    assert got["learners"] > 40 and got["loaded"] == []
+
+
+@jit
+def _twice(x):
+    return 2.0 * x
+
+
+@jit(inline="always")
+def _plus_one(x):
+    return x + 1.0
+
+
+@jit
+def _sum_of(a):
+    s = 0.0
+    for v in a:
+        s += _plus_one(_twice(v))  # Deferred globals, typed as their dispatchers
+    return s
+
+
+def test_a_deferred_function_is_made_on_first_call_and_compiled_code_calls_others_directly():
+    fresh = jit(lambda x: x * 3.0)
+    assert isinstance(fresh, Deferred) and "not made yet" in repr(fresh)
+    assert fresh(2.0) == 6.0 and "made" in repr(fresh)
+    assert _sum_of(np.arange(4.0)) == sum(2.0 * v + 1.0 for v in range(4))
+    assert _sum_of.__name__ == "_sum_of" and _sum_of.py_func(np.arange(4.0)) == 16.0
+
+
+def test_code_compiled_by_numba_itself_calls_a_deferred_function():
+    from numba import njit
+
+    @njit
+    def outer(a):
+        return _sum_of(a) + _twice(1.0)
+
+    assert outer(np.ones(3)) == 3 * 3.0 + 2.0
+
+
+def test_a_kernel_compiles_its_one_signature_and_refuses_others():
+    @kernel(signature("float64", "float64[::1]", "int64"))
+    def scaled_sum(a, k):
+        return a.sum() * k
+
+    compiled = ready(scaled_sum)
+    assert compiled(np.ones(4), 3) == 12.0
+    assert [str(s) for s in compiled.signatures] == ["(Array(float64, 1, 'C', False, aligned=True), int64)"]
+    with pytest.raises(TypeError):
+        compiled(np.ones(4, dtype=np.int32), 3)
+
+
+def test_signature_strings():
+    assert signature("none", "int32[::1]", "float64") == "none(int32[::1], float64)"
+    sig = parse_signature(signature("UniTuple(int64, 2)", "Array(uint8, 1, 'C', readonly=True)"))
+    assert str(sig.return_type) == "UniTuple(int64 x 2)" and sig.args[0].mutable is False
