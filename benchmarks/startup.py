@@ -4,19 +4,21 @@ One command writes ``benchmarks/results/startup.md``::
 
     python -m benchmarks.startup            # --repeats 5 by default
 
-It replays a 10-row LIBSVM file with ``paa-1 --in-order``, numba's kernels taken from the on-disk
-cache and Python's modules from their bytecode cache (one replay before timing fills both; the
-timed processes run without ``PYTHONDONTWRITEBYTECODE``, as an installed package does), and reports
-the median of ``--repeats`` runs of:
+It replays a 10-row LIBSVM file with ``paa-1 --in-order``, its kernels compiled ahead of time
+(``python -m learners.aot``, compiled first if missing) and, beside it, compiled by numba at run
+time (``ACTIVESTREAM_AOT=0``: taken from numba's on-disk cache), Python's modules from their
+bytecode cache (one replay before timing fills both caches; the timed processes run without
+``PYTHONDONTWRITEBYTECODE``, as an installed package does), and reports the median of ``--repeats``
+runs of:
 
-* the whole command and ``activestream --help``, each one process measured from outside (wall;
-  user+sys CPU and peak RSS from GNU time), and ``python -c pass`` (the interpreter alone);
-* the same replay in a probe process (``python -X importtime``) that times its phases: the imports
-  the command needs (by package, from ``-X importtime``), loading the compiled kernels (numba
-  imported, which the library does when it makes its first kernel; every ``Dispatcher.compile``,
-  which loads from the cache; before the first, numba's array implementations are imported and the
-  first load sets up numba's CPU target, importing its implementation registries), and the replay
-  itself (read, learn, evaluate, print).
+* the whole command both ways and ``activestream --help``, each one process measured from outside
+  (wall; user+sys CPU and peak RSS from GNU time), and ``python -c pass`` (the interpreter alone);
+* the same replay in a probe process (``python -X importtime``), both ways, that times its phases:
+  the imports the command needs (by package, from ``-X importtime``), at run time loading the
+  compiled kernels (numba imported, which the library does when it makes its first kernel; every
+  ``Dispatcher.compile``, which loads from the cache; before the first, numba's array
+  implementations are imported and the first load sets up numba's CPU target, importing its
+  implementation registries), and the replay itself (read, learn, evaluate, print).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchmarks.throughput import BIN, RESULTS, timed
+from benchmarks.throughput import BIN, RESULTS, compile_ahead_of_time, timed
 
 __all__ = ["main"]
 
@@ -51,36 +53,38 @@ TEN_ROWS = b"""+1 3:1 11:1 14:1 19:1 39:1 42:1 55:1 64:1 67:1 73:1 75:1 76:1 80:
 MARKER = "activestream-startup: imports done"
 
 # The probe, run as ``python -X importtime -c PROBE ARGV...``: it imports what ``replay`` imports,
-# then runs it with every numba compile (here: a load from the on-disk cache) timed, and prints
-# its phases as JSON on the last line of stdout.
+# then runs it, with every numba compile (here: a load from the on-disk cache) timed when numba
+# runs the kernels (ACTIVESTREAM_AOT=0), and prints its phases as JSON on the last line of stdout.
 PROBE = f"""
-import sys, time, json
+import os, sys, time, json
 w0, c0 = time.perf_counter(), time.process_time()
 import numpy, orjson
 import consumer.cli, learners, learners.datasets, learners.registry, learners.replay
 w1, c1 = time.perf_counter(), time.process_time()
 print({MARKER!r}, file=sys.stderr, flush=True)
-w, c = time.perf_counter(), time.process_time()  # numba, imported when the first kernel is made
-from numba.core.dispatcher import Dispatcher
-loads = [("numba imported", time.perf_counter() - w, time.process_time() - c)]
-compile_ = Dispatcher.compile
-def timed_compile(self, sig):
-    w, c = time.perf_counter(), time.process_time()
-    try:
-        return compile_(self, sig)
-    finally:
-        loads.append((self.py_func.__module__ + "." + self.py_func.__name__,
-                      time.perf_counter() - w, time.process_time() - c))
-Dispatcher.compile = timed_compile
-import learners.kernels
-set_up = learners.kernels._defer_numba_blas_probe
-def timed_set_up():  # numba's array implementations imported before the first load, part of its set-up
-    w, c = time.perf_counter(), time.process_time()
-    try:
-        return set_up()
-    finally:
-        loads.append(("numba's array implementations", time.perf_counter() - w, time.process_time() - c))
-learners.kernels._defer_numba_blas_probe = timed_set_up
+loads = []
+if os.environ.get("ACTIVESTREAM_AOT") == "0":
+    w, c = time.perf_counter(), time.process_time()  # numba, imported when the first kernel is made
+    from numba.core.dispatcher import Dispatcher
+    loads.append(("numba imported", time.perf_counter() - w, time.process_time() - c))
+    compile_ = Dispatcher.compile
+    def timed_compile(self, sig):
+        w, c = time.perf_counter(), time.process_time()
+        try:
+            return compile_(self, sig)
+        finally:
+            loads.append((self.py_func.__module__ + "." + self.py_func.__name__,
+                          time.perf_counter() - w, time.process_time() - c))
+    Dispatcher.compile = timed_compile
+    import learners.kernels
+    set_up = learners.kernels._defer_numba_blas_probe
+    def timed_set_up():  # numba's array implementations imported before the first load, part of its set-up
+        w, c = time.perf_counter(), time.process_time()
+        try:
+            return set_up()
+        finally:
+            loads.append(("numba's array implementations", time.perf_counter() - w, time.process_time() - c))
+    learners.kernels._defer_numba_blas_probe = timed_set_up
 consumer.cli.main(sys.argv[1:])
 w2, c2 = time.perf_counter(), time.process_time()
 print(json.dumps(dict(imports=[w1 - w0, c1 - c0], run=[w2 - w1, c2 - c1], loads=loads)))
@@ -111,9 +115,10 @@ def importtime_by_package(stderr: str) -> tuple[dict[str, float], dict[str, floa
     return dict(before), dict(during)
 
 
-def probe(argv: Sequence[str]) -> dict:
+def probe(argv: Sequence[str], *, ahead_of_time: bool) -> dict:
+    env = {**os.environ, "ACTIVESTREAM_AOT": "1" if ahead_of_time else "0"}
     proc = subprocess.run([sys.executable, "-X", "importtime", "-c", PROBE, *argv], capture_output=True, text=True,
-                          check=True)
+                          check=True, env=env)
     phases = json.loads(proc.stdout.strip().splitlines()[-1])
     phases["imports_by_package"], phases["imports_while_running"] = importtime_by_package(proc.stderr)
     return phases
@@ -137,8 +142,9 @@ def markdown(rows: list[tuple[str, str, str, str]], repeats: int, command: str, 
         "# Start-up of `activestream replay`",
         "",
         f"Command: `{command}`. `activestream replay --learner paa-1 --data TEN --in-order --json` on a 10-row "
-        f"LIBSVM file, numba's kernels loaded from the on-disk cache and Python's modules from their bytecode "
-        f"cache (both filled by one replay before timing); "
+        f"LIBSVM file, its kernels compiled ahead of time (`python -m learners.aot`) or by numba at run time "
+        f"(`ACTIVESTREAM_AOT=0`: loaded from numba's on-disk cache), Python's modules from their bytecode "
+        f"cache (both caches filled by one replay before timing); "
         f"each figure is the median of {repeats} runs on the shared 2-core machine (medians of the parts need "
         "not add up to the median of the whole). Whole commands are measured from outside (wall; user+sys CPU "
         "and peak RSS from GNU time); the parts come from a probe process running the same replay under "
@@ -161,49 +167,59 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Python's bytecode cache on, as an installed package has it (an environment may turn it off)
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     activestream = str(BIN / "activestream")
+    compile_ahead_of_time()
+    at_run_time = ["env", "ACTIVESTREAM_AOT=0"]
     with tempfile.TemporaryDirectory(prefix="activestream-startup-") as tmpdir:
         ten = Path(tmpdir) / "ten.svm"
         ten.write_bytes(TEN_ROWS)
         replay = ["replay", "--learner", "paa-1", "--data", str(ten), "--in-order", "--json"]
-        timed([activestream, *replay])  # fills numba's on-disk cache: no timed run compiles
-        whole, helps, bare, probes = [], [], [], []
+        timed([*at_run_time, activestream, *replay])  # fills numba's on-disk cache: no timed run compiles
+        whole, whole_jit, helps, bare, probes, probes_jit = [], [], [], [], [], []
         for _ in range(args.repeats):  # interleaved, so a burst of load on the machine hits every kind
             whole.append(timed([activestream, *replay]))
+            whole_jit.append(timed([*at_run_time, activestream, *replay]))
             helps.append(timed([activestream, "--help"]))
             bare.append(timed([sys.executable, "-c", "pass"]))
-            probes.append(probe(replay))
+            probes.append(probe(replay, ahead_of_time=True))
+            probes_jit.append(probe(replay, ahead_of_time=False))
     packages = sorted({k for p in probes for k in p["imports_by_package"]},
                       key=lambda k: -_median([p["imports_by_package"].get(k, 0.0) for p in probes]))
-    during = {k for p in probes for k in p["imports_while_running"]}
-    kernel_w = [sum(w for _, w, _ in p["loads"]) for p in probes]
-    kernel_c = [sum(c for _, _, c in p["loads"]) for p in probes]
+    during = {k for p in probes_jit for k in p["imports_while_running"]}
+    kernel_w = [sum(w for _, w, _ in p["loads"]) for p in probes_jit]
+    kernel_c = [sum(c for _, _, c in p["loads"]) for p in probes_jit]
     # the first kernel's load and what ran before it (numba's import, its array implementations):
     # numba's one-time set-up
-    first_w = [sum(w for _, w, _ in _through_first_kernel(p["loads"])) for p in probes]
-    first_c = [sum(c for _, _, c in _through_first_kernel(p["loads"])) for p in probes]
-    kernels = [name for name, _, _ in probes[0]["loads"] if name not in _SET_UP]
+    first_w = [sum(w for _, w, _ in _through_first_kernel(p["loads"])) for p in probes_jit]
+    first_c = [sum(c for _, _, c in _through_first_kernel(p["loads"])) for p in probes_jit]
+    kernels = [name for name, _, _ in probes_jit[0]["loads"] if name not in _SET_UP]
     f = "{:.3f}".format
-    rows = [("interpreter alone (`python -c pass`)", f(_median([t.wall_s for t in bare])),
-             f(_median([t.cpu_s for t in bare])), f"{_median([t.peak_rss_mb for t in bare]):.0f}"),
+
+    def whole_row(label: str, runs: list) -> tuple[str, str, str, str]:
+        return (label, f(_median([t.wall_s for t in runs])), f(_median([t.cpu_s for t in runs])),
+                f"{_median([t.peak_rss_mb for t in runs]):.0f}")
+
+    rows = [whole_row("interpreter alone (`python -c pass`)", bare),
             ("imports the command needs, in-process", f(_median([p["imports"][0] for p in probes])),
              f(_median([p["imports"][1] for p in probes])), "")]
     rows += [(f"&nbsp;&nbsp;{k}", f(_median([p["imports_by_package"].get(k, 0.0) for p in probes])), "", "")
              for k in packages]
-    rows += [(f"loading {len(kernels)} compiled kernels from the cache", f(_median(kernel_w)),
-              f(_median(kernel_c)), ""),
+    rows += [("**kernels compiled ahead of time** (`python -m learners.aot`): the replay itself (read, learn, "
+              "evaluate, print)", f(_median([p["run"][0] for p in probes])),
+              f(_median([p["run"][1] for p in probes])), ""),
+             whole_row("&nbsp;&nbsp;**whole command** `activestream replay …`, from outside", whole),
+             (f"**kernels compiled by numba at run time** (`ACTIVESTREAM_AOT=0`): loading {len(kernels)} "
+              "kernels from numba's cache", f(_median(kernel_w)), f(_median(kernel_c)), ""),
              ("&nbsp;&nbsp;the first: numba imported and its CPU target set up", f(_median(first_w)),
               f(_median(first_c)), "")]
     rows += [(f"&nbsp;&nbsp;&nbsp;&nbsp;its imports: {k}",
-              f(_median([p["imports_while_running"].get(k, 0.0) for p in probes])), "", "")
+              f(_median([p["imports_while_running"].get(k, 0.0) for p in probes_jit])), "", "")
              for k in sorted(during, key=lambda k: -_median([p["imports_while_running"].get(k, 0.0)
-                                                              for p in probes]))]
-    rows += [("the replay itself (read, learn, evaluate, print)",
-              f(_median([p["run"][0] - w for p, w in zip(probes, kernel_w, strict=True)])),
-              f(_median([p["run"][1] - c for p, c in zip(probes, kernel_c, strict=True)])), ""),
-             ("**whole command** `activestream replay …`, from outside", f(_median([t.wall_s for t in whole])),
-              f(_median([t.cpu_s for t in whole])), f"{_median([t.peak_rss_mb for t in whole]):.0f}"),
-             ("`activestream --help`, from outside", f(_median([t.wall_s for t in helps])),
-              f(_median([t.cpu_s for t in helps])), f"{_median([t.peak_rss_mb for t in helps]):.0f}")]
+                                                              for p in probes_jit]))]
+    rows += [("&nbsp;&nbsp;the replay itself (read, learn, evaluate, print)",
+              f(_median([p["run"][0] - w for p, w in zip(probes_jit, kernel_w, strict=True)])),
+              f(_median([p["run"][1] - c for p, c in zip(probes_jit, kernel_c, strict=True)])), ""),
+             whole_row("&nbsp;&nbsp;**whole command** `activestream replay …`, from outside", whole_jit),
+             whole_row("`activestream --help`, from outside", helps)]
     command = ("python -m benchmarks.startup " + " ".join(sys.argv[1:] if argv is None else argv)).strip()
     text = markdown(rows, args.repeats, command, kernels)
     args.out.parent.mkdir(parents=True, exist_ok=True)

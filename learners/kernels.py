@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from learners import compiled
 from learners.jit import Deferred, jit, kernel, parse_signature
 
 __all__ = [
@@ -107,7 +108,12 @@ def ready(kernel: Deferred):
     """The kernel's numba dispatcher, compiled for its one signature (from the on-disk cache after
     the first time ever), which it then keeps: a call with wrongly typed arguments raises instead of
     silently compiling a second specialisation. Nothing is compiled at import, and numba is not
-    imported (:mod:`learners.jit`): a process pays only for the kernels it runs."""
+    imported (:mod:`learners.jit`): a process pays only for the kernels it runs. A kernel compiled
+    ahead of time (:mod:`learners.aot`) is its compiled twin (:mod:`learners.compiled`), and needs no
+    numba at all."""
+    twin = compiled.kernel(kernel)  # compiled ahead of time: no numba in the process
+    if twin is not None:
+        return twin
     dispatcher = kernel.target
     if not dispatcher.signatures:
         _defer_numba_blas_probe()

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from learners import budget, drivers, evaluation
+from learners import budget, compiled, drivers, evaluation
 from learners.base import Learner
 from learners.datasets import Dataset
 from learners.evaluation import Metrics, binary_metrics, multiclass_metrics
@@ -140,11 +140,17 @@ def _drive(learner: Learner, prep: _Prepared, order: np.ndarray, delay: int, fir
     head = (rows.indptr, rows.indices, rows.data, order, prep.codes, prep.keys, np.uint64(learner.seed),
             learner._tie, learner.multiclass, int(delay), prep.bias, prep.column, int(first), bool(final),
             learner.query.importance_weighted)
-    tail = (*learner.rule.kernel_state(), learner.rule.score_fn, learner.rule.update_fn)
     outputs = (out.yhat, out.p, out.prob, out.queried)
+    fresh = learner.updates_ == 0 and changed == 0
+    if learner._scaler is None:  # a driver compiled ahead of time with the learner's kernels in it
+        if learner.budget is None and (twin := compiled.replay_rows(learner)) is not None:
+            return int(twin(*head, *learner.rule.kernel_state(), *learner.query.kernel_state(), *outputs))
+        if learner.budget is not None and (twin := compiled.budget_replay_rows(learner)) is not None:
+            return int(twin(*head, fresh, *learner.rule.kernel_state(), learner.query.qs_,
+                                *learner.budget.arrays(), *outputs))
+    tail = (*learner.rule.kernel_state(), learner.rule.score_fn, learner.rule.update_fn)
     if learner.budget is not None:  # the online controller, between probability and coin
         loop = budget.replay_rows if learner._scaler is None else learner._scaler.budget_replay_rows
-        fresh = learner.updates_ == 0 and changed == 0
         return int(loop(*head, fresh, *tail, learner.query.qs_, *learner.query.kernels, *learner.budget.arrays(),
                         *outputs))
     loop = drivers.replay_rows if learner._scaler is None else learner._scaler.replay_rows

@@ -1,0 +1,151 @@
+"""Kernels compiled ahead of time: an offline replay with no numba in the process.
+
+``python -m learners.aot`` compiles, with numba's ahead-of-time compiler (``numba.pycc``), what
+``activestream replay`` runs into extension modules of the package (``learners._compiled0``, …):
+
+- the LIBSVM reader's kernels (:mod:`learners.datasets`);
+- for each (update rule, query strategy) pair of the registry, the replay drivers (the plain one,
+  :func:`learners.drivers.replay_rows`, and the online budget controller's,
+  :func:`learners.budget.replay_rows`) with that pair's kernels compiled into them: direct calls the
+  compiler can inline, where the JIT drivers call them through function pointers.
+
+Beside them it writes ``_compiled.json``: the digest of the library's sources they were compiled
+from and what each exports. At run time a kernel or driver whose compiled twin exists, in modules
+compiled from these very sources, runs it; anything else is compiled by numba on first use, as
+before. Both are the same Python source compiled by the same compiler, and give the same numbers
+(a test over the registry). ``ACTIVESTREAM_AOT=0`` turns the module off.
+
+The functions release the GIL, as the JIT kernels do (``nogil``): the reader parses the next chunk
+in a second thread while the replay runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import json
+import multiprocessing
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from learners.compiled import META, MODULE, driver_name, kernel_name, kernels_of, source_digest
+
+__all__ = ["DRIVERS", "KERNELS", "build", "exports", "main"]
+
+# the kernels compiled on their own: what the LIBSVM reader runs, (module, name)
+KERNELS = (("learners.datasets", "_count"), ("learners.datasets", "_parse"), ("learners.datasets", "_scan"))
+
+# the drivers compiled once per (rule, query) pair: export prefix → (module, name)
+DRIVERS = {"replay_rows": ("learners.drivers", "replay_rows"), "budget_replay_rows": ("learners.budget", "replay_rows")}
+# a driver's parameters that take the kernels, in the order of kernels_of
+_KERNEL_PARAMETERS = ("score", "update", "probability", "after_round", "after_label")
+
+
+def _pairs() -> list[tuple[Any, ...]]:
+    """The kernels of every (rule, query) pair of the registry's learners."""
+    from learners.registry import ALGORITHMS, make
+
+    return list({kernels_of(make(name, n_features=2)): None for name in ALGORITHMS})
+
+
+def _specialised(driver: Callable, kernels: tuple[Any, ...]) -> Callable:
+    """``driver``'s code with ``kernels`` in place of its five kernel parameters: a function of its
+    other parameters whose calls to them are direct (and inlinable)."""
+    from learners.jit import jit
+
+    params = list(inspect.signature(driver).parameters)
+    kept = [p for p in params if p not in _KERNEL_PARAMETERS]
+    source = (f"def specialised({', '.join(kept)}):\n"
+              f"    return body({', '.join(params)})\n")
+    scope = {"body": jit(cache=False)(driver), **dict(zip(_KERNEL_PARAMETERS, kernels, strict=True))}
+    exec(source, scope)  # numba compiles a function of fixed parameters, not one taking *args
+    return scope["specialised"]
+
+
+def _without_functions(signature: str) -> Any:
+    """A driver's signature without its ``FunctionType(...)`` arguments."""
+    from numba.core import types
+
+    from learners.jit import parse_signature
+
+    sig = parse_signature(signature)
+    return sig.return_type(*[a for a in sig.args if not isinstance(a, types.FunctionType)])
+
+
+def exports() -> dict[str, tuple[Any, Callable]]:
+    """What the compiled modules export: name → (signature, Python function)."""
+    from learners.jit import parse_signature
+
+    out: dict[str, tuple[Any, Callable]] = {}
+    for module, name in KERNELS:
+        declared = getattr(importlib.import_module(module), name)
+        out[kernel_name(module, name)] = (parse_signature(declared.signature), declared.py_func)
+    pairs = _pairs()
+    for prefix, (module, name) in DRIVERS.items():
+        driver = getattr(importlib.import_module(module), name)._kernel
+        signature = _without_functions(driver.signature)
+        for kernels in pairs:
+            out[driver_name(prefix, kernels)] = (signature, _specialised(driver.py_func, kernels))
+    return out
+
+
+def _compile_part(module: str, names: list[str], out_dir: str) -> None:
+    """Compile the exports ``names`` into the extension module ``module`` (in a process of its own)."""
+    import warnings
+
+    import numba.pycc.compiler as pycc_compiler
+    from numba.core.compiler import Flags
+    from numba.pycc import CC
+
+    class _ReleasingTheGil(Flags):
+        # pycc's wrappers hold the GIL through the call unless their flags say otherwise
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.release_gil = True
+
+    todo = exports()
+    cc = CC(module)
+    cc.output_dir = out_dir
+    for name in names:
+        signature, fn = todo[name]
+        cc.export(name, signature)(fn)
+    pycc_compiler.Flags = _ReleasingTheGil
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numba.pycc's pending-deprecation notice
+        cc.compile()
+
+
+def build(out_dir: Path = META.parent, *, jobs: int = 2, log: Callable[[str], None] = print) -> dict[str, list[str]]:
+    """Compile every export into ``jobs`` extension modules ``_compiled0`` … in ``out_dir`` (each in
+    a process of its own, at once), then write the record that lets them be used; returns the
+    exports by module."""
+    names = sorted(exports())
+    parts = {f"{MODULE}{i}": names[i::jobs] for i in range(jobs)}
+    start = time.perf_counter()
+    (Path(out_dir) / META.name).unlink(missing_ok=True)  # stale until the new modules are all written
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        for done in [pool.submit(_compile_part, module, part, str(out_dir)) for module, part in parts.items()]:
+            done.result()
+    (Path(out_dir) / META.name).write_text(json.dumps({"digest": source_digest(), "modules": parts}, indent=1) + "\n")
+    log(f"compiled {len(names)} functions into {jobs} modules in {out_dir} in {time.perf_counter() - start:.0f} s")
+    return parts
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m learners.aot", description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="modules compiled at once")
+    args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
+    build(jobs=args.jobs)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

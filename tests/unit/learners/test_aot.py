@@ -1,0 +1,133 @@
+"""Kernels compiled ahead of time against the same code compiled by numba at run time: the same
+numbers bit for bit on every registry entry, no numba in a replay's process, the GIL released."""
+
+import json
+import lzma
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from learners import ALGORITHMS, aot, compiled
+from learners.budget import backtest_controller
+from learners.datasets import read_libsvm
+from learners.replay import replay
+from tests.unit.learners.test_replay_stream import assert_same, dataset, learner
+
+
+@pytest.fixture(scope="module")
+def twins():
+    """The compiled modules of these sources (compiled now if they are missing or stale: CI
+    compiles them before the tests)."""
+    compiled._functions.cache_clear()
+    if not compiled._functions():
+        aot.build()
+        compiled._functions.cache_clear()
+    assert compiled._functions()
+    yield
+    compiled._functions.cache_clear()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_lookup():
+    """Each test looks the twins up again (a test changes what may be used)."""
+    compiled._functions.cache_clear()
+    yield
+    compiled._functions.cache_clear()
+
+
+@pytest.fixture
+def jit_only(monkeypatch):
+    """Run the code compiled by numba at run time, not its compiled twins."""
+    monkeypatch.setenv("ACTIVESTREAM_AOT", "0")
+    compiled._functions.cache_clear()
+    yield
+    monkeypatch.delenv("ACTIVESTREAM_AOT")
+    compiled._functions.cache_clear()
+
+
+@pytest.mark.parametrize("delay, budget", [(0, False), (50, False), (0, True)])
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+def test_a_replay_through_a_compiled_driver_equals_the_jit_one_bit_for_bit(twins, name, delay, budget, monkeypatch):
+    """Both drivers, the plain one and the online controller's, on every registry entry."""
+    data = dataset(ALGORITHMS[name].rule.multiclass)
+    a, b = learner(name), learner(name)
+    if budget:
+        a.budget, b.budget = backtest_controller(0.2, data.n), backtest_controller(0.2, data.n)
+    twin = compiled.budget_replay_rows if budget else compiled.replay_rows
+    assert twin(a) is not None  # every (rule, query) pair of the registry is compiled
+    ahead = replay(a, data, delay=delay)
+    monkeypatch.setenv("ACTIVESTREAM_AOT", "0")
+    compiled._functions.cache_clear()
+    assert twin(b) is None
+    jit = replay(b, data, delay=delay)
+    assert jit.updates > 0
+    assert_same(jit, ahead, b, a)
+
+
+def _read(text: bytes):
+    data = read_libsvm(text)
+    return data.rows.indptr, data.rows.indices, data.rows.data, data.labels
+
+
+def test_the_compiled_reader_reads_what_the_jit_one_reads(twins, jit_only, datasets_dir):
+    text = lzma.decompress((datasets_dir / "a8a.xz").read_bytes())[:3_000_000]
+    text += b"\n+1 3:0.5 7:1e-3 9:-2.25e+02\n-1 4:123456789.123456789\n"  # the parser's slow paths
+    compiled._functions.cache_clear()
+    jit = _read(text)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ACTIVESTREAM_AOT", "1")
+        compiled._functions.cache_clear()
+        assert compiled.compiled("datasets_parse") is not None
+        ahead = _read(text)
+    for got, want in zip(ahead, jit, strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_twins_are_not_used_when_turned_off_or_compiled_from_other_sources(twins, monkeypatch, tmp_path):
+    assert compiled.compiled("datasets_count") is not None
+    monkeypatch.setenv("ACTIVESTREAM_AOT", "off")
+    compiled._functions.cache_clear()
+    assert compiled.compiled("datasets_count") is None
+    monkeypatch.delenv("ACTIVESTREAM_AOT")
+    meta = json.loads(compiled.META.read_text())
+    stale = tmp_path / "meta.json"
+    stale.write_text(json.dumps({**meta, "digest": "0" * 16}))
+    monkeypatch.setattr(compiled, "META", stale)
+    compiled._functions.cache_clear()
+    assert compiled.compiled("datasets_count") is None
+
+
+def test_an_offline_replay_with_its_kernels_compiled_ahead_of_time_loads_no_numba(twins, tmp_path, datasets_dir):
+    path = tmp_path / "rows.svm"
+    path.write_bytes(lzma.decompress((datasets_dir / "a8a.xz").read_bytes())[:20_000])
+    probe = f"""
+import io, json, sys
+from consumer.cli import main
+out = io.TextIOWrapper(io.BytesIO())
+real, sys.stdout = sys.stdout, out
+main(["replay", "--learner", "paa-1", "--in-order", "--data", {str(path)!r}, "--json"])
+out.flush()
+sys.stdout = real
+report = json.loads(out.buffer.getvalue())
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("numba", "llvmlite"))
+print(json.dumps({{"f1": report["f1"], "loaded": loaded}}))
+"""
+    got = json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                                    check=True).stdout.splitlines()[-1])
+    assert got["loaded"] == [] and 0 < got["f1"] < 1
+
+
+def test_a_compiled_kernel_releases_the_gil(twins, datasets_dir):
+    text = np.frombuffer(lzma.decompress((datasets_dir / "a8a.xz").read_bytes()) * 40, dtype=np.uint8)
+    count = compiled.compiled("datasets_count")
+    assert count is not None
+    ticks = 0
+    worker = threading.Thread(target=count, args=(text,))
+    worker.start()
+    while worker.is_alive():  # runs only while the worker's call lets go of the GIL
+        ticks += 1
+    worker.join()
+    assert ticks > 0
