@@ -13,7 +13,7 @@ Beside them it writes ``_compiled.json``: the digest of the library's sources th
 from and what each exports. At run time a kernel or driver whose compiled twin exists, in modules
 compiled from these very sources, runs it; anything else is compiled by numba on first use, as
 before. Both are the same Python source compiled by the same compiler, and give the same numbers
-(a test over the registry). ``ACTIVESTREAM_AOT=0`` turns the module off.
+(``tests/unit/learners/test_aot.py``). ``ACTIVESTREAM_AOT=0`` turns the modules off.
 
 The functions release the GIL, as the JIT kernels do (``nogil``): the reader parses the next chunk
 in a second thread while the replay runs.
@@ -47,11 +47,11 @@ DRIVERS = {"replay_rows": ("learners.drivers", "replay_rows"), "budget_replay_ro
 _KERNEL_PARAMETERS = ("score", "update", "probability", "after_round", "after_label")
 
 
-def _pairs() -> list[tuple[Any, ...]]:
-    """The kernels of every (rule, query) pair of the registry's learners."""
+def _pairs(learners: Sequence[str] | None = None) -> list[tuple[Any, ...]]:
+    """The kernels of every (rule, query) pair of the registry's learners (or of ``learners``)."""
     from learners.registry import ALGORITHMS, make
 
-    return list({kernels_of(make(name, n_features=2)): None for name in ALGORITHMS})
+    return list({kernels_of(make(name, n_features=2)): None for name in learners or ALGORITHMS})
 
 
 def _specialised(driver: Callable, kernels: tuple[Any, ...]) -> Callable:
@@ -78,15 +78,16 @@ def _without_functions(signature: str) -> Any:
     return sig.return_type(*[a for a in sig.args if not isinstance(a, types.FunctionType)])
 
 
-def exports() -> dict[str, tuple[Any, Callable]]:
-    """What the compiled modules export: name → (signature, Python function)."""
+def exports(learners: Sequence[str] | None = None) -> dict[str, tuple[Any, Callable]]:
+    """What the compiled modules export: name → (signature, Python function); ``learners``: the
+    drivers of those learners' pairs alone (default: every pair of the registry)."""
     from learners.jit import parse_signature
 
     out: dict[str, tuple[Any, Callable]] = {}
     for module, name in KERNELS:
         declared = getattr(importlib.import_module(module), name)
         out[kernel_name(module, name)] = (parse_signature(declared.signature), declared.py_func)
-    pairs = _pairs()
+    pairs = _pairs(learners)
     for prefix, (module, name) in DRIVERS.items():
         driver = getattr(importlib.import_module(module), name)._kernel
         signature = _without_functions(driver.signature)
@@ -95,7 +96,7 @@ def exports() -> dict[str, tuple[Any, Callable]]:
     return out
 
 
-def _compile_part(module: str, names: list[str], out_dir: str) -> None:
+def _compile_part(module: str, names: list[str], out_dir: str, learners: Sequence[str] | None) -> None:
     """Compile the exports ``names`` into the extension module ``module`` (in a process of its own)."""
     import warnings
 
@@ -109,7 +110,7 @@ def _compile_part(module: str, names: list[str], out_dir: str) -> None:
             super().__init__(*args, **kwargs)
             self.release_gil = True
 
-    todo = exports()
+    todo = exports(learners)
     cc = CC(module)
     cc.output_dir = out_dir
     for name in names:
@@ -121,16 +122,18 @@ def _compile_part(module: str, names: list[str], out_dir: str) -> None:
         cc.compile()
 
 
-def build(out_dir: Path = META.parent, *, jobs: int = 2, log: Callable[[str], None] = print) -> dict[str, list[str]]:
-    """Compile every export into ``jobs`` extension modules ``_compiled0`` … in ``out_dir`` (each in
-    a process of its own, at once), then write the record that lets them be used; returns the
-    exports by module."""
-    names = sorted(exports())
+def build(out_dir: Path = META.parent, *, jobs: int = 2, learners: Sequence[str] | None = None,
+          log: Callable[[str], None] = print) -> dict[str, list[str]]:
+    """Compile every export (``learners``: theirs alone) into ``jobs`` extension modules
+    ``_compiled0`` … in ``out_dir`` (each in a process of its own, at once), then write the record
+    that lets them be used; returns the exports by module."""
+    names = sorted(exports(learners))
     parts = {f"{MODULE}{i}": names[i::jobs] for i in range(jobs)}
     start = time.perf_counter()
     (Path(out_dir) / META.name).unlink(missing_ok=True)  # stale until the new modules are all written
     with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        for done in [pool.submit(_compile_part, module, part, str(out_dir)) for module, part in parts.items()]:
+        jobs_ = [pool.submit(_compile_part, module, part, str(out_dir), learners) for module, part in parts.items()]
+        for done in jobs_:
             done.result()
     (Path(out_dir) / META.name).write_text(json.dumps({"digest": source_digest(), "modules": parts}, indent=1) + "\n")
     log(f"compiled {len(names)} functions into {jobs} modules in {out_dir} in {time.perf_counter() - start:.0f} s")

@@ -12,6 +12,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
+import importlib.machinery
+import importlib.util
 import json
 import os
 from collections.abc import Callable, Iterable
@@ -50,10 +52,23 @@ def _functions() -> dict[str, Callable]:
         meta = json.loads(META.read_text())
         if meta.get("digest") != source_digest():
             return {}
-        modules = {name: importlib.import_module(f"learners.{name}") for name in meta["modules"]}
+        modules = {name: _load(name) for name in meta["modules"]}
     except (OSError, ValueError, KeyError, ImportError):
         return {}
     return {export: getattr(modules[name], export) for name, names in meta["modules"].items() for export in names}
+
+
+def _load(name: str) -> Any:
+    """The extension module ``name`` beside :data:`META` (the package's own directory, unless a
+    test compiled some elsewhere)."""
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        path = META.parent / f"{name}{suffix}"
+        if path.exists():
+            spec = importlib.util.spec_from_file_location(f"learners.{name}", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+    raise ImportError(f"no compiled module {name} in {META.parent}")
 
 
 def available() -> bool:

@@ -1,5 +1,5 @@
 """Kernels compiled ahead of time against the same code compiled by numba at run time: the same
-numbers bit for bit on every registry entry, no numba in a replay's process, the GIL released."""
+numbers bit for bit, no numba in a replay's process, the GIL released."""
 
 import json
 import lzma
@@ -16,17 +16,23 @@ from learners.datasets import read_libsvm
 from learners.replay import replay
 from tests.unit.learners.test_replay_stream import assert_same, dataset, learner
 
+# the default learners, importance weights (binary and multiclass), a full second-order rule, a
+# kernel rule with its support set, a drift rule: compiled for the tests (seconds each), where
+# `python -m learners.aot` compiles every pair of the registry
+REPRESENTATIVE = ["paa-1", "lr-ada-entropy", "md-amd", "paa-1-iwal", "mpaa-1-iwal", "soal", "kpa", "lasec-diag"]
+
 
 @pytest.fixture(scope="module")
-def twins():
-    """The compiled modules of these sources (compiled now if they are missing or stale: CI
-    compiles them before the tests)."""
-    compiled._functions.cache_clear()
-    if not compiled._functions():
-        aot.build()
+def twins(tmp_path_factory):
+    """Modules compiled from these sources for the representative learners, used instead of any
+    in the package."""
+    out = tmp_path_factory.mktemp("compiled")
+    aot.build(out, jobs=2, learners=REPRESENTATIVE)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(compiled, "META", out / compiled.META.name)
         compiled._functions.cache_clear()
-    assert compiled._functions()
-    yield
+        assert compiled.available()
+        yield out
     compiled._functions.cache_clear()
 
 
@@ -49,7 +55,7 @@ def jit_only(monkeypatch):
 
 
 @pytest.mark.parametrize("delay, budget", [(0, False), (50, False), (0, True)])
-@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+@pytest.mark.parametrize("name", REPRESENTATIVE)
 def test_a_replay_through_a_compiled_driver_equals_the_jit_one_bit_for_bit(twins, name, delay, budget, monkeypatch):
     """Both drivers, the plain one and the online controller's, on every registry entry."""
     data = dataset(ALGORITHMS[name].rule.multiclass)
@@ -57,7 +63,7 @@ def test_a_replay_through_a_compiled_driver_equals_the_jit_one_bit_for_bit(twins
     if budget:
         a.budget, b.budget = backtest_controller(0.2, data.n), backtest_controller(0.2, data.n)
     twin = compiled.budget_replay_rows if budget else compiled.replay_rows
-    assert twin(a) is not None  # every (rule, query) pair of the registry is compiled
+    assert twin(a) is not None
     ahead = replay(a, data, delay=delay)
     monkeypatch.setenv("ACTIVESTREAM_AOT", "0")
     compiled._functions.cache_clear()
@@ -104,7 +110,9 @@ def test_an_offline_replay_with_its_kernels_compiled_ahead_of_time_loads_no_numb
     path = tmp_path / "rows.svm"
     path.write_bytes(lzma.decompress((datasets_dir / "a8a.xz").read_bytes())[:20_000])
     probe = f"""
-import io, json, sys
+import io, json, pathlib, sys
+import learners.compiled
+learners.compiled.META = pathlib.Path({str(twins / compiled.META.name)!r})  # the modules compiled for the tests
 from consumer.cli import main
 out = io.TextIOWrapper(io.BytesIO())
 real, sys.stdout = sys.stdout, out
