@@ -113,7 +113,7 @@ def _compile_part(module: str, names: list[str], out_dir: str, learners: Sequenc
     todo = exports(learners)
     cc = CC(module)
     cc.output_dir = out_dir
-    cc.target_cpu = "host"  # this machine's instructions, as numba's JIT uses (a generic x86-64 reads 1.6× slower)
+    cc.target_cpu = "host"  # this machine's instructions, as numba's JIT uses: the generic x86-64 reads slower
     for name in names:
         signature, fn = todo[name]
         cc.export(name, signature)(fn)
@@ -133,9 +133,9 @@ def build(out_dir: Path = META.parent, *, jobs: int = 2, learners: Sequence[str]
     start = time.perf_counter()
     (Path(out_dir) / META.name).unlink(missing_ok=True)  # stale until the new modules are all written
     with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        jobs_ = [pool.submit(_compile_part, module, part, str(out_dir), learners) for module, part in parts.items()]
-        for done in jobs_:
-            done.result()
+        futures = [pool.submit(_compile_part, module, part, str(out_dir), learners) for module, part in parts.items()]
+        for future in futures:
+            future.result()
     (Path(out_dir) / META.name).write_text(json.dumps({"digest": source_digest(), "modules": parts}, indent=1) + "\n")
     log(f"compiled {len(names)} functions into {jobs} modules in {out_dir} in {time.perf_counter() - start:.0f} s")
     return parts

@@ -131,7 +131,7 @@ def _address_type() -> type:
 
     class _Address(WrapperAddressProtocol):
         """A ready kernel as a first-class function argument, its address looked up once: numba
-        looks up a dispatcher's address again on every call (~0.1 ms per driver call)."""
+        looks up a dispatcher's address again on every call."""
 
         def __init__(self, kernel: Deferred) -> None:
             self._signature = parse_signature(kernel.signature)
@@ -150,7 +150,7 @@ def _address_type() -> type:
     @typeof_impl.register(_Address)
     def _typeof_address(value: _Address, context) -> FunctionType:
         # numba's own typeof for the protocol builds a FunctionType, hashed and interned, for every
-        # argument of every call (~12 µs a driver call); the type of a kernel never changes
+        # argument of every call; the type of a kernel never changes
         return value.numba_type
 
     return _Address
