@@ -71,7 +71,7 @@ from learners.defaults import DEFAULT_LEARNERS
 from learners.registry import ALGORITHMS, LEARNER_DEFAULTS
 from learners.replay import Run, find_budget, run
 
-__all__ = ["DATASETS", "Row", "main", "mean_ranks", "rank", "read_rows", "tuning_seeds", "wins"]
+__all__ = ["DATASETS", "Row", "average_ranks", "main", "mean_ranks", "rank", "read_rows", "tuning_seeds", "wins"]
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PARTS = "leaderboard_parts"  # under --out unless --parts says otherwise
@@ -436,7 +436,7 @@ def measure_peers(spec: BoardData, data: Dataset, classes: Sequence, budgets: Se
 # -- ranking ------------------------------------------------------------------------------------------------
 
 
-def _average_ranks(values: Sequence[float]) -> list[float]:
+def average_ranks(values: Sequence[float]) -> list[float]:
     """Rank 1 for the largest; tied values share the mean of their ranks."""
     order = sorted(range(len(values)), key=lambda i: -values[i])
     ranks = [0.0] * len(values)
@@ -459,7 +459,7 @@ def rank(rows: Iterable[Row]) -> None:
         if r.budget is not None and r.landed:
             groups[(r.regime, r.dataset, r.budget)].append(r)
     for group in groups.values():
-        for r, k in zip(group, _average_ranks([r.mean for r in group]), strict=True):
+        for r, k in zip(group, average_ranks([r.mean for r in group]), strict=True):
             r.rank = k
 
 

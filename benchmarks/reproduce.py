@@ -120,6 +120,21 @@ def _check_budget() -> CheckCell:
     return CheckCell("svmguide1 paa-1, budget 10 %: online F1", cell["f1"], result.mean("f1"), 4)
 
 
+def _check_logistic_defaults() -> CheckCell:
+    from benchmarks import leaderboard as lb
+    from benchmarks import logistic_defaults as bench
+
+    made = _json("logistic_defaults.json")
+    cell = next(c for c in made["cells"] if c["budget"] == 0.1 and c["normalize"])
+    spec = lb.DATASETS[cell["dataset"]]
+    data = spec.load()
+    metric = "accuracy" if spec.multiclass else "f1"
+    got = bench.measure(data, spec.classes(data), cell["learner"], cell["eta"], True, 0.1, made["permutations"],
+                        metric, spec.name)
+    return CheckCell(f"{spec.name} {cell['learner']}, η = {cell['eta']:g}, unit-norm rows, budget 10 %: {metric}",
+                     cell["mean"], got.mean, 4)
+
+
 def _check_budget_warmup() -> CheckCell:
     from benchmarks import budget_warmup as bench
     from benchmarks import leaderboard as lb
@@ -393,6 +408,9 @@ RESULTS: tuple[Entry, ...] = (
           {"permutations": 10}, quick=("-m", "benchmarks.budget", "--quick"), minutes=8.8, check=_check_budget),
     Entry("budget-warmup", "budget", ("budget_warmup.md", "budget_warmup.json"), ("-m", "benchmarks.budget_warmup"),
           {"permutations": 4}, quick=("-m", "benchmarks.budget_warmup", "--quick"), check=_check_budget_warmup),
+    Entry("logistic-defaults", "leaderboard", ("logistic_defaults.md", "logistic_defaults.json"),
+          ("-m", "benchmarks.logistic_defaults"), {"permutations": 3, "budgets": [0.05, 0.1]},
+          quick=("-m", "benchmarks.logistic_defaults", "--quick"), minutes=8, check=_check_logistic_defaults),
     Entry("scaling", "raw-features", ("scaling.md", "scaling.json"),
           ("-m", "benchmarks.scaling", "--parts", "synthetic", "table", "paper"),
           {"permutations": 20, "small_permutations": 3, "synthetic_permutations": 10}, minutes=9.7,
