@@ -193,7 +193,7 @@ ALGORITHMS: dict[str, Spec] = {
     # |p|e^(−|p|) where δ/(δ+|p|) decays like 1/|p| (k = River's default discount factor)
     # beyond the papers: the log loss at every label, whose score is a log-odds the entropy query reads as
     # a probability; lr-entropy is River's LogisticRegression step, lr-ada-entropy AdaGrad's, its η
-    # (1; 2⁻⁴ for mlr-ada-entropy) chosen on the tuning permutations (docs/learners.md, Defaults)
+    # and mlr-ada-entropy's unit-norm rows chosen on the tuning permutations (benchmarks.logistic_defaults)
     "lr-entropy": Spec(LogisticRule, EntropyQuery, fixed={"step": "sgd"}, defaults={"eta": 0.01, "discount": 3.0},
                        cite=f"SGD step of {_LOG}; entropy query H₂(σ(p))^k after {_ENTROPY}"),
     "lr-ada-entropy": Spec(LogisticRule, EntropyQuery, fixed={"step": "adagrad"},
@@ -233,7 +233,7 @@ ALGORITHMS: dict[str, Spec] = {
                            cite=f"MPA-I update of {_PAA}; entropy query H₂(σ(gap))^k, gap = top-1 − top-2 score, "
                                 f"after {_ENTROPY}"),
     "mlr-ada-entropy": Spec(SoftmaxRule, GapEntropyQuery, fixed={"step": "adagrad"},
-                            defaults={"eta": 0.0625, "discount": 3.0},
+                            defaults={"eta": 0.5, "normalize": True, "discount": 3.0},
                             cite=f"{_ADAGRAD} step of softmax {_LOG}; entropy query H₂(σ(gap))^k, gap = the "
                                  f"top-1 − top-2 log-odds, after {_ENTROPY}"),
     "mpaa-1-iwal": Spec(MPARule, GapIWALQuery, fixed={"mode": 1}, defaults={"C": 1.0, "mellowness": _MELLOW_GAP},
