@@ -19,7 +19,8 @@ from tests.unit.learners.test_replay_stream import assert_same, dataset, learner
 # the default learners, importance weights (binary and multiclass), a full second-order rule, a
 # kernel rule with its support set, a drift rule: compiled for the tests (seconds each), where
 # `python -m learners.aot` compiles every pair of the registry
-REPRESENTATIVE = ["paa-1", "lr-ada-entropy", "mlr-ada-entropy", "paa-1-iwal", "mpaa-1-iwal", "soal", "kpa", "lasec-diag"]
+REPRESENTATIVE = ["paa-1", "lr-ada-entropy", "mlr-ada-entropy", "paa-1-iwal", "mpaa-1-iwal", "soal", "kpa",
+                  "lasec-diag"]
 
 
 @pytest.fixture(scope="module")
