@@ -24,15 +24,14 @@ variant the cells it improves on ``off``, the summed gain and the largest ratio 
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks import leaderboard as lb
+from benchmarks import reproduce
 from learners.budget import BACKTEST_WARMUP_SHARE, BudgetController, backtest_warmup
 from learners.replay import run
 
@@ -132,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     budgets = args.budgets or list(QUICK_BUDGETS if args.quick else BUDGETS)
     permutations = args.permutations or (QUICK_PERMUTATIONS if args.quick else PERMUTATIONS)
     command = "python -m benchmarks.budget_warmup " + " ".join(argv if argv is not None else sys.argv[1:])
-    commit, started = lb._commit(), time.perf_counter()
+    commit, started = reproduce.commit(), time.perf_counter()
     cells: list[Cell] = []
     for name in args.datasets:
         spec = lb.DATASETS[name]
@@ -148,12 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     cells.append(cell)
                     print(f"{name:10s} {learner:16s} {target:5.0%} {variant:8s} N={cell.warmup:5d} "
                           f"{cell.mean:.4f} ({cell.query:.4f})", flush=True)
-    meta = {"date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), "commit": commit,
-            "command": command.strip(), "minutes": (time.perf_counter() - started) / 60,
-            "permutations": permutations, "budgets": budgets, "share": args.share}
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "budget_warmup.md").write_text(markdown(cells, meta))
-    (args.out / "budget_warmup.json").write_text(json.dumps({**meta, "cells": [asdict(c) for c in cells]}, indent=1))
+    meta = reproduce.run_meta(command, commit, started, permutations=permutations, budgets=budgets, share=args.share)
+    reproduce.write_results(args.out, "budget_warmup", markdown(cells, meta), meta, "cells", cells)
     return 0
 
 

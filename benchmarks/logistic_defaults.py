@@ -19,15 +19,14 @@ to ``logistic_defaults.md`` and ``.json``.
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks import leaderboard as lb
+from benchmarks import reproduce
 from learners import make
 from learners.budget import backtest_controller
 from learners.replay import run
@@ -162,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen = args.datasets or [d for d in sets(False) + sets(True) if not args.quick or d in QUICK_SETS]
     permutations = args.permutations or (QUICK_PERMUTATIONS if args.quick else PERMUTATIONS)
     command = "python -m benchmarks.logistic_defaults " + " ".join(argv if argv is not None else sys.argv[1:])
-    commit, started = lb._commit(), time.perf_counter()
+    commit, started = reproduce.commit(), time.perf_counter()
     cells: list[Cell] = []
     for dataset in chosen:
         spec = lb.DATASETS[dataset]
@@ -177,13 +176,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     cells.append(cell)
                     print(f"{dataset:10s} {name:16s} η={eta:<7g} normalize={normalize!s:5s} {target:4.0%} "
                           f"{cell.mean:.4f} ({cell.query:.3f})", flush=True)
-    meta = {"date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), "commit": commit,
-            "command": command.strip(), "minutes": (time.perf_counter() - started) / 60,
-            "permutations": permutations}
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "logistic_defaults.md").write_text(markdown(cells, meta))
-    (args.out / "logistic_defaults.json").write_text(json.dumps({**meta, "cells": [asdict(c) for c in cells]},
-                                                                indent=1))
+    meta = reproduce.run_meta(command, commit, started, permutations=permutations)
+    reproduce.write_results(args.out, "logistic_defaults", markdown(cells, meta), meta, "cells", cells)
     return 0
 
 

@@ -32,13 +32,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["RESULTS", "CheckCell", "Entry", "check_entry", "main", "provenance", "stamp"]
+__all__ = ["RESULTS", "CheckCell", "Entry", "check_entry", "main", "provenance", "run_meta", "stamp", "write_results"]
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = ROOT / "benchmarks" / "results"
@@ -140,11 +140,11 @@ def _check_river_scaler() -> CheckCell:
     from benchmarks import river_scaler as bench
 
     made = _json("river_scaler.json")
+    every = [c for c in made["cells"] if c["entry"] == "river-scaler-every"]
+    loaded = {name: lb.DATASETS[name].load() for name in dict.fromkeys(c["dataset"] for c in every)}
     # the smallest set's River cell with the scaler learning from every row: seconds of River
-    cell = min((c for c in made["cells"] if c["entry"] == "river-scaler-every"),
-               key=lambda c: (lb.DATASETS[c["dataset"]].load().n, c["budget"]))
-    spec = lb.DATASETS[cell["dataset"]]
-    data = spec.load()
+    cell = min(every, key=lambda c: (loaded[c["dataset"]].n, c["budget"]))
+    spec, data = lb.DATASETS[cell["dataset"]], loaded[cell["dataset"]]
     got = bench.river_scaled(data, spec.classes(data), cell["budget"], list(range(made["permutations"])), "every")
     return CheckCell(f"{spec.name} River scaler+lr, scaler from every row, budget {cell['budget']:.0%}: f1",
                      cell["mean"], got.mean("f1"), 4)
@@ -495,6 +495,21 @@ def commit(root: Path = ROOT) -> str:
     dirty = subprocess.run(["git", "status", "--porcelain", "--", "learners", "benchmarks/*.py"], cwd=root,
                            capture_output=True, text=True, check=True).stdout.strip()
     return head + ("+changes" if dirty else "")
+
+
+def run_meta(command: str, commit_id: str, started: float, **settings: Any) -> dict[str, Any]:
+    """What a benchmark's results files say of their run: date, commit, command, minutes since
+    ``started`` (``time.perf_counter()``), and ``settings``."""
+    return {"date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), "commit": commit_id,
+            "command": command.strip(), "minutes": (time.perf_counter() - started) / 60, **settings}
+
+
+def write_results(out: Path, stem: str, markdown: str, meta: dict[str, Any], key: str, items: list[Any]) -> None:
+    """``<stem>.md`` (``markdown``) and ``<stem>.json`` (``meta`` and ``items``, dataclasses, under
+    ``key``) in ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.md").write_text(markdown)
+    (out / f"{stem}.json").write_text(json.dumps({**meta, key: [asdict(i) for i in items]}, indent=1))
 
 
 def stamp(entry: Entry, *, made_at: str, commit_id: str, command: str, minutes: float, via: str | None = None,

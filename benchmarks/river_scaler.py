@@ -17,18 +17,16 @@ it scores, as our ``scale="standard"`` does (:mod:`learners.scaling`). Our defau
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from benchmarks import leaderboard as lb
-from benchmarks import peers
+from benchmarks import peers, reproduce
 from learners.defaults import default_learner
 
 __all__ = ["SETS", "Cell", "main", "river_scaled"]
@@ -125,18 +123,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen = args.datasets or (["svmguide1"] if args.quick else list(SETS))
     permutations = args.permutations or (QUICK_PERMUTATIONS if args.quick else PERMUTATIONS)
     command = "python -m benchmarks.river_scaler " + " ".join(argv if argv is not None else sys.argv[1:])
-    commit, started = lb._commit(), time.perf_counter()
+    commit, started = reproduce.commit(), time.perf_counter()
     cells: list[Cell] = []
     for dataset in chosen:
         for cell in measure(dataset, permutations):
             cells.append(cell)
             print(f"{dataset:10s} {cell.entry:22s} {cell.budget:4.0%} {cell.mean:.4f} ({cell.query:.3f})", flush=True)
-    meta = {"date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), "commit": commit,
-            "command": command.strip(), "minutes": (time.perf_counter() - started) / 60,
-            "permutations": permutations}
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "river_scaler.md").write_text(markdown(cells, meta))
-    (args.out / "river_scaler.json").write_text(json.dumps({**meta, "cells": [asdict(c) for c in cells]}, indent=1))
+    meta = reproduce.run_meta(command, commit, started, permutations=permutations)
+    reproduce.write_results(args.out, "river_scaler", markdown(cells, meta), meta, "cells", cells)
     return 0
 
 
