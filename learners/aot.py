@@ -38,8 +38,9 @@ from learners.compiled import META, MODULE, driver_name, kernel_name, kernels_of
 
 __all__ = ["DRIVERS", "KERNELS", "build", "exports", "main"]
 
-# the kernels compiled on their own: what the LIBSVM reader runs, (module, name)
-KERNELS = (("learners.datasets", "_count"), ("learners.datasets", "_parse"), ("learners.datasets", "_scan"))
+# the kernels compiled on their own: what the LIBSVM reader and the AUC-ROC run, (module, name)
+KERNELS = (("learners.datasets", "_count"), ("learners.datasets", "_parse"), ("learners.datasets", "_scan"),
+           ("learners.evaluation", "_twice_u"))
 
 # the drivers compiled once per (rule, query) pair: export prefix → (module, name)
 DRIVERS = {"replay_rows": ("learners.drivers", "replay_rows"), "budget_replay_rows": ("learners.budget", "replay_rows")}

@@ -10,7 +10,6 @@ time, which gives the same numbers. This module imports nothing of numba or of t
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib
 import importlib.machinery
 import importlib.util
@@ -28,13 +27,18 @@ PACKAGE = Path(__file__).resolve().parent
 META = PACKAGE / f"{MODULE}.json"
 
 
+def _hash(data: bytes) -> str:
+    """64 bits of the interpreter's own source hash (SipHash), in hex: a replay loads no OpenSSL
+    (hashlib's), whose library alone is a few MB of its memory."""
+    return importlib.util.source_hash(data).hex()
+
+
 def source_digest() -> str:
     """A digest of every module of the library (their bytes): a compiled module made from other
     sources is not used."""
-    digest = hashlib.sha256()
-    for path in sorted(PACKAGE.rglob("*.py")):
-        digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
+    parts = (path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes()
+             for path in sorted(PACKAGE.rglob("*.py")))
+    return _hash(b"\0".join(parts))
 
 
 def enabled() -> bool:
@@ -101,7 +105,7 @@ def kernels_of(learner: Any) -> tuple[Any, ...]:
 def driver_name(driver: str, kernels: Iterable[Any]) -> str:
     """The export name of ``driver`` compiled with ``kernels``."""
     names = "|".join(f"{k.__module__}.{k.__qualname__}" for k in kernels)
-    return f"{driver}_{hashlib.sha256(names.encode()).hexdigest()[:12]}"
+    return f"{driver}_{_hash(names.encode())[:12]}"
 
 
 def replay_rows(learner: Any) -> Callable | None:

@@ -23,8 +23,11 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-__all__ = ["Metrics", "auc_of_classes", "auc_roc", "binary_counts", "binary_metrics", "binary_metrics_of_counts",
-           "multiclass_counts", "multiclass_metrics", "multiclass_metrics_of_counts"]
+from learners.jit import signature
+from learners.kernels import kernel, ready
+
+__all__ = ["Metrics", "auc_of_classes", "auc_of_sorted", "auc_roc", "binary_counts", "binary_metrics",
+           "binary_metrics_of_counts", "multiclass_counts", "multiclass_metrics", "multiclass_metrics_of_counts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,24 +67,42 @@ def auc_roc(y_true: np.ndarray, scores: np.ndarray) -> float:
     return auc_of_classes(s[pos], s[~pos])
 
 
-_AUC_BLOCK = 1 << 20  # positives looked up at a time: the lookups' memory stays a few MB
+@kernel(signature("int64", "float64[::1]", "float64[::1]"))
+def _twice_u(positive, negative):
+    """2U of the positives against the negatives, both sorted in numpy's order (NaN last): for each
+    positive, twice the negatives below it plus those equal to it, in one merge of the two."""
+    below = 0  # the negatives before ``below`` sort before the positive (numpy's <, NaN the largest)
+    upto = 0  # those before ``upto`` sort before it or equal it
+    m = negative.size
+    total = 0
+    for p in positive:
+        while below < m and (negative[below] < p or (p != p and negative[below] == negative[below])):
+            below += 1
+        upto = max(upto, below)
+        while upto < m and not (p < negative[upto] or (negative[upto] != negative[upto] and p == p)):
+            upto += 1
+        total += below + upto
+    return total
 
 
 def auc_of_classes(positive: np.ndarray, negative: np.ndarray) -> float:
     """:func:`auc_roc` from the scores of the positive and of the negative rounds (both sorted in
-    place): U = Σ over positives of the negatives below it, plus half those equal to it, an exact
-    integer count (2U is summed), so no rank array the size of the stream is made."""
-    n_p, n_n = positive.size, negative.size
+    place, so no copy the size of the stream is made)."""
+    positive.sort()
+    negative.sort()
+    return auc_of_sorted([positive], [negative])
+
+
+def auc_of_sorted(positive: list[np.ndarray], negative: list[np.ndarray]) -> float:
+    """:func:`auc_roc` from the scores of the positive and of the negative rounds, each class held as
+    parts sorted in numpy's order: U = Σ over positives of the negatives below it, plus half those
+    equal to it, an exact integer count (2U is summed, part against part, by one merge each)."""
+    n_p, n_n = sum(p.size for p in positive), sum(n.size for n in negative)
     if n_p == 0 or n_n == 0:
         return float("nan")
-    positive.sort()  # sorted lookups walk the negatives in order
-    negative.sort()
-    twice_u = 0
-    for lo in range(0, n_p, _AUC_BLOCK):
-        block = positive[lo : lo + _AUC_BLOCK]
-        twice_u += int(np.searchsorted(negative, block, "left").sum()) + int(np.searchsorted(negative, block,
-                                                                                              "right").sum())
-    return float((twice_u / 2.0) / (n_p * n_n))
+    twice_u = ready(_twice_u)
+    total = sum(int(twice_u(p, n)) for p in positive if p.size for n in negative if n.size)
+    return float((total / 2.0) / (n_p * n_n))
 
 
 def binary_metrics(y_true: np.ndarray, y_pred: np.ndarray, queried: np.ndarray, *,

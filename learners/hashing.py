@@ -17,7 +17,6 @@ True
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Mapping
 from functools import lru_cache
@@ -32,6 +31,8 @@ DEFAULT_DIMENSION = 2**20
 @lru_cache(maxsize=1 << 18)
 def feature_index(name: str, n_features: int) -> int:
     """The coordinate of a named feature in a space of ``n_features`` dimensions."""
+    import hashlib  # here: a process that hashes no feature names (a replay) loads no OpenSSL
+
     digest = hashlib.blake2b(name.encode(), digest_size=8).digest()
     return int.from_bytes(digest, "little") % n_features
 

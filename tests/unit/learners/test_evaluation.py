@@ -1,5 +1,7 @@
 """Prequential metrics against hand-computed confusion counts."""
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -59,17 +61,49 @@ def test_binary_metrics_carry_auc_only_with_scores():
     assert binary_metrics(y, p, np.ones(2, bool), scores=np.array([0.3, -0.1])).auc_roc == 1.0
 
 
-def test_auc_roc_equals_the_mid_rank_statistic_exactly(monkeypatch):
-    """The counted U (positives looked up in blocks) against the Mann-Whitney rank sum with mid-ranks
-    (scipy's rankdata), bit for bit, scores with many ties."""
+def test_auc_roc_equals_the_mid_rank_statistic_exactly():
+    """The counted U (one merge of the sorted classes) against the Mann-Whitney rank sum with
+    mid-ranks (scipy's rankdata), bit for bit, scores with many ties."""
     from scipy.stats import rankdata
 
-    from learners import evaluation
-
-    monkeypatch.setattr(evaluation, "_AUC_BLOCK", 7)
     rng = np.random.default_rng(3)
     y = np.where(rng.random(5_000) < 0.3, 1, -1)
     s = np.round(rng.normal(size=5_000) + 0.4 * y, 1)  # rounded: ties within and across the classes
     n_p = int((y > 0).sum())
     reference = (rankdata(s)[y > 0].sum() - n_p * (n_p + 1) / 2.0) / (n_p * (y.size - n_p))
     assert auc_roc(y, s) == reference
+
+
+def _twice_u_by_lookup(positive: np.ndarray, negative: np.ndarray) -> int:
+    """2U as numpy's binary search counts it: the negatives sorting before each positive, twice,
+    plus those sorting equal to it (NaN the largest, -0.0 equal to 0.0, as numpy orders them)."""
+    negative = np.sort(negative)
+    return int(np.searchsorted(negative, positive, "left").sum() + np.searchsorted(negative, positive, "right").sum())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_merged_count_equals_numpys_lookups_with_ties_infinities_and_nan(seed):
+    from learners.evaluation import _twice_u
+    from learners.kernels import ready
+
+    rng = np.random.default_rng(seed)
+    pool = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, -1.5, 2.0])
+    scores = np.where(rng.random(400) < 0.5, rng.choice(pool, 400), np.round(rng.normal(size=400), 1))
+    positive, negative = np.sort(scores[:150]), np.sort(scores[150:])
+    assert ready(_twice_u)(positive, negative) == _twice_u_by_lookup(positive, negative)
+    assert ready(_twice_u)(positive[:0], negative) == 0
+
+
+def test_auc_of_sorted_parts_equals_the_auc_of_the_whole():
+    from learners.evaluation import auc_of_sorted
+
+    rng = np.random.default_rng(5)
+    y = np.where(rng.random(3_000) < 0.4, 1, -1)
+    s = np.round(rng.normal(size=3_000) + 0.5 * y, 1)
+    whole = auc_roc(y, s)
+    cuts = [0, 1, 700, 701, 2_000, 3_000]
+    parts = [(s[a:b][y[a:b] > 0], s[a:b][y[a:b] < 0]) for a, b in itertools.pairwise(cuts)]
+    positive = [np.sort(p) for p, _ in parts]
+    negative = [np.sort(n) for _, n in parts]
+    assert auc_of_sorted(positive, negative) == whole
+    assert np.isnan(auc_of_sorted([], negative)) and np.isnan(auc_of_sorted(positive, [np.empty(0)]))

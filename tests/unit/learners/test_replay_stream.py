@@ -258,14 +258,19 @@ def test_in_memory_replay_holds_the_rows_once_with_the_intercept_appended_by_the
         assert getattr(prep.rows, field) is getattr(data.rows, field)
 
 
-def test_the_tallys_margins_are_the_chunks_scores_in_order_in_one_array():
+def test_the_tallys_margins_are_the_chunks_scores_in_sorted_blocks_each_as_large_as_all_before():
     from learners.replay import _Margins
 
     rng = np.random.default_rng(3)
-    parts = [rng.standard_normal(k) for k in (0, 5, 4096, 1, 10_000, 0, 3)]
+    parts = [rng.standard_normal(k) for k in (0, 5, 4096, 1, 150_000, 0, 3, 70_000)]
     margins = _Margins()
     for part in parts:
         margins.extend(part)
-    values = margins.values()
-    np.testing.assert_array_equal(values, np.concatenate(parts))
-    assert values.base is None  # its own buffer, grown in place, not a view of a larger one
+    blocks = margins.sorted_blocks()
+    whole = np.concatenate(parts)
+    np.testing.assert_array_equal(np.sort(np.concatenate(blocks)), np.sort(whole))
+    for block in blocks:
+        assert np.all(block[1:] >= block[:-1])
+    first = _Margins.FIRST  # then each block as large as all before it, the last one filled in part
+    assert [b.size for b in blocks] == [first, first, whole.size - 2 * first]
+    assert _Margins().sorted_blocks() == []
