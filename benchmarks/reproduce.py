@@ -460,7 +460,7 @@ RESULTS: tuple[Entry, ...] = (
           {"records": "a8a, all 32,561 rows", "target": 0.05, "sigkill": "once, after half the records"},
           quick=("-m", "benchmarks.budget_broker", "--quick"), minutes=1, timing=True),
     Entry("replay-throughput", "performance", ("throughput.md",), ("-m", "benchmarks.throughput"),
-          {"runs": 3, "inputs": "a8a×30, synthetic 10⁷ × 2²⁰, news20"},
+          {"repeats": 5, "inputs": "a8a×30, synthetic 10⁷ × 2²⁰, news20"},
           quick=("-m", "benchmarks.throughput", "--repeats", "1", "--a8a-copies", "10", "--synthetic-rows", "1000000"),
           timing=True),
     Entry("replay-startup", "performance", ("startup.md",), ("-m", "benchmarks.startup"), {"repeats": 5},
