@@ -58,7 +58,7 @@ def _pairs(learners: Sequence[str] | None = None) -> list[tuple[Any, ...]]:
 def _specialised(driver: Callable, kernels: tuple[Any, ...]) -> Callable:
     """``driver``'s code with ``kernels`` in place of its five kernel parameters: a function of its
     other parameters whose calls to them are direct (and inlinable)."""
-    from learners.jit import jit
+    from learners.jit import jit, resolved
 
     params = list(inspect.signature(driver).parameters)
     kept = [p for p in params if p not in _KERNEL_PARAMETERS]
@@ -66,7 +66,7 @@ def _specialised(driver: Callable, kernels: tuple[Any, ...]) -> Callable:
               f"    return body({', '.join(params)})\n")
     scope = {"body": jit(cache=False)(driver), **dict(zip(_KERNEL_PARAMETERS, kernels, strict=True))}
     exec(source, scope)  # numba compiles a function of fixed parameters, not one taking *args
-    return scope["specialised"]
+    return resolved(scope["specialised"])
 
 
 def _without_functions(signature: str) -> Any:
@@ -82,12 +82,12 @@ def _without_functions(signature: str) -> Any:
 def exports(learners: Sequence[str] | None = None) -> dict[str, tuple[Any, Callable]]:
     """What the compiled modules export: name → (signature, Python function); ``learners``: the
     drivers of those learners' pairs alone (default: every pair of the registry)."""
-    from learners.jit import parse_signature
+    from learners.jit import parse_signature, resolved
 
     out: dict[str, tuple[Any, Callable]] = {}
     for module, name in KERNELS:
         declared = getattr(importlib.import_module(module), name)
-        out[kernel_name(module, name)] = (parse_signature(declared.signature), declared.py_func)
+        out[kernel_name(module, name)] = (parse_signature(declared.signature), resolved(declared.py_func))
     pairs = _pairs(learners)
     for prefix, (module, name) in DRIVERS.items():
         driver = getattr(importlib.import_module(module), name)._kernel

@@ -17,10 +17,11 @@ from __future__ import annotations
 import functools
 import importlib
 import threading
+import types
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Deferred", "external", "intrinsic", "jit", "kernel", "parse_signature", "signature"]
+__all__ = ["Deferred", "external", "intrinsic", "jit", "kernel", "parse_signature", "resolved", "signature"]
 
 # every compiled function of the library: on-disk cache (a process loads, not compiles, what an
 # earlier one compiled) and the GIL released (the LIBSVM reader parses beside the replay)
@@ -88,7 +89,7 @@ def jit(fn: Callable | None = None, /, **options: Any) -> Any:
 
     def wrap(f: Callable) -> Deferred:
         settings = {**_DEFAULTS, **options}
-        return Deferred(lambda: _numba().njit(**settings)(f), f)
+        return Deferred(lambda: _numba().njit(**settings)(resolved(f)), f)
 
     return wrap if fn is None else wrap(fn)
 
@@ -97,9 +98,33 @@ def kernel(signature: str) -> Callable[[Callable], Deferred]:
     """A compiled function with one fixed signature (numba's signature string), deferred."""
 
     def wrap(f: Callable) -> Deferred:
-        return Deferred(lambda: _numba().njit(**_DEFAULTS)(f), f, signature)
+        return Deferred(lambda: _numba().njit(**_DEFAULTS)(resolved(f)), f, signature)
 
     return wrap
+
+
+def resolved(f: Callable) -> Callable:
+    """``f`` as numba must see it: the same code, with each :class:`Deferred` it names replaced by
+    its numba object (made now). Numba inlines a helper declared ``inline="always"`` only when its
+    inlining pass, which runs before typing, finds the dispatcher itself among the caller's globals:
+    left a :class:`Deferred`, the helper is compiled as a call, paying a call and the reference
+    counts of its array arguments each time (a third of the LIBSVM parser's time)."""
+    made = {name: value.target for name in _global_names(f.__code__)
+            if isinstance(value := f.__globals__.get(name), Deferred)}
+    if not made:
+        return f
+    out = types.FunctionType(f.__code__, {**f.__globals__, **made}, f.__name__, f.__defaults__, f.__closure__)
+    out.__kwdefaults__, out.__doc__ = f.__kwdefaults__, f.__doc__
+    return out
+
+
+def _global_names(code: types.CodeType) -> set[str]:
+    """The names ``code`` (and any code nested in it) may look up among its globals."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
 
 
 def intrinsic(fn: Callable) -> Deferred:

@@ -51,6 +51,65 @@ def test_a_deferred_function_is_made_on_first_call_and_compiled_code_calls_other
     assert _sum_of.__name__ == "_sum_of" and _sum_of.py_func(np.arange(4.0)) == 16.0
 
 
+@jit(inline="always", cache=False)
+def _element_plus_one(a, i):
+    return a[i] + 1.0
+
+
+@jit(cache=False)
+def _element_twice(a, i):
+    return 2.0 * a[i]
+
+
+@jit(cache=False)
+def _sum_with_helpers(a):
+    s = 0.0
+    for i in range(a.size):
+        s += _element_plus_one(a, i) + _element_twice(a, i)
+    return s
+
+
+def _calls_to(dispatcher, helper: str) -> int:
+    """How many calls to the global ``helper`` numba's typed IR of ``dispatcher`` still makes."""
+    text = str(dispatcher.overloads[dispatcher.signatures[0]].type_annotation)
+    holders = [line.split("=")[0].strip("# ").strip() for line in text.splitlines() if f"global({helper}:" in line]
+    return sum(f"= call {holder}(" in text for holder in holders)
+
+
+def test_a_helper_declared_inline_always_is_inlined_into_its_deferred_caller():
+    from numba import njit
+
+    a = np.arange(4.0)
+    assert _sum_with_helpers(a) == sum(3.0 * v + 1.0 for v in range(4))
+    made = _sum_with_helpers.target
+    assert _calls_to(made, "_element_plus_one") == 0  # its body is the caller's, no call per use
+    assert _calls_to(made, "_element_twice") == 1  # a helper not declared inline stays a call
+    unresolved = njit(cache=False)(_sum_with_helpers.py_func)  # the Deferred left in the globals
+    assert unresolved(a) == _sum_with_helpers(a) and _calls_to(unresolved, "_element_plus_one") == 1
+
+
+def test_resolved_swaps_only_the_deferred_globals_a_function_names():
+    from learners.jit import resolved
+
+    def no_deferred(x):
+        return np.sqrt(x)
+
+    assert resolved(no_deferred) is no_deferred
+    made = resolved(_sum_of.py_func)
+    assert made.__code__ is _sum_of.py_func.__code__ and made.__name__ == "_sum_of"
+    assert made.__globals__["_plus_one"] is _plus_one.target and made.__globals__["_twice"] is _twice.target
+    assert _sum_of.py_func.__globals__["_plus_one"] is _plus_one  # the module's own globals untouched
+    assert made(np.arange(4.0)) == 16.0
+
+
+def test_the_ahead_of_time_exports_are_the_resolved_functions():
+    from learners import aot, datasets
+
+    _, function = aot.exports(["paa-1"])["datasets_parse"]
+    assert function.__code__ is datasets._parse.py_func.__code__
+    assert function.__globals__["_number_token"] is datasets._number_token.target
+
+
 def test_code_compiled_by_numba_itself_calls_a_deferred_function():
     from numba import njit
 
