@@ -10,7 +10,8 @@ producer goes, before the service starts: a backlog. The service is ``python -m 
 (``ACTIVESTREAM_ROLE=all``, the default learner, ``ACTIVESTREAM_QUERY_RATE_TARGET=0.05``); an
 annotator answers each label request with the ground truth as soon as it reads it (each id once).
 
-Once the service has scored at least half the records it is killed with SIGKILL:
+Once the service has scored at least half the records, and more than its newest checkpoint covers,
+it is killed with SIGKILL:
 a real process, so what it had not made durable is lost as in a crash (a service closed in-process
 would still flush its producer). It is started again on the same checkpoint directory and drains the
 rest. The decisions are read back from the predictions topic, in the order of the features topic:
@@ -152,7 +153,10 @@ def run(records: int | None = None, *, target: float = TARGET, kill_at: float = 
             def scored() -> float:
                 return metric(port, "activestream_records_scored_total") or 0.0
 
-            _wait(lambda: scored() >= kill_at * n, proc, 300, "half scored", log)
+            # the kill must come past the newest checkpoint: records decided since it, which the restart
+            # reads back and keeps, are what the kill tests
+            _wait(lambda: (done := scored()) >= kill_at * n and (_last_scored(checkpoint_dir) or 0) < done, proc, 300,
+                  "half scored, past the newest checkpoint", log)
             scored_at_kill = scored()
             killed_at = time.time()
             proc.send_signal(signal.SIGKILL)
@@ -201,7 +205,8 @@ def render(r: dict[str, Any]) -> str:
         f"(produced at {r['produced_per_s']:,.0f} records/s before the service started). The service is "
         f"`python -m consumer run` with the {s['learner']} learner, `ACTIVESTREAM_QUERY_RATE_TARGET={s['target']}` "
         f"and a checkpoint at least every {s['checkpoint_every_s']} s; an annotator answers each label request with "
-        "the ground truth as soon as it reads it. Once at least half the records were scored (its /metrics polled: "
+        "the ground truth as soon as it reads it. Once at least half the records were scored, and more than its "
+        "newest checkpoint covered (its /metrics polled: "
         f"{r['scored_seen_at_kill']:,.0f} then) the service was killed with SIGKILL and started again on its "
         f"checkpoint directory; the newest checkpoint then covered {r['checkpoint_records_at_kill']:,} records. "
         "Figures from the predictions read back, in the order of the features topic; a record is *before* the "

@@ -94,7 +94,10 @@ def test_demo_feeds_a_running_service_and_reports_only_its_own_run(tmp_path):
         assert report["records"] == report["predictions"] == 1500
         assert report["labels_applied"] == report["label_requests"] > 0
         assert report["query_ratio"] == report["label_requests"] / 1500
-        assert abs(report["accuracy"] - report["estimated_accuracy"]) < 0.15
+        # the importance-weighted estimate of 1,500 drifting records spreads about 0.08 (one standard
+        # deviation, over repeated runs) around the accuracy, with the same predictions each run: a
+        # weight of 1/q makes each label of a small q count many times; three deviations
+        assert abs(report["accuracy"] - report["estimated_accuracy"]) < 0.25
     total = service.totals
     assert total.get("records_scored") == 3000
     assert total.get("label_requests") == reports[0]["label_requests"] + reports[1]["label_requests"]
