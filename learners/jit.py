@@ -110,7 +110,8 @@ def resolved(f: Callable) -> Callable:
     left a :class:`Deferred`, the helper is compiled as a call, paying a call and the reference
     counts of its array arguments each time (a third of the LIBSVM parser's time)."""
     made = {name: value.target for name in _global_names(f.__code__)
-            if isinstance(value := f.__globals__.get(name), Deferred)}
+            if isinstance(value := f.__globals__.get(name), Deferred) and value.py_func is not f}  # not itself:
+    # a recursive function is being made now, and numba types its call to itself as for any Deferred
     if not made:
         return f
     out = types.FunctionType(f.__code__, {**f.__globals__, **made}, f.__name__, f.__defaults__, f.__closure__)

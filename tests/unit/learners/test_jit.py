@@ -102,6 +102,17 @@ def test_resolved_swaps_only_the_deferred_globals_a_function_names():
     assert made(np.arange(4.0)) == 16.0
 
 
+@jit(cache=False)
+def _factorial(n):
+    if n <= 1:
+        return 1
+    return n * _factorial(n - 1)
+
+
+def test_a_function_that_calls_itself_is_made_once_and_recurses():
+    assert _factorial(10) == 3_628_800
+
+
 def test_the_ahead_of_time_exports_are_the_resolved_functions():
     from learners import aot, datasets
 
