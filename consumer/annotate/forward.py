@@ -8,6 +8,11 @@ with those this process holds and saves any that went missing again. This proces
 label twice; only a crash before its mark is saved (and read back) sends it once more on the next
 start (at least once; the service's duplicate policy decides what a repeat means). An edit that
 changes the chosen class is a new label; one that does not is nothing new.
+
+A poll's listing can be older than a webhook's read of the same annotation (the poll read its page
+before the edit and reaches the annotation after the webhook forwarded the edit). Each annotation's
+``updated_at`` is held for the newest version seen, and an older version is not compared with the
+mark at all: taken as an edit, it would send the old class again, and the next poll the new one.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, Protocol
 
 import orjson
@@ -51,6 +57,7 @@ class Forwarder:
         self._lock = threading.Lock()
         self._unsaved: dict[int, dict[str, Any]] = {}  # task id → meta whose mark is not saved yet
         self._recent: set[int] = set()  # tasks marked since the last poll
+        self._versions: dict[str, datetime] = {}  # annotation id → the newest updated_at seen
 
     def forward(self, task: dict[str, Any], annotation: dict[str, Any]) -> bool:
         """Produce the label of ``annotation`` unless already done; True if a label was produced."""
@@ -64,6 +71,8 @@ class Forwarder:
             if entry is None or entry.task_id != task["id"]:
                 return False
             aid = str(annotation["id"])
+            if self._stale(aid, annotation):
+                return False
             label = annotation_label(annotation, self._classes)
             mark = IGNORED if label is None else str(label)
             if entry.forwarded.get(aid) == mark:
@@ -81,6 +90,19 @@ class Forwarder:
             self._unsaved[task["id"]] = meta
             self._recent.add(task["id"])
         return label is not None
+
+    def _stale(self, aid: str, annotation: dict[str, Any]) -> bool:
+        """Whether a newer version of the annotation was seen; holds this one's time otherwise."""
+        try:
+            version = datetime.fromisoformat(annotation["updated_at"])
+        except (KeyError, TypeError, ValueError):
+            return False  # no usable time: the mark alone decides, as before versions were held
+        newest = self._versions.get(aid)
+        if newest is not None and version < newest:
+            self._metrics.annotations_stale.inc()
+            return True
+        self._versions[aid] = version
+        return False
 
     def take_recent(self) -> set[int]:
         """The tasks marked since the last call (read back at a clean stop to check their marks)."""

@@ -33,6 +33,9 @@ class AnnotateMetrics:
         self.annotation_latency = Histogram(p + "annotation_latency_seconds",
                                             "From a label request to its first label produced",
                                             buckets=_LATENCY_BUCKETS, registry=r)
+        self.annotations_stale = Counter(
+            p + "annotations_stale", "Annotation reads older than a version already seen (not forwarded)",
+            registry=r)
         self.webhooks = Counter(p + "webhooks", "Webhook calls received, by outcome (ok, ignored, error)",
                                 ["outcome"], registry=r)
         self.label_studio_errors = Counter(p + "label_studio_errors",

@@ -62,16 +62,24 @@ class TaskBook:
     # -- loading
 
     def load(self) -> int:
-        """Replace the book with the project's tasks; returns how many are open."""
+        """Replace the book with the project's tasks; returns how many are open.
+
+        What this process forwarded is kept for tasks that are still there: a mark not saved in
+        Label Studio yet would otherwise be forgotten, and its annotation forwarded again.
+        """
         with self.lock:
+            held = self._entries
             self._entries, self._by_task, self._expiry = {}, {}, []
             for task in self._store.tasks(self._project):
-                self.note(task)
+                self.note(task, held)
             self.publish()
             return sum(e.is_open for e in self._entries.values())
 
-    def note(self, task: dict[str, Any]) -> str | None:
-        """Take a task as Label Studio shows it into the book; returns its record id (None: not ours)."""
+    def note(self, task: dict[str, Any], held: dict[str, Entry] | None = None) -> str | None:
+        """Take a task as Label Studio shows it into the book; returns its record id (None: not ours).
+
+        ``held``: the entries of the book being replaced, whose marks for the same task are kept.
+        """
         rid = (task.get("data") or {}).get(ID_FIELD)
         if not isinstance(rid, str):
             return None
@@ -80,6 +88,8 @@ class TaskBook:
             if entry is not None and entry.task_id not in (None, task["id"]):
                 log.warning("record %s has a second task %s (kept %s)", rid, task["id"], entry.task_id)
                 return None
+            if entry is None and held is not None and rid in held and held[rid].task_id == task["id"]:
+                entry = held[rid]
             meta = task.get("meta") or {}
             forwarded = {**(meta.get(FORWARDED) or {}), **(entry.forwarded if entry else {})}
             expires_at = (task.get("data") or {}).get("expires_at")

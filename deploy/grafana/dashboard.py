@@ -295,12 +295,14 @@ def annotate() -> list:
                       f"({a_rate('activestream_annotate_annotation_latency_seconds_bucket')}))", f"p{round(q * 100)}")
                 for q in (0.5, 0.9, 0.99))),
         graph("Labels from annotations",
-              "Per second: label records produced from annotations, annotations that gave no label (by reason) "
-              "and annotations deleted in Label Studio (their labels stand)", "short",
+              "Per second: label records produced from annotations, annotations that gave no label (by reason), "
+              "annotations deleted in Label Studio (their labels stand) and stale annotation reads passed over",
+              "short",
               query(f"sum({a_rate('activestream_annotate_labels_produced_total')})", "labels produced"),
               query(f"sum by (reason) ({a_rate('activestream_annotate_annotations_ignored_total')})",
                     "ignored: {{reason}}"),
-              query(f"sum({a_rate('activestream_annotate_annotations_deleted_total')})", "deleted")),
+              query(f"sum({a_rate('activestream_annotate_annotations_deleted_total')})", "deleted"),
+              query(f"sum({a_rate('activestream_annotate_annotations_stale_total')})", "stale reads")),
         graph("Webhooks and Label Studio errors",
               "Per second: webhook calls by outcome, and Label Studio calls that failed (retried)", "short",
               query(f"sum by (outcome) ({a_rate('activestream_annotate_webhooks_total')})", "webhooks {{outcome}}"),

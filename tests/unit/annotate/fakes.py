@@ -4,6 +4,7 @@ a connector on it and on an in-memory Kafka (:class:`Rig`)."""
 from __future__ import annotations
 
 import copy
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
@@ -97,11 +98,16 @@ class FakeLabelStudio:
     def annotate(self, task_id: int, choice: str, lead_time: float = 3.0, cancelled: bool = False) -> int:
         aid = self._next()
         self.annotations_[aid] = {"id": aid, "task": task_id, "was_cancelled": cancelled, "lead_time": lead_time,
-                                  "result": [] if cancelled else _choice(choice)}
+                                  "result": [] if cancelled else _choice(choice), "updated_at": self._stamp()}
         return aid
 
     def edit(self, annotation_id: int, choice: str) -> None:
-        self.annotations_[annotation_id]["result"] = _choice(choice)
+        self.annotations_[annotation_id].update(result=_choice(choice), updated_at=self._stamp())
+
+    def _stamp(self) -> str:
+        """An ``updated_at`` as Label Studio writes it, later with every change."""
+        at = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(milliseconds=self._next())
+        return at.isoformat().replace("+00:00", "Z")
 
     def task_of(self, record_id: str) -> dict[str, Any]:
         [task] = [t for t in list(self.tasks_.values()) if t["data"]["activestream_id"] == record_id]

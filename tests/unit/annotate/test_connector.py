@@ -171,6 +171,52 @@ def test_annotation_edited_to_another_class_is_forwarded_again_same_class_is_not
     assert [lab["label"] for lab in rig.labels()] == [1, -1]
 
 
+def test_poll_listing_read_before_an_edit_sends_neither_class_again(rig) -> None:
+    rig.request("r0")
+    rig.connector.run_once()
+    aid = rig.ls.annotate(rig.ls.task_of("r0")["id"], "1")
+    rig.connector.poll()
+    listing = list(rig.ls.tasks(rig.connector.project))  # a poll's page, read before the edit
+    rig.ls.edit(aid, "-1")
+    rig.connector.webhook({"action": "ANNOTATION_UPDATED", "annotation": {"id": aid}})
+    real = rig.ls.tasks
+    rig.ls.tasks = lambda _project: iter(listing)  # ...reaching the annotation after the webhook
+    assert rig.connector.poll() == 0
+    rig.ls.tasks = real
+    assert rig.connector.poll() == 0
+    assert [lab["label"] for lab in rig.labels()] == [1, -1]
+    assert rig.metric("annotations_stale_total") == 1
+
+
+def test_annotation_without_updated_at_is_decided_by_its_mark(rig) -> None:
+    rig.request("r0")
+    rig.connector.run_once()
+    aid = rig.ls.annotate(rig.ls.task_of("r0")["id"], "1")
+    del rig.ls.annotations_[aid]["updated_at"]
+    rig.connector.poll()
+    rig.ls.edit(aid, "-1")
+    rig.ls.annotations_[aid]["updated_at"] = None
+    rig.connector.poll()
+    assert [lab["label"] for lab in rig.labels()] == [1, -1]
+    assert rig.metric("annotations_stale_total") == 0
+
+
+def test_book_reloaded_before_a_mark_is_saved_sends_no_label_again(rig) -> None:
+    rig.request("r0")
+    rig.connector.run_once()
+    aid = rig.ls.annotate(rig.ls.task_of("r0")["id"], "1")
+    real = rig.ls.set_task_meta
+    rig.ls.set_task_meta = lambda *_: (_ for _ in ()).throw(LabelStudioError("database is locked", 500))
+    rig.connector.webhook({"action": "ANNOTATION_CREATED", "annotation": {"id": aid}})
+    rig.connector.book.load()  # partitions assigned again: the book is read from Label Studio
+    rig.connector.forwarder._versions.clear()  # only the book's mark stands between it and a repeat
+    rig.connector.poll()
+    rig.ls.set_task_meta = real
+    rig.connector.run_once()
+    assert rig.labels() == [{"id": "r0", "label": 1, "cost": 1.0}]
+    assert rig.ls.task_of("r0")["meta"] == {"activestream_forwarded": {str(aid): "1"}}
+
+
 def test_annotation_skipped_gives_no_label_and_leaves_the_task_open(rig) -> None:
     rig.request("r0")
     rig.connector.run_once()
