@@ -22,6 +22,7 @@ in a second thread while the replay runs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import inspect
 import json
@@ -29,7 +30,7 @@ import multiprocessing
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -97,19 +98,46 @@ def exports(learners: Sequence[str] | None = None) -> dict[str, tuple[Any, Calla
     return out
 
 
-def _compile_part(module: str, names: list[str], out_dir: str, learners: Sequence[str] | None) -> None:
-    """Compile the exports ``names`` into the extension module ``module`` (in a process of its own)."""
-    import warnings
+def _without_runtime() -> set[str]:
+    """The kernels declared ``nrt=False`` (:func:`learners.jit.kernel`): compiled without numba's runtime."""
+    return {kernel_name(module, name) for module, name in KERNELS
+            if not getattr(importlib.import_module(module), name).nrt}
 
+
+@contextlib.contextmanager
+def _pycc_flags(without_runtime: set[Callable]) -> Iterator[None]:
+    """numba.pycc's compiler as the exports need it: every wrapper releasing the GIL, and the
+    functions ``without_runtime`` compiled without numba's runtime (pycc compiles every export with
+    one set of flags)."""
     import numba.pycc.compiler as pycc_compiler
     from numba.core.compiler import Flags
-    from numba.pycc import CC
 
     class _ReleasingTheGil(Flags):
         # pycc's wrappers hold the GIL through the call unless their flags say otherwise
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.release_gil = True
+
+    compile_extra, flags_class = pycc_compiler.compile_extra, pycc_compiler.Flags
+
+    def compiled(typing: Any, target: Any, func: Callable, args: Any, result: Any, flags: Any, **kw: Any) -> Any:
+        if func in without_runtime:
+            flags = flags.copy()
+            flags.nrt = False
+        return compile_extra(typing, target, func, args, result, flags, **kw)
+
+    pycc_compiler.compile_extra, pycc_compiler.Flags = compiled, _ReleasingTheGil
+    try:
+        yield
+    finally:
+        pycc_compiler.compile_extra, pycc_compiler.Flags = compile_extra, flags_class
+
+
+def _compile_part(module: str, names: list[str], out_dir: str, learners: Sequence[str] | None) -> None:
+    """Compile the exports ``names`` into the extension module ``module`` (in a process of its own)."""
+    import warnings
+
+    from numba.pycc import CC
 
     todo = exports(learners)
     cc = CC(module)
@@ -118,8 +146,8 @@ def _compile_part(module: str, names: list[str], out_dir: str, learners: Sequenc
     for name in names:
         signature, fn = todo[name]
         cc.export(name, signature)(fn)
-    pycc_compiler.Flags = _ReleasingTheGil
-    with warnings.catch_warnings():
+    without_runtime = {todo[name][1] for name in names if name in _without_runtime()}
+    with _pycc_flags(without_runtime), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numba.pycc's pending-deprecation notice
         cc.compile()
 

@@ -67,7 +67,7 @@ def auc_roc(y_true: np.ndarray, scores: np.ndarray) -> float:
     return auc_of_classes(s[pos], s[~pos])
 
 
-@kernel(signature("int64", "float64[::1]", "float64[::1]"))
+@kernel(signature("int64", "float64[::1]", "float64[::1]"), nrt=False)
 def _twice_u(positive, negative):
     """2U of the positives against the negatives, both sorted in numpy's order (NaN last): for each
     positive, twice the negatives below it plus those equal to it, in one merge of the two."""

@@ -48,6 +48,7 @@ class Deferred:
         self._target: Any = None
         self.py_func = py_func
         self.signature = signature
+        self.nrt = True  # compiled with numba's runtime (see kernel)
         if py_func is not None:
             functools.update_wrapper(self, py_func)
         else:
@@ -94,11 +95,19 @@ def jit(fn: Callable | None = None, /, **options: Any) -> Any:
     return wrap if fn is None else wrap(fn)
 
 
-def kernel(signature: str) -> Callable[[Callable], Deferred]:
-    """A compiled function with one fixed signature (numba's signature string), deferred."""
+def kernel(signature: str, *, nrt: bool = True) -> Callable[[Callable], Deferred]:
+    """A compiled function with one fixed signature (numba's signature string), deferred.
+
+    ``nrt=False`` compiles it without numba's runtime, for a kernel that allocates nothing: each
+    array it is handed is then not reference-counted (atomically) wherever numba moves it, which
+    was a quarter of the LIBSVM parser's time. A kernel that allocates fails to compile so.
+    """
 
     def wrap(f: Callable) -> Deferred:
-        return Deferred(lambda: _numba().njit(**_DEFAULTS)(resolved(f)), f, signature)
+        options = _DEFAULTS if nrt else {**_DEFAULTS, "_nrt": False}
+        made = Deferred(lambda: _numba().njit(**options)(resolved(f)), f, signature)
+        made.nrt = nrt
+        return made
 
     return wrap
 

@@ -147,3 +147,67 @@ def test_signature_strings():
     assert signature("none", "int32[::1]", "float64") == "none(int32[::1], float64)"
     sig = parse_signature(signature("UniTuple(int64, 2)", "Array(uint8, 1, 'C', readonly=True)"))
     assert str(sig.return_type) == "UniTuple(int64 x 2)" and sig.args[0].mutable is False
+
+
+@jit(cache=False)
+def _at(a, i):
+    return a[i]
+
+
+def _sum_through_calls(a):
+    s = 0.0
+    for i in range(a.size):
+        s += _at(a, i)  # a call, not inlined: the array's reference count moves around it
+    return s
+
+
+def _refcounts(compiled) -> int:
+    return sum(ir.count("NRT_incref") for ir in compiled.inspect_llvm().values())
+
+
+def test_a_kernel_declared_without_the_runtime_counts_no_references_and_computes_the_same(monkeypatch):
+    from learners import jit as jit_module
+
+    monkeypatch.setattr(jit_module, "_DEFAULTS", {**jit_module._DEFAULTS, "cache": False})  # cached: no IR to read
+    sig = signature("float64", "float64[::1]")
+    with_runtime, without = ready(kernel(sig)(_sum_through_calls)), ready(kernel(sig, nrt=False)(_sum_through_calls))
+    a = np.arange(5.0)
+    assert with_runtime(a) == without(a) == 10.0
+    assert _refcounts(with_runtime) > 0 and _refcounts(without) == 0
+
+
+def test_a_kernel_declared_without_the_runtime_that_allocates_fails_to_compile():
+    @kernel(signature("float64", "int64"), nrt=False)
+    def allocates(n):
+        return np.ones(n).sum()
+
+    from numba.core.errors import TypingError
+
+    with pytest.raises(TypingError, match="Only accept returning of array passed into the function"):
+        ready(allocates)
+
+
+def test_the_ahead_of_time_compiler_compiles_the_kernels_declared_so_without_the_runtime():
+    import numba.pycc.compiler as pycc_compiler
+    from numba.core.compiler import Flags
+    from numba.core.registry import cpu_target
+
+    from learners import aot, datasets, evaluation
+    from learners.jit import resolved
+
+    assert aot._without_runtime() == {"datasets_count", "datasets_parse", "datasets_scan", "evaluation_twice_u"}
+    assert datasets._parse.nrt is False and evaluation._twice_u.nrt is False
+    sig = parse_signature(signature("float64", "float64[::1]"))
+    function, other = resolved(_sum_through_calls), resolved(_sum_through_calls)
+
+    def llvm(fn) -> str:
+        flags = Flags()
+        flags.nrt = flags.no_compile = True  # as pycc compiles every export
+        return pycc_compiler.compile_extra(cpu_target.typing_context, cpu_target.target_context, fn, sig.args,
+                                           sig.return_type, flags, locals={}).library.get_llvm_str()
+
+    with aot._pycc_flags({function}):
+        assert "NRT_incref" not in llvm(function) and "NRT_incref" in llvm(other)
+        assert pycc_compiler.Flags().release_gil
+    assert "NRT_incref" in llvm(function)  # pycc's compiler is as it was outside
+    assert not pycc_compiler.Flags().release_gil
