@@ -2,6 +2,7 @@
 be flushed and its exit code kept."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,3 +28,28 @@ def test_replay_process_with_a_bad_learner_exits_two_with_the_reason(tmp_path):
     done = replay("--learner", "no-such-learner", "--in-order", tmp_path=tmp_path)
     assert done.returncode == 2
     assert "unknown learner 'no-such-learner'" in done.stderr and done.stdout == ""
+
+
+BLAS_PROBE = """
+import ctypes, os, sys
+from consumer.cli import main
+main(sys.argv[1:])
+[library] = {line.split()[-1] for line in open("/proc/self/maps") if "openblas" in line}
+print(os.environ.get("OPENBLAS_NUM_THREADS"), ctypes.CDLL(library).scipy_openblas_get_num_threads64_())
+"""
+
+
+def test_replay_runs_openblas_on_one_thread_unless_the_user_says_otherwise(tmp_path):
+    data = tmp_path / "rows.svm"
+    data.write_bytes(b"+1 1:1 3:0.5\n-1 2:1\n")
+    args = ["replay", "--learner", "paa-1", "--in-order", "--json", "--data", str(data)]
+
+    def probe(**env: str) -> list[str]:
+        environ = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"} | env
+        done = subprocess.run([sys.executable, "-c", BLAS_PROBE, *args], cwd=ROOT, capture_output=True, text=True,
+                              timeout=600, env=environ, check=True)
+        return done.stdout.splitlines()[-1].split()
+
+    # idle OpenBLAS workers spin before they sleep, on the cores the reader and the learner use
+    assert probe() == ["1", "1"]
+    assert probe(OPENBLAS_NUM_THREADS="2")[0] == "2"
