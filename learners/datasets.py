@@ -418,13 +418,13 @@ def _malformed(text: np.ndarray, name: str, err: int, at: int, lines_before: int
 
 
 def _parse_text(text: np.ndarray, name: str, zero_based: bool, n_features: int | None, threads: int | None,
-                lines_before: int) -> tuple[Rows, np.ndarray]:
+                lines_before: int, bounds: tuple[int, int] | None = None) -> tuple[Rows, np.ndarray]:
     """Rows (over ``n_features``, default the largest index + 1) and float labels of whole lines of
     LIBSVM text (its bytes, read-only); ``lines_before``: lines of the file before ``text``, for the
-    error messages."""
+    error messages; ``bounds``: :func:`_count` of ``text`` if it is known."""
     if threads is None:
         threads = min(os.cpu_count() or 1, 4) if text.size > _PARALLEL_BYTES else 1
-    parsed = _parse_chunks(text, _chunks(text, threads), 0 if zero_based else 1)
+    parsed = _parse_chunks(text, _chunks(text, threads), 0 if zero_based else 1, bounds)
     if parsed.error:
         raise _malformed(text, name, *parsed.error, lines_before)
     labels, data, indices = parsed.labels, parsed.data, parsed.indices
@@ -455,8 +455,8 @@ def iter_libsvm(path: str | os.PathLike, *, zero_based: bool = False, n_features
     (None: decided per block). ``threads`` parse a block at once (default: as :func:`read_libsvm`).
     """
     name = name or _name_of(path)
-    for text, lines, _ in _blocks(path, block_bytes):  # text: valid until the next block is read
-        rows, labels = _parse_text(text, name, zero_based, n_features, threads, lines)
+    for text, lines, bounds in _blocks(path, block_bytes):  # text: valid until the next block is read
+        rows, labels = _parse_text(text, name, zero_based, n_features, threads, lines, bounds)
         if integral_labels is None:
             labels = _labels(labels)
         elif integral_labels:
@@ -464,10 +464,10 @@ def iter_libsvm(path: str | os.PathLike, *, zero_based: bool = False, n_features
         yield Dataset(rows, labels, name)
 
 
-def _blocks(path: str | os.PathLike, block_bytes: int) -> Iterator[tuple[np.ndarray, int, int]]:
+def _blocks(path: str | os.PathLike, block_bytes: int) -> Iterator[tuple[np.ndarray, int, tuple[int, int]]]:
     """The file's text in blocks of about ``block_bytes`` ending at a line end (a line longer than a
-    block makes a longer one), each with the number of lines before it and in it; blank blocks left
-    out.
+    block makes a longer one), each with the number of lines before it and :func:`_count`'s bounds
+    of its rows and features (its line ends + 1, its colons); blank blocks left out.
 
     A block is a read-only view of the one buffer the file is read into, valid until the next block
     is asked for: a fresh copy of every block costs more than its parse (page faults on new memory).
@@ -488,10 +488,10 @@ def _blocks(path: str | os.PathLike, block_bytes: int) -> Iterator[tuple[np.ndar
                 continue
             text = np.frombuffer(buf, dtype=np.uint8, count=cut)
             text.flags.writeable = False
-            newlines = int(count(text)[0]) - 1  # compiled: numpy's text == _NL makes a mask as large
+            bounds = count(text)  # compiled: numpy's text == _NL makes a mask as large
             if cut and not _blank(text):
-                yield text, lines, newlines
-            lines += newlines
+                yield text, lines, bounds
+            lines += int(bounds[0]) - 1
             buf[: end - cut] = memoryview(buf)[cut:end]
             held = end - cut
             if not got:
@@ -610,8 +610,8 @@ def scan_libsvm(paths: Sequence[str | os.PathLike], *, zero_based: bool = False)
     threads = os.cpu_count() or 1  # nothing else runs meanwhile: every core scans
     for path in paths:
         name = _name_of(path)
-        for text, lines, newlines in _blocks(path, STREAM_BYTES):
-            rows, block_width, block_labels = _scan_text(text, name, zero_based, threads, lines, newlines + 1)
+        for text, lines, (most_rows, _) in _blocks(path, STREAM_BYTES):
+            rows, block_width, block_labels = _scan_text(text, name, zero_based, threads, lines, most_rows)
             n += rows
             width = max(width, block_width)
             labels.append(np.unique(block_labels))
@@ -695,13 +695,15 @@ class _Parsed:
     error: tuple[int, int] | None  # (code, byte offset) of the first malformed token
 
 
-def _parse_chunks(text: np.ndarray, chunks: list[tuple[int, int]], one_based: int) -> _Parsed:
+def _parse_chunks(text: np.ndarray, chunks: list[tuple[int, int]], one_based: int,
+                  bounds: tuple[int, int] | None = None) -> _Parsed:
     """Count, then parse, every chunk (in parallel threads when there are several) into slices of
-    shared arrays sized by the counts, then close the gaps the counts' slack leaves."""
+    shared arrays sized by the counts, then close the gaps the counts' slack leaves; ``bounds``: the
+    whole text's count, which a single chunk need not make again."""
     views = [text[lo:hi] for lo, hi in chunks]
     with _mapper(len(chunks)) as each:
         count, parse = ready(_count), ready(_parse)
-        counts = list(each(count, views))
+        counts = [bounds] if bounds is not None and len(chunks) == 1 else list(each(count, views))
         lines = np.array([c[0] for c in counts], dtype=np.int64)
         colons = np.array([c[1] for c in counts], dtype=np.int64)
         row_at = np.concatenate([[0], np.cumsum(lines)])

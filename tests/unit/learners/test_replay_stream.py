@@ -145,9 +145,11 @@ def test_the_blocks_of_a_file_are_its_lines_read_into_one_buffer_blank_ones_left
     path.write_bytes(text)
     lines = text.splitlines(keepends=True)
     blocks = []
-    for block, before, newlines in _blocks(path, 16):
+    for block, before, (most_rows, colons) in _blocks(path, 16):
         assert not block.flags.writeable  # a view of the reading buffer, which the next block overwrites
         got = block.tobytes()
+        newlines, colons_seen = got.count(b"\n"), got.count(b":")
+        assert (most_rows, colons) == (newlines + 1, colons_seen)  # what the parse sizes its arrays by
         assert got == b"".join(lines[before : before + newlines + (not got.endswith(b"\n"))])
         assert not got.isspace()
         blocks.append((before, got))
