@@ -59,7 +59,8 @@ def test_reader_is_exact_on_many_random_numbers():
     (b"1 a:1\n", "line 1: a feature index"),
     (b"1 3 4:1\n", "line 1: a feature without ':'"),
     (b"1 0:1\n", "line 1: feature index 0"),
-    (b"1 1:1e999\n", "overflows"),
+    (b"1 1:1e999\n", "line 1: a number that overflows float64 at '1e999'"),
+    (b"1 1:1\n-1e999 2:1\n", "line 2: a number that overflows float64 at '-1e999 2:1'"),
 ])
 def test_reader_names_the_bad_line(text, message):
     with pytest.raises(ValueError, match=message):

@@ -204,6 +204,16 @@ def test_scan_libsvm_names_a_malformed_index_and_leaves_values_to_the_parse(tmp_
     assert scan_libsvm([bad_value]).n == 41  # the replay's parse names it (above)
 
 
+def test_scan_and_parse_name_the_line_of_a_label_that_overflows_float64(tmp_path):
+    path = tmp_path / "label.svm"
+    path.write_bytes(b"+1 1:1\n" * 40 + b"1.5e999 2:1\n")
+    with pytest.raises(ValueError, match=r"line 41: a number that overflows float64 at '1\.5e999 2:1'") as scanned:
+        scan_libsvm([path])
+    with pytest.raises(ValueError) as streamed:
+        list(iter_libsvm(path, n_features=2))
+    assert str(scanned.value) == str(streamed.value)
+
+
 def test_libsvm_stream_joins_files_and_counts_rows(tmp_path):
     (tmp_path / "a.svm").write_bytes(b"+1 1:1\n-1 2:1\n")
     (tmp_path / "b.svm.gz").write_bytes(gzip.compress(b"-1 7:0.5\n"))
