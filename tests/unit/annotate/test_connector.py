@@ -171,10 +171,15 @@ def test_annotation_edited_to_another_class_is_forwarded_again_same_class_is_not
     assert [lab["label"] for lab in rig.labels()] == [1, -1]
 
 
-def test_poll_listing_read_before_an_edit_sends_neither_class_again(rig) -> None:
-    rig.request("r0")
+def _annotated(rig, rid: str, choice: str) -> int:
+    """A request for ``rid``, its task made, and an annotation choosing ``choice``; its id."""
+    rig.request(rid)
     rig.connector.run_once()
-    aid = rig.ls.annotate(rig.ls.task_of("r0")["id"], "1")
+    return rig.ls.annotate(rig.ls.task_of(rid)["id"], choice)
+
+
+def test_poll_listing_read_before_an_edit_sends_neither_class_again(rig) -> None:
+    aid = _annotated(rig, "r0", "1")
     rig.connector.poll()
     listing = list(rig.ls.tasks(rig.connector.project))  # a poll's page, read before the edit
     rig.ls.edit(aid, "-1")
@@ -189,9 +194,7 @@ def test_poll_listing_read_before_an_edit_sends_neither_class_again(rig) -> None
 
 
 def test_annotation_without_updated_at_is_decided_by_its_mark(rig) -> None:
-    rig.request("r0")
-    rig.connector.run_once()
-    aid = rig.ls.annotate(rig.ls.task_of("r0")["id"], "1")
+    aid = _annotated(rig, "r0", "1")
     del rig.ls.annotations_[aid]["updated_at"]
     rig.connector.poll()
     rig.ls.edit(aid, "-1")
@@ -202,9 +205,7 @@ def test_annotation_without_updated_at_is_decided_by_its_mark(rig) -> None:
 
 
 def test_book_reloaded_before_a_mark_is_saved_sends_no_label_again(rig) -> None:
-    rig.request("r0")
-    rig.connector.run_once()
-    aid = rig.ls.annotate(rig.ls.task_of("r0")["id"], "1")
+    aid = _annotated(rig, "r0", "1")
     real = rig.ls.set_task_meta
     rig.ls.set_task_meta = lambda *_: (_ for _ in ()).throw(LabelStudioError("database is locked", 500))
     rig.connector.webhook({"action": "ANNOTATION_CREATED", "annotation": {"id": aid}})
