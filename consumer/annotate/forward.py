@@ -21,7 +21,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import orjson
@@ -97,6 +97,8 @@ class Forwarder:
             version = datetime.fromisoformat(annotation["updated_at"])
         except (KeyError, TypeError, ValueError):
             return False  # no usable time: the mark alone decides, as before versions were held
+        if version.tzinfo is None:  # Label Studio writes UTC; a time without its zone is read so
+            version = version.replace(tzinfo=UTC)
         newest = self._versions.get(aid)
         if newest is not None and version < newest:
             self._metrics.annotations_stale.inc()

@@ -204,6 +204,17 @@ def test_annotation_without_updated_at_is_decided_by_its_mark(rig) -> None:
     assert rig.metric("annotations_stale_total") == 0
 
 
+def test_annotation_times_with_and_without_their_zone_compare_as_utc(rig) -> None:
+    aid = _annotated(rig, "r0", "1")
+    rig.ls.annotations_[aid]["updated_at"] = "2026-01-01T00:00:02+00:00"
+    rig.connector.poll()
+    rig.ls.edit(aid, "-1")
+    rig.ls.annotations_[aid]["updated_at"] = "2026-01-01T00:00:01"  # older, without its zone
+    rig.connector.poll()
+    assert [lab["label"] for lab in rig.labels()] == [1]
+    assert rig.metric("annotations_stale_total") == 1
+
+
 def test_book_reloaded_before_a_mark_is_saved_sends_no_label_again(rig) -> None:
     aid = _annotated(rig, "r0", "1")
     real = rig.ls.set_task_meta
