@@ -10,8 +10,9 @@ producer goes, before the service starts: a backlog. The service is ``python -m 
 (``ACTIVESTREAM_ROLE=all``, the default learner, ``ACTIVESTREAM_QUERY_RATE_TARGET=0.05``); an
 annotator answers each label request with the ground truth as soon as it reads it (each id once).
 
-Once the service has scored at least half the records, and more than its newest checkpoint covers,
-it is killed with SIGKILL:
+Once the service has scored at least half the records, it is stopped (SIGSTOP) and, if its newest
+checkpoint was made mid-stream and it has produced decisions that checkpoint does not cover (else it
+goes on, and is stopped again a little later), killed with SIGKILL:
 a real process, so what it had not made durable is lost as in a crash (a service closed in-process
 would still flush its producer). It is started again on the same checkpoint directory and drains the
 rest. The decisions are read back from the predictions topic, in the order of the features topic:
@@ -153,12 +154,29 @@ def run(records: int | None = None, *, target: float = TARGET, kill_at: float = 
             def scored() -> float:
                 return metric(port, "activestream_records_scored_total") or 0.0
 
-            # the kill must come past the newest checkpoint: records decided since it, which the restart
-            # reads back and keeps, are what the kill tests
-            _wait(lambda: (done := scored()) >= kill_at * n and (_last_scored(checkpoint_dir) or 0) < done, proc, 300,
-                  "half scored, past the newest checkpoint", log)
-            scored_at_kill = scored()
-            killed_at = time.time()
+            def past_checkpoint() -> bool:
+                """Whether the stopped service has a checkpoint made mid-stream and has produced
+                decisions it does not cover: those, read back and kept by the restart, are what the
+                kill tests."""
+                decided = len(read_all(broker.bootstrap, topics["predictions"], timeout_s=60))
+                return 0 < (_last_scored(checkpoint_dir) or 0) < decided
+
+            # the kill must come past a checkpoint made mid-stream. Checkpoints come every 50 ms, so one read
+            # of /metrics and the kill race the next one: the service is stopped (SIGSTOP: nothing it
+            # holds is written, no checkpoint made) before the two are compared, and let go again if
+            # the newest checkpoint covers every decision it produced
+            goal = kill_at * n
+            while True:
+                _wait(lambda goal=goal: scored() >= goal, proc, 300, f"{goal:,.0f} records scored", log)
+                scored_at_kill = scored()
+                _stop(proc)
+                killed_at = time.time()
+                if past_checkpoint():
+                    break
+                proc.send_signal(signal.SIGCONT)
+                goal = max(goal, scored_at_kill) + 0.02 * n  # a little later: let it decide past the checkpoint
+                if goal >= n:
+                    raise RuntimeError("the service drained the stream before a kill past its newest checkpoint")
             proc.send_signal(signal.SIGKILL)
             proc.wait()
             resumed_from = _last_scored(checkpoint_dir)
@@ -186,6 +204,14 @@ def run(records: int | None = None, *, target: float = TARGET, kill_at: float = 
             "exit_code": exit_code}
 
 
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGSTOP, and wait until the kernel shows the process stopped (every thread of it)."""
+    proc.send_signal(signal.SIGSTOP)
+    stat = Path(f"/proc/{proc.pid}/stat")
+    while stat.read_text().rpartition(")")[2].split()[0] != "T":
+        time.sleep(POLL_S)
+
+
 def _last_scored(checkpoint_dir: Path) -> int | None:
     """Records scored according to the newest checkpoint: where the restart resumes."""
     latest = CheckpointStore(checkpoint_dir, keep=1).latest()
@@ -205,10 +231,11 @@ def render(r: dict[str, Any]) -> str:
         f"(produced at {r['produced_per_s']:,.0f} records/s before the service started). The service is "
         f"`python -m consumer run` with the {s['learner']} learner, `ACTIVESTREAM_QUERY_RATE_TARGET={s['target']}` "
         f"and a checkpoint at least every {s['checkpoint_every_s']} s; an annotator answers each label request with "
-        "the ground truth as soon as it reads it. Once at least half the records were scored, and more than its "
-        "newest checkpoint covered (its /metrics polled: "
-        f"{r['scored_seen_at_kill']:,.0f} then) the service was killed with SIGKILL and started again on its "
-        f"checkpoint directory; the newest checkpoint then covered {r['checkpoint_records_at_kill']:,} records. "
+        "the ground truth as soon as it reads it. Once at least half the records were scored (its /metrics polled: "
+        f"{r['scored_seen_at_kill']:,.0f} then) the service was stopped (SIGSTOP); its newest checkpoint covered "
+        f"{r['checkpoint_records_at_kill']:,} records, fewer than it had decided, so it was killed with SIGKILL and "
+        "started again on its checkpoint directory (had the checkpoint covered every decision, it would have been "
+        "let go and stopped again a little later). "
         "Figures from the predictions read back, in the order of the features topic; a record is *before* the "
         "kill if its first prediction was stamped before it.", "",
         "| | records | label requests / records | target ± 10 % |",
