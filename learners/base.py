@@ -35,8 +35,9 @@ _OWN = ("seed", "bias", "normalize", "tie", "n_features", "classes", "rff_compon
 # Those a checkpoint must match exactly: they fix the meaning of every coordinate of the state.
 _STRUCTURAL = ("rule", "query", "n_features", "classes", "bias", "rff_components", "rff_gamma", "rff_seed",
                "scale")
-# What a checkpoint written before a data-model parameter existed was made with.
-_ABSENT = {"scale": "none", "scale_from": "labelled"}
+# What a checkpoint written before a parameter existed was made with (a rule's parameter: for the
+# rules that have it).
+_ABSENT = {"scale": "none", "scale_from": "labelled", "damping": 0.0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -703,9 +704,10 @@ class Learner(Parameterized):
         if version != FORMAT_VERSION:
             raise ValueError(f"state format version {version}, this library reads {FORMAT_VERSION}")
         theirs = json.loads(str(state["meta"]))
-        for k, v in _ABSENT.items():
-            theirs["params"].setdefault(k, v)
         mine = self.meta()
+        for k, v in _ABSENT.items():
+            if k in mine["params"]:
+                theirs["params"].setdefault(k, v)
         if self.n_features is None:
             mine["params"]["n_features"] = theirs["params"].get("n_features")
         structural = _STRUCTURAL

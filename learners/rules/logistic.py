@@ -9,9 +9,11 @@ probabilities from it. Two steps:
 - plain SGD (Zhang, "Solving large scale linear prediction problems using stochastic gradient
   descent algorithms", ICML 2004, Eq. 2): w ← w − η g, River's default with η = 0.01;
 - diagonal AdaGrad (Duchi, Hazan & Singer, "Adaptive subgradient methods for online learning and
-  stochastic optimization", JMLR 12, 2011, Sect. 1.1 and Fig. 1 with δ = 0):
-  G ← G + g ⊙ g, w ← w − η g / √G, coordinate by coordinate. A rare feature keeps a large step,
-  which is what sparse text and one-hot rows need; the step does not depend on the scale of x.
+  stochastic optimization", JMLR 12, 2011, Sect. 1.1 and Fig. 1, H_t = δI + diag(G_t)^½):
+  G ← G + g ⊙ g, w ← w − η g / (δ + √G), coordinate by coordinate. A rare feature keeps a large
+  step, which is what sparse text and one-hot rows need. With δ = 0 the step does not depend on
+  the scale of x, and a coordinate's first step is η·sign(g) whatever |g| is; δ > 0 makes a first
+  small gradient a small step.
 
 The multiclass rule is softmax (multinomial) regression: one row w^r per class, π = softmax(W x),
 and the gradient of −log π_y for row r is (π_r − 1[r = y]) x, every row moving at each label.
@@ -39,18 +41,18 @@ _SGD, _ADAGRAD = 0, 1
 
 
 @jit(inline="always")
-def _step(w, G, i, g, eta, mode):
-    """w_i ← w_i − η g_i (SGD) or, with G_i ← G_i + g_i², w_i − η g_i / √G_i (AdaGrad)."""
+def _step(w, G, i, g, eta, mode, delta):
+    """w_i ← w_i − η g_i (SGD) or, with G_i ← G_i + g_i², w_i − η g_i / (δ + √G_i) (AdaGrad)."""
     if mode == _SGD:
         w[i] -= eta * g
     else:
         G[i] += g * g
         if G[i] > 0.0:
-            w[i] -= eta * g / math.sqrt(G[i])
+            w[i] -= eta * g / (delta + math.sqrt(G[i]))
 
 
 @jit
-def logistic_update(w, G, idx, val, y, eta, mode, weight):
+def logistic_update(w, G, idx, val, y, eta, mode, weight, delta):
     """One step on the log loss of (x, y), y = ±1, weighted by ω. O(nnz).
 
     Returns False when the gradient is zero: an all-zero x, or a margin so large that σ(−y p)
@@ -62,12 +64,12 @@ def logistic_update(w, G, idx, val, y, eta, mode, weight):
         return False
     c = -weight * y * s  # g = −ω y σ(−y p) x
     for j in range(idx.size):
-        _step(w, G, idx[j], c * val[j], eta, mode)
+        _step(w, G, idx[j], c * val[j], eta, mode, delta)
     return True
 
 
 @jit
-def softmax_update(W, G, idx, val, y, eta, mode, weight):
+def softmax_update(W, G, idx, val, y, eta, mode, weight, delta):
     """One step on −log π_y, π = softmax(W x), weighted by ω: row r moves along ω (π_r − 1[r = y]) x.
     O(k·nnz). Returns False for an all-zero x."""
     k = W.shape[0]
@@ -85,19 +87,19 @@ def softmax_update(W, G, idx, val, y, eta, mode, weight):
         c = weight * (z[r] / total - (1.0 if r == y else 0.0))
         if c != 0.0:
             for j in range(idx.size):
-                _step(W[r], G[r], idx[j], c * val[j], eta, mode)
+                _step(W[r], G[r], idx[j], c * val[j], eta, mode, delta)
     return True
 
 
 @kernel(UPDATE_SIG)
 def _logistic(S, a, P, idx, val, y, weight):
-    return logistic_update(S[0], S[1], idx, val, y, P[0], int(P[1]), weight)
+    return logistic_update(S[0], S[1], idx, val, y, P[0], int(P[1]), weight, P[2])
 
 
 @kernel(UPDATE_SIG)
 def _softmax(S, a, P, idx, val, y, weight):
     k = S.shape[0] // 2
-    return softmax_update(S[:k], S[k:], idx, val, y, P[0], int(P[1]), weight)
+    return softmax_update(S[:k], S[k:], idx, val, y, P[0], int(P[1]), weight, P[2])
 
 
 @kernel(SCORE_SIG)
@@ -107,7 +109,8 @@ def _softmax_scores(S, a, P, idx, val):
     return first, first - second, np.nan, top
 
 
-_CONSTRAINTS = {"eta": Interval(0, None, closed="neither"), "step": Options("adagrad", "sgd")}
+_CONSTRAINTS = {"eta": Interval(0, None, closed="neither"), "step": Options("adagrad", "sgd"),
+                "damping": Interval(0, None, closed="left")}
 _MODES = {"sgd": _SGD, "adagrad": _ADAGRAD}
 
 
@@ -117,13 +120,14 @@ class _LogLossRule(UpdateRule):
     # w_i → r_i w_i keeps the scores; g_i is in units of 1/s_i, so G_i = Σ g_i² → G_i / r_i²
     scaling: ClassVar = {"w": 1, "G": -2}
 
-    def __init__(self, *, eta: float = 1.0, step: str = "adagrad") -> None:
+    def __init__(self, *, eta: float = 1.0, step: str = "adagrad", damping: float = 0.0) -> None:
         self.eta = eta
         self.step = step
+        self.damping = damping
         self._validate()
 
     def packed_params(self) -> np.ndarray:
-        return np.array([self.eta, _MODES[self.step]], dtype=np.float64)
+        return np.array([self.eta, _MODES[self.step], self.damping], dtype=np.float64)
 
 
 class LogisticRule(_LogLossRule):
@@ -134,7 +138,10 @@ class LogisticRule(_LogLossRule):
     eta : float > 0, default 1.0
         Step size η (River's ``LogisticRegression`` uses SGD with 0.01).
     step : {"adagrad", "sgd"}, default "adagrad"
-        w ← w − η g / √G (AdaGrad, G = Σ g ⊙ g) or w ← w − η g.
+        w ← w − η g / (δ + √G) (AdaGrad, G = Σ g ⊙ g, δ = ``damping``) or w ← w − η g.
+    damping : float ≥ 0, default 0.0
+        AdaGrad's δ (Duchi et al. 2011, Fig. 1), added to √G: 0 makes a coordinate's first step
+        η·sign(g) whatever the size of g.
 
     State
     -----
@@ -177,6 +184,8 @@ class SoftmaxRule(_LogLossRule):
         Step size η (``mlr-ada-entropy`` takes 2⁻⁴).
     step : {"adagrad", "sgd"}, default "adagrad"
         As :class:`LogisticRule`, row by row.
+    damping : float ≥ 0, default 0.0
+        AdaGrad's δ, as :class:`LogisticRule`.
 
     State
     -----

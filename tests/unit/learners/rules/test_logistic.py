@@ -7,17 +7,17 @@ from learners.rules.logistic import LogisticRule, SoftmaxRule
 from tests.unit.learners.rules._streams import sparse, stream
 
 
-def logistic_dense(w, G, x, y, eta, step, weight):
-    """g = −ω y σ(−y w·x) x; SGD: w − η g; AdaGrad: G + g², w − η g/√G where G > 0."""
+def logistic_dense(w, G, x, y, eta, step, weight, damping=0.0):
+    """g = −ω y σ(−y w·x) x; SGD: w − η g; AdaGrad: G + g², w − η g/(δ + √G) where G > 0."""
     g = -weight * y * x / (1.0 + np.exp(y * (w @ x)))
     if step == "sgd":
         return w - eta * g, G
     G = G + g * g
     safe = np.where(G > 0, G, 1.0)
-    return w - np.where(G > 0, eta * g / np.sqrt(safe), 0.0), G
+    return w - np.where(G > 0, eta * g / (damping + np.sqrt(safe)), 0.0), G
 
 
-def softmax_dense(W, G, x, y, eta, step, weight):
+def softmax_dense(W, G, x, y, eta, step, weight, damping=0.0):
     """Row r: g_r = ω (π_r − 1[r = y]) x, π = softmax(W x); the same step per row."""
     z = W @ x
     pi = np.exp(z - z.max())
@@ -29,35 +29,35 @@ def softmax_dense(W, G, x, y, eta, step, weight):
             W[r] = W[r] - eta * g
         else:
             G[r] = G[r] + g * g
-            W[r] = W[r] - np.where(G[r] > 0, eta * g / np.sqrt(np.where(G[r] > 0, G[r], 1.0)), 0.0)
+            W[r] = W[r] - np.where(G[r] > 0, eta * g / (damping + np.sqrt(np.where(G[r] > 0, G[r], 1.0))), 0.0)
     return W, G
 
 
-@pytest.mark.parametrize("step", ["sgd", "adagrad"])
+@pytest.mark.parametrize("step, damping", [("sgd", 0.0), ("adagrad", 0.0), ("adagrad", 0.5)])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_logistic_update_matches_the_dense_step_on_a_random_stream(step, weighted):
+def test_logistic_update_matches_the_dense_step_on_a_random_stream(step, damping, weighted):
     rng = np.random.default_rng(3)
-    rule = LogisticRule(eta=0.3, step=step)
+    rule = LogisticRule(eta=0.3, step=step, damping=damping)
     rule.allocate(8)
     w, G = np.zeros(8), np.zeros(8)
     for x, y in stream(7, 300, 8, density=0.5):
         weight = float(rng.uniform(1, 20)) if weighted else 1.0
-        w, G = logistic_dense(w, G, x, y, 0.3, step, weight)
+        w, G = logistic_dense(w, G, x, y, 0.3, step, weight, damping)
         rule.update(*sparse(x), y, weight)
         np.testing.assert_allclose(rule.w_, w, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(rule.G_, G if step == "adagrad" else 0.0, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("step", ["sgd", "adagrad"])
+@pytest.mark.parametrize("step, damping", [("sgd", 0.0), ("adagrad", 0.0), ("adagrad", 0.5)])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_softmax_update_matches_the_dense_step_on_a_random_stream(step, weighted):
+def test_softmax_update_matches_the_dense_step_on_a_random_stream(step, damping, weighted):
     rng = np.random.default_rng(4)
-    rule = SoftmaxRule(eta=0.2, step=step)
+    rule = SoftmaxRule(eta=0.2, step=step, damping=damping)
     rule.allocate(6, n_classes=4)
     W, G = np.zeros((4, 6)), np.zeros((4, 6))
     for x, y in stream(8, 300, 6, density=0.6, classes=4):
         weight = float(rng.uniform(1, 20)) if weighted else 1.0
-        W, G = softmax_dense(W, G, x, y, 0.2, step, weight)
+        W, G = softmax_dense(W, G, x, y, 0.2, step, weight, damping)
         rule.update(*sparse(x), y, weight)
         np.testing.assert_allclose(rule.w_, W, rtol=1e-10, atol=1e-12)
 
@@ -125,3 +125,20 @@ def test_softmax_refuses_a_class_outside_the_model():
 def test_bad_parameters_are_refused(bad):
     with pytest.raises((ValueError, TypeError)):
         LogisticRule(**bad)
+
+
+def test_damping_makes_a_first_small_gradient_a_small_step():
+    idx, val = np.array([0], np.int32), np.array([0.01])
+    steps = []
+    for damping in (0.0, 1.0):
+        rule = LogisticRule(eta=1.0, damping=damping)
+        rule.allocate(1)
+        rule.update(idx, val, 1)  # g₀ = −σ(0)·0.01 = −0.005
+        steps.append(rule.w_[0])
+    assert steps[0] == pytest.approx(1.0)  # η·sign(g), however small g is
+    assert steps[1] == pytest.approx(0.005 / 1.005)
+
+
+def test_damping_below_zero_is_refused_naming_it():
+    with pytest.raises(ValueError, match="damping"):
+        LogisticRule(damping=-0.1)
