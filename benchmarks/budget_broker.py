@@ -10,9 +10,10 @@ producer goes, before the service starts: a backlog. The service is ``python -m 
 (``ACTIVESTREAM_ROLE=all``, the default learner, ``ACTIVESTREAM_QUERY_RATE_TARGET=0.05``); an
 annotator answers each label request with the ground truth as soon as it reads it (each id once).
 
-Once the service has scored at least half the records, it is stopped (SIGSTOP) and, if its newest
-checkpoint was made mid-stream and it has produced decisions that checkpoint does not cover (else it
-goes on, and is stopped again a little later), killed with SIGKILL:
+Once the service has scored at least half the records, and its /metrics show more than its newest
+checkpoint (made mid-stream) covers, it is stopped (SIGSTOP) and, if the decisions in the predictions
+topic outnumber what that checkpoint covers (else a checkpoint landed in between: it goes on, and is
+stopped again at the next such moment), killed with SIGKILL:
 a real process, so what it had not made durable is lost as in a crash (a service closed in-process
 would still flush its producer). It is started again on the same checkpoint directory and drains the
 rest. The decisions are read back from the predictions topic, in the order of the features topic:
@@ -161,22 +162,27 @@ def run(records: int | None = None, *, target: float = TARGET, kill_at: float = 
                 decided = len(read_all(broker.bootstrap, topics["predictions"], timeout_s=60))
                 return 0 < (_last_scored(checkpoint_dir) or 0) < decided
 
-            # the kill must come past a checkpoint made mid-stream. Checkpoints come every 50 ms, so one read
-            # of /metrics and the kill race the next one: the service is stopped (SIGSTOP: nothing it
-            # holds is written, no checkpoint made) before the two are compared, and let go again if
-            # the newest checkpoint covers every decision it produced
-            goal = kill_at * n
+            # the kill must come past a checkpoint made mid-stream. Checkpoints come every 50 ms, so a
+            # read of /metrics and the kill race the next one: the service is stopped (SIGSTOP: nothing
+            # it holds is written, no checkpoint made) as soon as /metrics shows more scored than the
+            # newest checkpoint covers, the decisions in the topic are compared with that checkpoint,
+            # and the service is let go and stopped again if a checkpoint landed in between
+            seen = [0.0]  # records scored at the last read of /metrics
+
+            def past_metrics() -> bool:
+                seen[0] = done = scored()
+                if done >= n:
+                    raise RuntimeError("the service drained the stream before a kill past a checkpoint")
+                return done >= kill_at * n and 0 < (_last_scored(checkpoint_dir) or 0) < done
+
             while True:
-                _wait(lambda goal=goal: scored() >= goal, proc, 300, f"{goal:,.0f} records scored", log)
-                scored_at_kill = scored()
+                _wait(past_metrics, proc, 300, "half scored, past a checkpoint made mid-stream", log)
+                scored_at_kill = seen[0]
                 _stop(proc)
                 killed_at = time.time()
                 if past_checkpoint():
                     break
                 proc.send_signal(signal.SIGCONT)
-                goal = max(goal, scored_at_kill) + 0.02 * n  # a little later: let it decide past the checkpoint
-                if goal >= n:
-                    raise RuntimeError("the service drained the stream before a kill past its newest checkpoint")
             proc.send_signal(signal.SIGKILL)
             proc.wait()
             resumed_from = _last_scored(checkpoint_dir)
@@ -231,11 +237,12 @@ def render(r: dict[str, Any]) -> str:
         f"(produced at {r['produced_per_s']:,.0f} records/s before the service started). The service is "
         f"`python -m consumer run` with the {s['learner']} learner, `ACTIVESTREAM_QUERY_RATE_TARGET={s['target']}` "
         f"and a checkpoint at least every {s['checkpoint_every_s']} s; an annotator answers each label request with "
-        "the ground truth as soon as it reads it. Once at least half the records were scored (its /metrics polled: "
-        f"{r['scored_seen_at_kill']:,.0f} then) the service was stopped (SIGSTOP); its newest checkpoint covered "
-        f"{r['checkpoint_records_at_kill']:,} records, fewer than it had decided, so it was killed with SIGKILL and "
-        "started again on its checkpoint directory (had the checkpoint covered every decision, it would have been "
-        "let go and stopped again a little later). "
+        "the ground truth as soon as it reads it. Once at least half the records were scored and its /metrics "
+        f"({r['scored_seen_at_kill']:,.0f} scored) showed more than its newest checkpoint covered, the service was "
+        f"stopped (SIGSTOP); that checkpoint covered {r['checkpoint_records_at_kill']:,} records, fewer than the "
+        "decisions in the predictions topic, so it was killed with SIGKILL and started again on its checkpoint "
+        "directory (had a checkpoint landed in between and covered every decision, it would have been let go "
+        "and stopped again at the next such moment). "
         "Figures from the predictions read back, in the order of the features topic; a record is *before* the "
         "kill if its first prediction was stamped before it.", "",
         "| | records | label requests / records | target ± 10 % |",
