@@ -162,7 +162,7 @@ def run(records: int | None = None, *, target: float = TARGET, kill_at: float = 
                 decided = len(read_all(broker.bootstrap, topics["predictions"], timeout_s=60))
                 return 0 < (_last_scored(checkpoint_dir) or 0) < decided
 
-            # the kill must come past a checkpoint made mid-stream. Checkpoints come every 50 ms, so a
+            # the kill must come past a checkpoint made mid-stream. With one every CHECKPOINT_EVERY_S, a
             # read of /metrics and the kill race the next one: the service is stopped (SIGSTOP: nothing
             # it holds is written, no checkpoint made) as soon as /metrics shows more scored than the
             # newest checkpoint covers, the decisions in the topic are compared with that checkpoint,
@@ -178,7 +178,7 @@ def run(records: int | None = None, *, target: float = TARGET, kill_at: float = 
             while True:
                 _wait(past_metrics, proc, 300, "half scored, past a checkpoint made mid-stream", log)
                 scored_at_kill = seen[0]
-                _stop(proc)
+                _stop(proc, log)
                 killed_at = time.time()
                 if past_checkpoint():
                     break
@@ -210,12 +210,11 @@ def run(records: int | None = None, *, target: float = TARGET, kill_at: float = 
             "exit_code": exit_code}
 
 
-def _stop(proc: subprocess.Popen) -> None:
+def _stop(proc: subprocess.Popen, log: Path) -> None:
     """SIGSTOP, and wait until the kernel shows the process stopped (every thread of it)."""
     proc.send_signal(signal.SIGSTOP)
     stat = Path(f"/proc/{proc.pid}/stat")
-    while stat.read_text().rpartition(")")[2].split()[0] != "T":
-        time.sleep(POLL_S)
+    _wait(lambda: stat.read_text().rpartition(")")[2].split()[0] == "T", proc, 30, "the service stopped", log)
 
 
 def _last_scored(checkpoint_dir: Path) -> int | None:

@@ -146,7 +146,7 @@ def _compile_part(module: str, names: list[str], out_dir: str, learners: Sequenc
     for name in names:
         signature, fn = todo[name]
         cc.export(name, signature)(fn)
-    without_runtime = {todo[name][1] for name in names if name in _without_runtime()}
+    without_runtime = {todo[name][1] for name in _without_runtime() & set(names)}
     with _pycc_flags(without_runtime), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numba.pycc's pending-deprecation notice
         cc.compile()
