@@ -1,13 +1,14 @@
-"""The defaults of the AdaGrad logistic learners: their step η and whether rows are scaled to unit norm.
+"""The defaults of the AdaGrad logistic learners: their step η, AdaGrad's δ and unit-norm rows.
 
     python -m benchmarks.logistic_defaults            # 3 tuning permutations, every small board set
     python -m benchmarks.logistic_defaults --quick    # 1 permutation, 3 sets of each kind
 
 ``lr-ada-entropy`` (binary) and ``mlr-ada-entropy`` (multiclass) are the candidates for the default
 learners, so their defaults are what a user with no tuning gets. Each runs online (the budget
-controller, no look-ahead) at 5 % and 10 % labels over η ∈ {2⁻⁵, …, 2²} × ``normalize`` off / on, on
-the leaderboard's tuning permutations (seeds from :data:`benchmarks.leaderboard.TUNING_SEED`), never
-its evaluated ones, on every leaderboard set of fewer than 100,000 rows of the learner's kind.
+controller, no look-ahead) at 5 % and 10 % labels over η ∈ {2⁻⁵, …, 2²} × ``damping`` (AdaGrad's δ)
+∈ {0, 0.1, 0.3, 1} × ``normalize`` off / on, on the leaderboard's tuning permutations (seeds from
+:data:`benchmarks.leaderboard.TUNING_SEED`), never its evaluated ones, on every leaderboard set of
+fewer than 100,000 rows of the learner's kind.
 
 The setting to register is the one with the best mean rank over the (set, budget) cells among those
 that lose no cell to the registered setting by more than :data:`HARM`: a default that ranks better
@@ -19,6 +20,7 @@ to ``logistic_defaults.md`` and ``.json``.
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 import time
 from collections.abc import Sequence
@@ -36,10 +38,14 @@ __all__ = ["HARM", "LEARNERS", "Cell", "best", "chosen", "harmless", "main", "me
 RESULTS = Path(__file__).resolve().parent / "results"
 LEARNERS = {False: "lr-ada-entropy", True: "mlr-ada-entropy"}
 ETAS = tuple(2.0**k for k in range(-5, 3))
+DAMPINGS = (0.0, 0.1, 0.3, 1.0)
 BUDGETS = (0.05, 0.10)
 PERMUTATIONS, QUICK_PERMUTATIONS = 3, 1
 QUICK_SETS = ("svmguide1", "a8a", "PCMAC", "dna", "satimage", "news20")
 HARM = 0.01  # F1 or accuracy a new default may lose to the registered one on any cell
+
+
+Setting = tuple[float, bool, float]  # (η, normalize, damping)
 
 
 @dataclass
@@ -51,10 +57,11 @@ class Cell:
     budget: float
     mean: float
     query: float
+    damping: float = 0.0
 
     @property
-    def setting(self) -> tuple[float, bool]:
-        return self.eta, self.normalize
+    def setting(self) -> Setting:
+        return self.eta, self.normalize, self.damping
 
 
 def sets(multiclass: bool) -> list[str]:
@@ -62,56 +69,57 @@ def sets(multiclass: bool) -> list[str]:
     return [d.name for d in lb.DATASETS.values() if d.multiclass == multiclass and not d.large]
 
 
-def measure(data, classes, name: str, eta: float, normalize: bool, target: float, permutations: int,
+def measure(data, classes, name: str, setting: Setting, target: float, permutations: int,
             metric: str, dataset: str) -> Cell:
     """One setting at ``target``, online, over the tuning permutations."""
-    learner = lb.build(name, data, classes, {"eta": eta, "normalize": normalize})
+    eta, normalize, damping = setting
+    learner = lb.build(name, data, classes, {"eta": eta, "normalize": normalize, "damping": damping})
     learner.budget = backtest_controller(target, data.n)
     result = run(learner, data, permutations=permutations, seed=lb.TUNING_SEED)
-    return Cell(dataset, name, eta, normalize, target, result.mean(metric), result.mean("query_ratio"))
+    return Cell(dataset, name, eta, normalize, target, result.mean(metric), result.mean("query_ratio"), damping)
 
 
-def mean_ranks(cells: Sequence[Cell]) -> dict[tuple[float, bool], float]:
+def mean_ranks(cells: Sequence[Cell]) -> dict[Setting, float]:
     """Each setting's mean rank over the (dataset, budget) cells (1: best; ties share the mean rank)."""
     groups: dict[tuple[str, float], list[Cell]] = {}
     for c in cells:
         groups.setdefault((c.dataset, c.budget), []).append(c)
-    ranks: dict[tuple[float, bool], list[float]] = {}
+    ranks: dict[Setting, list[float]] = {}
     for group in groups.values():
         for c, r in zip(group, lb.average_ranks([c.mean for c in group]), strict=True):
             ranks.setdefault(c.setting, []).append(r)
     return {s: sum(r) / len(r) for s, r in ranks.items()}
 
 
-def best(cells: Sequence[Cell]) -> tuple[float, bool]:
+def best(cells: Sequence[Cell]) -> Setting:
     """The setting with the best mean rank."""
     ranks = mean_ranks(cells)
     return min(ranks, key=ranks.__getitem__)
 
 
-def harmless(cells: Sequence[Cell], current: tuple[float, bool]) -> list[tuple[float, bool]]:
+def harmless(cells: Sequence[Cell], current: Setting) -> list[Setting]:
     """The settings that lose no cell to ``current`` by more than :data:`HARM` (``current`` among them)."""
     base = {(c.dataset, c.budget): c.mean for c in cells if c.setting == current}
-    worst: dict[tuple[float, bool], float] = {}
+    worst: dict[Setting, float] = {}
     for c in cells:
         worst[c.setting] = max(worst.get(c.setting, 0.0), base[(c.dataset, c.budget)] - c.mean)
     return [s for s, loss in worst.items() if loss <= HARM]
 
 
-def chosen(cells: Sequence[Cell], current: tuple[float, bool]) -> tuple[float, bool]:
+def chosen(cells: Sequence[Cell], current: Setting) -> Setting:
     """The setting to register: the best mean rank among the :func:`harmless` ones."""
     ranks = mean_ranks(cells)
     return min(harmless(cells, current), key=ranks.__getitem__)
 
 
-def registered(name: str) -> tuple[float, bool]:
+def registered(name: str) -> Setting:
     params = make(name).get_params()
-    return float(params["eta"]), bool(params["normalize"])
+    return float(params["eta"]), bool(params["normalize"]), float(params["damping"])
 
 
-def _label(setting: tuple[float, bool]) -> str:
-    eta, normalize = setting
-    return f"η = {eta:g}, normalize {'on' if normalize else 'off'}"
+def _label(setting: Setting) -> str:
+    eta, normalize, damping = setting
+    return f"η = {eta:g}, δ = {damping:g}, normalize {'on' if normalize else 'off'}"
 
 
 def section(cells: Sequence[Cell], name: str) -> list[str]:
@@ -124,19 +132,19 @@ def section(cells: Sequence[Cell], name: str) -> list[str]:
            f"{' (the same)' if pick == current else ''}. Best mean rank: {_label(top)}"
            + ("." if top == pick else f", which loses a cell to the registered setting by more than {HARM:g}.")
            + " Settings in *italics* lose a cell by more than that.", "",
-           "| η | normalize | mean rank | " + " | ".join(f"{d} {b:.0%}" for d in datasets for b in BUDGETS) + " |",
-           "|---|---|---|" + "---|" * (len(datasets) * len(BUDGETS))]
+           "| η | δ | normalize | mean rank | " + " | ".join(f"{d} {b:.0%}" for d in datasets for b in BUDGETS) + " |",
+           "|---|---|---|---|" + "---|" * (len(datasets) * len(BUDGETS))]
     for setting in sorted(ranks, key=ranks.__getitem__):
         marks = (" (to register)" if setting == pick else "") + (" (registered)" if setting == current else "")
         eta = f"{setting[0]:g}" if setting in safe else f"*{setting[0]:g}*"
         shown = [index.get((d, b, setting)) for d in datasets for b in BUDGETS]
-        out.append(f"| {eta}{marks} | {'on' if setting[1] else 'off'} | {ranks[setting]:.2f} | "
+        out.append(f"| {eta}{marks} | {setting[2]:g} | {'on' if setting[1] else 'off'} | {ranks[setting]:.2f} | "
                    + " | ".join("" if c is None else f"{c.mean:.4f} ({c.query:.3f})" for c in shown) + " |")
     return [*out, ""]
 
 
 def markdown(cells: Sequence[Cell], meta: dict) -> str:
-    lines = ["# The AdaGrad logistic learners' defaults: step and unit-norm rows", "",
+    lines = ["# The AdaGrad logistic learners' defaults: step, AdaGrad's δ and unit-norm rows", "",
              f"{meta['date']}, commit `{meta['commit']}`, {meta['permutations']} tuning permutations (seeds from "
              f"{lb.TUNING_SEED:,}), {meta['minutes']:.1f} min on this machine. Command: `{meta['command']}`", "",
              "Online (`BudgetController(target)` with the boosted warm-up, no look-ahead), at 5 % and 10 % labels. "
@@ -169,13 +177,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         classes = spec.classes(data)
         metric = "accuracy" if spec.multiclass else "f1"
         name = LEARNERS[spec.multiclass]
-        for normalize in (False, True):
-            for eta in ETAS:
-                for target in BUDGETS:
-                    cell = measure(data, classes, name, eta, normalize, target, permutations, metric, dataset)
-                    cells.append(cell)
-                    print(f"{dataset:10s} {name:16s} η={eta:<7g} normalize={normalize!s:5s} {target:4.0%} "
-                          f"{cell.mean:.4f} ({cell.query:.3f})", flush=True)
+        for setting in itertools.product(ETAS, (False, True), DAMPINGS):
+            for target in BUDGETS:
+                cell = measure(data, classes, name, setting, target, permutations, metric, dataset)
+                cells.append(cell)
+                print(f"{dataset:10s} {name:16s} {_label(setting)} {target:4.0%} {cell.mean:.4f} ({cell.query:.3f})",
+                      flush=True)
     meta = reproduce.run_meta(command, commit, started, permutations=permutations)
     reproduce.write_results(args.out, "logistic_defaults", markdown(cells, meta), meta, "cells", cells)
     return 0

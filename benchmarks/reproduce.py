@@ -129,9 +129,11 @@ def _check_logistic_defaults() -> CheckCell:
     spec = lb.DATASETS[cell["dataset"]]
     data = spec.load()
     metric = "accuracy" if spec.multiclass else "f1"
-    got = bench.measure(data, spec.classes(data), cell["learner"], cell["eta"], True, 0.1, made["permutations"],
-                        metric, spec.name)
-    return CheckCell(f"{spec.name} {cell['learner']}, η = {cell['eta']:g}, unit-norm rows, budget 10 %: {metric}",
+    setting = (cell["eta"], True, cell["damping"])
+    got = bench.measure(data, spec.classes(data), cell["learner"], setting, 0.1, made["permutations"], metric,
+                        spec.name)
+    return CheckCell(f"{spec.name} {cell['learner']}, η = {cell['eta']:g}, δ = {cell['damping']:g}, unit-norm rows, "
+                     f"budget 10 %: {metric}",
                      cell["mean"], got.mean, 4)
 
 

@@ -14,26 +14,33 @@ from tests.unit.benchmarks.test_leaderboard import gaussian
 N = 2000
 
 
-def cell(dataset: str, eta: float, normalize: bool, mean: float, budget: float = 0.1) -> ld.Cell:
-    return ld.Cell(dataset, "lr-ada-entropy", eta, normalize, budget, mean, budget)
+def cell(dataset: str, eta: float, normalize: bool, mean: float, budget: float = 0.1, damping: float = 0.0) -> ld.Cell:
+    return ld.Cell(dataset, "lr-ada-entropy", eta, normalize, budget, mean, budget, damping)
 
 
 def test_mean_ranks_average_over_cells_and_share_ties():
     cells = [cell("a", 1.0, False, 0.9), cell("a", 2.0, False, 0.8), cell("a", 1.0, True, 0.8),
              cell("b", 1.0, False, 0.5), cell("b", 2.0, False, 0.7), cell("b", 1.0, True, 0.6)]
     ranks = ld.mean_ranks(cells)
-    assert ranks == {(1.0, False): (1 + 3) / 2, (2.0, False): (2.5 + 1) / 2, (1.0, True): (2.5 + 2) / 2}
-    assert ld.best(cells) == (2.0, False)
+    assert ranks == {(1.0, False, 0.0): (1 + 3) / 2, (2.0, False, 0.0): (2.5 + 1) / 2, (1.0, True, 0.0): (2.5 + 2) / 2}
+    assert ld.best(cells) == (2.0, False, 0.0)
+
+
+def test_damping_is_part_of_the_setting():
+    cells = [cell("a", 1.0, False, 0.9), cell("a", 1.0, False, 0.95, damping=0.3),
+             cell("b", 1.0, False, 0.5), cell("b", 1.0, False, 0.55, damping=0.3)]
+    assert ld.mean_ranks(cells) == {(1.0, False, 0.0): 2.0, (1.0, False, 0.3): 1.0}
+    assert ld.chosen(cells, (1.0, False, 0.0)) == (1.0, False, 0.3)
 
 
 def test_a_setting_that_costs_a_cell_more_than_harm_is_not_chosen_whatever_its_rank():
-    current = (1.0, False)
+    current = (1.0, False, 0.0)
     cells = [cell("a", 1.0, False, 0.90), cell("a", 1.0, True, 0.95), cell("a", 2.0, False, 0.91),
              cell("b", 1.0, False, 0.90), cell("b", 1.0, True, 0.90 - 2 * ld.HARM), cell("b", 2.0, False, 0.905),
              cell("c", 1.0, False, 0.50), cell("c", 1.0, True, 0.60), cell("c", 2.0, False, 0.51)]
-    assert ld.best(cells) == (1.0, True)  # best on a and c, worst on b
-    assert set(ld.harmless(cells, current)) == {(1.0, False), (2.0, False)}
-    assert ld.chosen(cells, current) == (2.0, False)
+    assert ld.best(cells) == (1.0, True, 0.0)  # best on a and c, worst on b
+    assert set(ld.harmless(cells, current)) == {(1.0, False, 0.0), (2.0, False, 0.0)}
+    assert ld.chosen(cells, current) == (2.0, False, 0.0)
     assert ld.chosen([c for c in cells if c.setting == current], current) == current
 
 
@@ -43,15 +50,17 @@ def made(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setitem(lb.DATASETS, "tiny", lb.BoardData("tiny", False, lambda: gaussian(N), 1))
         mp.setattr(ld, "ETAS", (0.25, 1.0))
+        mp.setattr(ld, "DAMPINGS", (0.0, 0.5))
         ld.main(["--datasets", "tiny", "--permutations", "1", "--out", str(out)])
     return out, json.loads((out / "logistic_defaults.json").read_text())
 
 
 def test_every_setting_runs_at_each_budget_near_its_ratio(made):
     _, payload = made
-    cells = {(c["eta"], c["normalize"], c["budget"]): c for c in payload["cells"]}
-    assert set(cells) == {(e, n, b) for e in (0.25, 1.0) for n in (False, True) for b in ld.BUDGETS}
-    for (_, _, budget), c in cells.items():
+    cells = {(c["eta"], c["normalize"], c["damping"], c["budget"]): c for c in payload["cells"]}
+    assert set(cells) == {(e, n, d, b) for e in (0.25, 1.0) for n in (False, True) for d in (0.0, 0.5)
+                          for b in ld.BUDGETS}
+    for (*_, budget), c in cells.items():
         assert c["learner"] == "lr-ada-entropy" and abs(c["query"] - budget) <= 0.1 * budget
         assert 0.5 < c["mean"] <= 1.0  # a separable stream: far above a coin
 
@@ -60,12 +69,12 @@ def test_the_page_names_the_best_setting_and_the_registered_one(made):
     out, payload = made
     md = (out / "logistic_defaults.md").read_text()
     cells = [ld.Cell(**c) for c in payload["cells"]]
-    pick, top = ld.chosen(cells, (1.0, False)), ld.best(cells)
-    assert f"To register: **η = {pick[0]:g}, normalize {'on' if pick[1] else 'off'}**" in md
-    assert f"Best mean rank: η = {top[0]:g}, normalize {'on' if top[1] else 'off'}" in md
-    assert "registered: η = 1, normalize off" in md
+    pick, top = ld.chosen(cells, (1.0, False, 0.0)), ld.best(cells)
+    assert f"To register: **{ld._label(pick)}**" in md
+    assert f"Best mean rank: {ld._label(top)}" in md
+    assert "registered: η = 1, δ = 0, normalize off" in md
     rows = [line for line in md.splitlines() if line.startswith(("| 0.25", "| 1", "| *0.25*", "| *1*"))]
-    assert len(rows) == 4 and sum("(registered)" in r for r in rows) == 1
+    assert len(rows) == 8 and sum("(registered)" in r for r in rows) == 1
 
 
 def test_reproduce_rechecks_a_cell(made, monkeypatch):
