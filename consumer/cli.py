@@ -121,10 +121,9 @@ def _replay(args: argparse.Namespace) -> int:
         params = {**paper_protocol(name), **params}
     params.setdefault("n_features", data.rows.n_features)
     probe = make(name, **params)
-    if probe.multiclass:
-        params.setdefault("classes", data.classes())
-    else:
-        params.setdefault("classes", list(data.binary_classes(_value(args.positive) if args.positive else None)))
+    if "classes" not in params:  # given, the data's labels are not read (a streamed file has none yet)
+        params["classes"] = data.classes() if probe.multiclass else list(
+            data.binary_classes(_value(args.positive) if args.positive else None))
     learner = make(name, **params)
     costs = _metric_weights(learner, args)
     options = dict(permutations=args.permutations, seed=args.seed, delay=args.delay, shuffle=not args.in_order,

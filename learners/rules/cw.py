@@ -18,7 +18,6 @@ Crammer et al.), which equals the full rule on rows with one non-zero. μ_1 = 0,
 from __future__ import annotations
 
 import math
-from statistics import NormalDist
 from typing import ClassVar
 
 import numpy as np
@@ -101,6 +100,13 @@ def _diag_update(S, a, P, idx, val, y, weight):
 _ETA = Interval(0.5, 1.0, closed="neither")
 
 
+def _phi(eta: float) -> float:
+    """φ = Φ⁻¹(η), the confidence parameter of CW's constraint."""
+    from statistics import NormalDist  # with fractions, decimal and random, 5 ms of every command's start-up
+
+    return NormalDist().inv_cdf(eta)
+
+
 class CWRule(GaussianRule):
     """Exact convex Confidence-Weighted update with the full covariance Σ.
 
@@ -146,7 +152,7 @@ class CWRule(GaussianRule):
         self._validate()
 
     def packed_params(self) -> np.ndarray:
-        return np.array([NormalDist().inv_cdf(self.eta)])  # φ
+        return np.array([_phi(self.eta)])
 
 
 class CWDiagRule(GaussianDiagRule):
@@ -190,4 +196,4 @@ class CWDiagRule(GaussianDiagRule):
         self._validate()
 
     def packed_params(self) -> np.ndarray:
-        return np.array([NormalDist().inv_cdf(self.eta)])  # φ
+        return np.array([_phi(self.eta)])

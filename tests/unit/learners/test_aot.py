@@ -6,6 +6,7 @@ import lzma
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -107,9 +108,9 @@ def test_twins_are_not_used_when_turned_off_or_compiled_from_other_sources(twins
     assert compiled.compiled("datasets_count") is None
 
 
-def test_an_offline_replay_with_its_kernels_compiled_ahead_of_time_loads_no_numba(twins, tmp_path, datasets_dir):
-    path = tmp_path / "rows.svm"
-    path.write_bytes(lzma.decompress((datasets_dir / "a8a.xz").read_bytes())[:20_000])
+def _replay_loads(twins: Path, args: list[str]) -> dict:
+    """The report's F1 and the modules of numba, llvmlite, numpy.ma and statistics that an
+    ``activestream replay`` with ``args`` loads, in a process of its own."""
     probe = f"""
 import io, json, pathlib, sys
 import learners.compiled
@@ -117,15 +118,26 @@ learners.compiled.META = pathlib.Path({str(twins / compiled.META.name)!r})  # th
 from consumer.cli import main
 out = io.TextIOWrapper(io.BytesIO())
 real, sys.stdout = sys.stdout, out
-main(["replay", "--learner", "paa-1", "--in-order", "--data", {str(path)!r}, "--json"])
+main(["replay", *{args!r}, "--json"])
 out.flush()
 sys.stdout = real
 report = json.loads(out.buffer.getvalue())
-loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("numba", "llvmlite"))
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("numba", "llvmlite", "statistics") or m == "numpy.ma")
 print(json.dumps({{"f1": report["f1"], "loaded": loaded}}))
 """
-    got = json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                                    check=True).stdout.splitlines()[-1])
+    return json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                                     check=True).stdout.splitlines()[-1])
+
+
+def test_an_offline_replay_with_its_kernels_compiled_ahead_of_time_loads_no_numba(twins, tmp_path, datasets_dir):
+    path = tmp_path / "rows.svm"
+    path.write_bytes(lzma.decompress((datasets_dir / "a8a.xz").read_bytes())[:20_000])
+    got = _replay_loads(twins, ["--learner", "paa-1", "--in-order", "--data", str(path)])
+    assert not [m for m in got["loaded"] if m.split(".")[0] in ("numba", "llvmlite")] and 0 < got["f1"] < 1
+    # with the width and the classes given, the labels are not read ahead: np.unique (which imports
+    # numpy.ma) is not called, and nothing imports statistics (CW's φ does, when a CW learner is made)
+    given = ["--param", "n_features=124", "--param", "classes=[-1,1]"]
+    got = _replay_loads(twins, ["--learner", "paa-1", "--in-order", *given, "--data", str(path)])
     assert got["loaded"] == [] and 0 < got["f1"] < 1
 
 
