@@ -192,12 +192,12 @@ ALGORITHMS: dict[str, Spec] = {
     # beyond the papers: the PA updates with River's entropy query H₂(σ(p))^k, which decays like
     # |p|e^(−|p|) where δ/(δ+|p|) decays like 1/|p| (k = River's default discount factor)
     # beyond the papers: the log loss at every label, whose score is a log-odds the entropy query reads as
-    # a probability; lr-entropy is River's LogisticRegression step, lr-ada-entropy AdaGrad's, its η
-    # and mlr-ada-entropy's unit-norm rows chosen on the tuning permutations (benchmarks.logistic_defaults)
+    # a probability; lr-entropy is River's LogisticRegression step, lr-ada-entropy AdaGrad's, its η and
+    # δ and mlr-ada-entropy's unit-norm rows chosen on the tuning permutations (benchmarks.logistic_defaults)
     "lr-entropy": Spec(LogisticRule, EntropyQuery, fixed={"step": "sgd"}, defaults={"eta": 0.01, "discount": 3.0},
                        cite=f"SGD step of {_LOG}; entropy query H₂(σ(p))^k after {_ENTROPY}"),
     "lr-ada-entropy": Spec(LogisticRule, EntropyQuery, fixed={"step": "adagrad"},
-                           defaults={"eta": 1.0, "discount": 3.0},
+                           defaults={"eta": 0.5, "damping": 0.1, "discount": 3.0},
                            cite=f"{_ADAGRAD} step of {_LOG}; entropy query H₂(σ(p))^k after {_ENTROPY}"),
     "paa-1-entropy": Spec(PARule, EntropyQuery, fixed={"mode": 1}, defaults={"C": _C_PA1, "discount": 3.0},
                           cite=f"PA-I update of {_PAA}; entropy query H₂(σ(p))^k after {_ENTROPY}"),

@@ -49,8 +49,8 @@ def made(tmp_path_factory):
     out = tmp_path_factory.mktemp("logistic")
     with pytest.MonkeyPatch.context() as mp:
         mp.setitem(lb.DATASETS, "tiny", lb.BoardData("tiny", False, lambda: gaussian(N), 1))
-        mp.setattr(ld, "ETAS", (0.25, 1.0))
-        mp.setattr(ld, "DAMPINGS", (0.0, 0.5))
+        mp.setattr(ld, "ETAS", (0.25, 0.5))  # the registered setting among them: what the others are held to
+        mp.setattr(ld, "DAMPINGS", (0.0, 0.1))
         ld.main(["--datasets", "tiny", "--permutations", "1", "--out", str(out)])
     return out, json.loads((out / "logistic_defaults.json").read_text())
 
@@ -58,7 +58,7 @@ def made(tmp_path_factory):
 def test_every_setting_runs_at_each_budget_near_its_ratio(made):
     _, payload = made
     cells = {(c["eta"], c["normalize"], c["damping"], c["budget"]): c for c in payload["cells"]}
-    assert set(cells) == {(e, n, d, b) for e in (0.25, 1.0) for n in (False, True) for d in (0.0, 0.5)
+    assert set(cells) == {(e, n, d, b) for e in (0.25, 0.5) for n in (False, True) for d in (0.0, 0.1)
                           for b in ld.BUDGETS}
     for (*_, budget), c in cells.items():
         assert c["learner"] == "lr-ada-entropy" and abs(c["query"] - budget) <= 0.1 * budget
@@ -69,11 +69,12 @@ def test_the_page_names_the_best_setting_and_the_registered_one(made):
     out, payload = made
     md = (out / "logistic_defaults.md").read_text()
     cells = [ld.Cell(**c) for c in payload["cells"]]
-    pick, top = ld.chosen(cells, (1.0, False, 0.0)), ld.best(cells)
+    current = ld.registered("lr-ada-entropy")
+    pick, top = ld.chosen(cells, current), ld.best(cells)
     assert f"To register: **{ld._label(pick)}**" in md
     assert f"Best mean rank: {ld._label(top)}" in md
-    assert "registered: η = 1, δ = 0, normalize off" in md
-    rows = [line for line in md.splitlines() if line.startswith(("| 0.25", "| 1", "| *0.25*", "| *1*"))]
+    assert f"registered: {ld._label(current)}" in md and current == (0.5, False, 0.1)
+    rows = [line for line in md.splitlines() if line.startswith(("| 0.25", "| 0.5", "| *0.25*", "| *0.5*"))]
     assert len(rows) == 8 and sum("(registered)" in r for r in rows) == 1
 
 

@@ -102,15 +102,18 @@ def test_learn_many_takes_labels_already_encoded():
 def test_a_checkpoint_from_before_a_rule_parameter_existed_loads_as_its_default():
     import json
 
-    a = make("lr-ada-entropy", n_features=3)
+    a = make("lr-ada-entropy", n_features=3, damping=0.0)
     a.learn(np.array([1.0, 0.0, 2.0]), 1)
     state = a.state_dict()
     meta = json.loads(str(state["meta"]))
     del meta["params"]["damping"]  # written before AdaGrad's damping was a parameter
     state["meta"] = np.array(json.dumps(meta))
-    b = make("lr-ada-entropy", n_features=3)
+    b = make("lr-ada-entropy", n_features=3, damping=0.0)
     b.load_state_dict(state)
     np.testing.assert_array_equal(b.rule.w_, a.rule.w_)
-    with pytest.raises(ValueError, match="damping"):  # not its default: another configuration
+    with pytest.raises(ValueError, match="damping: saved 0.0 vs this 0.5"):  # another configuration
         make("lr-ada-entropy", n_features=3, damping=0.5).load_state_dict(state)
+    # the registered δ is no longer the 0 such a state was learnt with: refused, naming it
+    with pytest.raises(ValueError, match="damping: saved 0.0 vs this 0.1"):
+        make("lr-ada-entropy", n_features=3, eta=a.rule.eta).load_state_dict(state)
     make("paa-1", n_features=3).load_state_dict(make("paa-1", n_features=3).state_dict())  # no damping there
