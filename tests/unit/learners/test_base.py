@@ -111,9 +111,9 @@ def test_a_checkpoint_from_before_a_rule_parameter_existed_loads_as_its_default(
     b = make("lr-ada-entropy", n_features=3, damping=0.0)
     b.load_state_dict(state)
     np.testing.assert_array_equal(b.rule.w_, a.rule.w_)
-    with pytest.raises(ValueError, match="damping: saved 0.0 vs this 0.5"):  # another configuration
+    with pytest.raises(ValueError, match=r"damping: saved 0\.0 vs this 0\.5"):  # another configuration
         make("lr-ada-entropy", n_features=3, damping=0.5).load_state_dict(state)
     # the registered δ is no longer the 0 such a state was learnt with: refused, naming it
-    with pytest.raises(ValueError, match="damping: saved 0.0 vs this 0.1"):
+    with pytest.raises(ValueError, match=r"damping: saved 0\.0 vs this 0\.1"):
         make("lr-ada-entropy", n_features=3, eta=a.rule.eta).load_state_dict(state)
     make("paa-1", n_features=3).load_state_dict(make("paa-1", n_features=3).state_dict())  # no damping there
