@@ -420,13 +420,17 @@ def _malformed(text: np.ndarray, name: str, err: int, at: int, lines_before: int
 
 
 def _parse_text(text: np.ndarray, name: str, zero_based: bool, n_features: int | None, threads: int | None,
-                lines_before: int, bounds: tuple[int, int] | None = None) -> tuple[Rows, np.ndarray]:
+                lines_before: int, pieces: list[_Piece] | None = None, shared: _SharedWork | None = None,
+                ) -> tuple[Rows, np.ndarray]:
     """Rows (over ``n_features``, default the largest index + 1) and float labels of whole lines of
     LIBSVM text (its bytes, read-only); ``lines_before``: lines of the file before ``text``, for the
-    error messages; ``bounds``: :func:`_count` of ``text`` if it is known."""
-    if threads is None:
-        threads = min(os.cpu_count() or 1, 4) if text.size > _PARALLEL_BYTES else 1
-    parsed = _parse_chunks(text, _chunks(text, threads), 0 if zero_based else 1, bounds)
+    error messages; ``pieces``: the parts to parse it in, with their :func:`_count` (by default
+    ``threads`` parts, counted here); ``shared``: where another thread may take a part."""
+    if pieces is None:
+        if threads is None:
+            threads = min(os.cpu_count() or 1, 4) if text.size > _PARALLEL_BYTES else 1
+        pieces = [(chunk, None) for chunk in _chunks(text, threads)]
+    parsed = _parse_chunks(text, pieces, 0 if zero_based else 1, shared)
     if parsed.error:
         raise _malformed(text, name, *parsed.error, lines_before)
     labels, data, indices = parsed.labels, parsed.data, parsed.indices
@@ -458,9 +462,21 @@ def iter_libsvm(path: str | os.PathLike, *, zero_based: bool = False, n_features
     ``integral_labels`` says whether labels are int64 (the whole file's are integers) or float64
     (None: decided per block). ``threads`` parse a block at once (default: as :func:`read_libsvm`).
     """
+    return _stream_rows(path, zero_based, n_features, integral_labels, block_bytes, name, threads)
+
+
+def _stream_rows(path: str | os.PathLike, zero_based: bool, n_features: int | None, integral_labels: bool | None,
+                 block_bytes: int, name: str | None, threads: int | None, shared: _SharedWork | None = None,
+                 ) -> Iterator[Dataset]:
+    """:func:`iter_libsvm`; with ``shared``, each block is parsed in :data:`SHARED_PARTS` parts that
+    another thread may take a share of (:func:`_prefetched`'s caller, while it waits for the block)."""
     name = name or _name_of(path)
-    for text, lines, bounds in _blocks(path, block_bytes):  # text: valid until the next block is read
-        rows, labels = _parse_text(text, name, zero_based, n_features, threads, lines, bounds)
+    parts = SHARED_PARTS if shared is not None else 1
+    for text, lines, pieces in _blocks(path, block_bytes, parts):  # text: valid until the next block is read
+        # one piece, counted: parsed as is unless threads (or, by default, a block past _PARALLEL_BYTES) split it
+        split = shared is None and ((threads or 0) > 1 or (threads is None and text.size > _PARALLEL_BYTES))
+        rows, labels = _parse_text(text, name, zero_based, n_features, threads, lines, None if split else pieces,
+                                   shared)
         if integral_labels is None:
             labels = _labels(labels)
         elif integral_labels:
@@ -468,10 +484,19 @@ def iter_libsvm(path: str | os.PathLike, *, zero_based: bool = False, n_features
         yield Dataset(rows, labels, name)
 
 
-def _blocks(path: str | os.PathLike, block_bytes: int) -> Iterator[tuple[np.ndarray, int, tuple[int, int]]]:
+_Piece = tuple[tuple[int, int], tuple[int, int] | None]  # a byte range of a block, its _count if known
+
+# Parts of a stream block when the replay's thread may parse some of them: enough that it finds one to
+# take when it would wait, few enough that their per-part work (a count, a slice, a join) stays small
+SHARED_PARTS = 16
+
+
+def _blocks(path: str | os.PathLike, block_bytes: int, parts: int = 1) -> Iterator[tuple[np.ndarray, int,
+                                                                                          list[_Piece]]]:
     """The file's text in blocks of about ``block_bytes`` ending at a line end (a line longer than a
-    block makes a longer one), each with the number of lines before it and :func:`_count`'s bounds
-    of its rows and features (its line ends + 1, its colons); blank blocks left out.
+    block makes a longer one), each with the number of lines before it and its ``parts`` pieces (byte
+    ranges ending at a line end) with :func:`_count`'s bounds of their rows and features (their line
+    ends + 1, their colons); blank blocks left out.
 
     A block is a read-only view of the one buffer the file is read into, valid until the next block
     is asked for: a fresh copy of every block costs more than its parse (page faults on new memory).
@@ -492,10 +517,12 @@ def _blocks(path: str | os.PathLike, block_bytes: int) -> Iterator[tuple[np.ndar
                 continue
             text = np.frombuffer(buf, dtype=np.uint8, count=cut)
             text.flags.writeable = False
-            bounds = count(text)  # compiled: numpy's text == _NL makes a mask as large
+            chunks = _chunks(text, parts) if parts > 1 else [(0, cut)]
+            # compiled: numpy's text == _NL makes a mask as large
+            pieces = [((lo, hi), count(text[lo:hi])) for lo, hi in chunks]
             if cut and not _blank(text):
-                yield text, lines, bounds
-            lines += int(bounds[0]) - 1
+                yield text, lines, pieces
+            lines += sum(int(bounds[0]) - 1 for _, bounds in pieces)
             buf[: end - cut] = memoryview(buf)[cut:end]
             held = end - cut
             if not got:
@@ -526,10 +553,11 @@ class StreamSummary:
         return Dataset(Rows.concatenate([], [], self.n_features), self.labels, self.name)
 
 
-def _prefetched(chunks: Iterator[Dataset]) -> Iterator[Dataset]:
+def _prefetched(chunks: Iterator[Dataset], shared: _SharedWork | None = None) -> Iterator[Dataset]:
     """``chunks``, the next one read, decompressed and parsed in a thread while the caller works on
     the current one: all three release the GIL, as the compiled replay does. At most two chunks are
-    held at once; an error in the thread is raised here, in order."""
+    held at once; an error in the thread is raised here, in order. With ``shared`` (what ``chunks``
+    parse through), the caller takes parts of the next chunk's parse while it is not ready."""
     ready: queue.Queue = queue.Queue(maxsize=1)
     stop = threading.Event()
 
@@ -555,7 +583,12 @@ def _prefetched(chunks: Iterator[Dataset]) -> Iterator[Dataset]:
     worker.start()
     try:
         while True:
-            kind, item = ready.get()
+            try:
+                kind, item = ready.get_nowait()
+            except queue.Empty:
+                if shared is not None and shared.help():
+                    continue
+                kind, item = ready.get()
             if kind == "end":
                 return
             if kind == "error":
@@ -583,8 +616,9 @@ class LibsvmStream:
     def __call__(self) -> Iterator[Dataset]:
         self.rows = 0
         for path in self.paths:
-            chunks = _prefetched(iter_libsvm(path, zero_based=self.zero_based, n_features=self.n_features,
-                                             integral_labels=self.integral_labels, block_bytes=self.block_bytes))
+            shared = _SharedWork()
+            chunks = _prefetched(_stream_rows(path, self.zero_based, self.n_features, self.integral_labels,
+                                              self.block_bytes, None, None, shared), shared)
             while True:
                 start = time.perf_counter()
                 chunk = next(chunks, None)
@@ -614,7 +648,7 @@ def scan_libsvm(paths: Sequence[str | os.PathLike], *, zero_based: bool = False)
     threads = os.cpu_count() or 1  # nothing else runs meanwhile: every core scans
     for path in paths:
         name = _name_of(path)
-        for text, lines, (most_rows, _) in _blocks(path, STREAM_BYTES):
+        for text, lines, [(_, (most_rows, _))] in _blocks(path, STREAM_BYTES):
             rows, block_width, block_labels = _scan_text(text, name, zero_based, threads, lines, most_rows)
             n += rows
             width = max(width, block_width)
@@ -681,13 +715,80 @@ def _line_end(text: np.ndarray, at: int) -> int:
 
 
 @contextmanager
-def _mapper(tasks: int) -> Iterator[Callable]:
-    """``map`` over threads for several tasks, the builtin for one (no thread per stream block)."""
-    if tasks == 1:
+def _mapper(tasks: int, shared: _SharedWork | None = None) -> Iterator[Callable]:
+    """``map`` over threads for several tasks, the builtin for one (no thread per stream block);
+    with ``shared``, its :meth:`_SharedWork.map`."""
+    if shared is not None:
+        yield shared.map
+    elif tasks == 1:
         yield map
-        return
-    with ThreadPoolExecutor(max_workers=tasks) as pool:
-        yield pool.map
+    else:
+        with ThreadPoolExecutor(max_workers=tasks) as pool:
+            yield pool.map
+
+
+class _SharedWork:
+    """Tasks that the thread mapping them works through, which one other thread may take a share of
+    with :meth:`help` (a task at a time) while it would otherwise wait: the compiled parse lets go of
+    the GIL, so both run at once with no third thread competing for two cores."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._job: _Job | None = None
+
+    def map(self, fn: Callable, items) -> list:
+        job = _Job(fn, list(items))
+        with self._lock:
+            self._job = job
+        try:
+            while job.run_one():
+                pass
+            return job.results()
+        finally:
+            with self._lock:
+                self._job = None
+
+    def help(self) -> bool:
+        """Run one task of the current map that no thread has taken; False if there is none."""
+        with self._lock:
+            job = self._job
+        return job is not None and job.run_one()
+
+
+class _Job:
+    """One :meth:`_SharedWork.map`: its tasks, taken in order by whichever thread asks first."""
+
+    def __init__(self, fn: Callable, items: list) -> None:
+        self.fn, self.items = fn, items
+        self.out: list = [None] * len(items)
+        self.errors: list[BaseException | None] = [None] * len(items)
+        self.taken, self.left = 0, len(items)  # tasks handed out, tasks not finished
+        self.done = threading.Condition()
+
+    def run_one(self) -> bool:
+        with self.done:
+            if self.taken == len(self.items):
+                return False
+            j = self.taken
+            self.taken += 1
+        try:
+            self.out[j] = self.fn(self.items[j])
+        except BaseException as exc:  # raised by the mapping thread, in order
+            self.errors[j] = exc
+        with self.done:
+            self.left -= 1
+            if not self.left:
+                self.done.notify_all()
+        return True
+
+    def results(self) -> list:
+        """The tasks' results in order, once every one has run (a helper may still be on one)."""
+        with self.done:
+            self.done.wait_for(lambda: not self.left)
+        for exc in self.errors:
+            if exc is not None:
+                raise exc
+        return self.out
 
 
 @dataclass(frozen=True, slots=True)
@@ -700,15 +801,17 @@ class _Parsed:
     error: tuple[int, int] | None  # (code, byte offset) of the first malformed token
 
 
-def _parse_chunks(text: np.ndarray, chunks: list[tuple[int, int]], one_based: int,
-                  bounds: tuple[int, int] | None = None) -> _Parsed:
-    """Count, then parse, every chunk (in parallel threads when there are several) into slices of
-    shared arrays sized by the counts, then close the gaps the counts' slack leaves; ``bounds``: the
-    whole text's count, which a single chunk need not make again."""
+def _parse_chunks(text: np.ndarray, pieces: list[_Piece], one_based: int, shared: _SharedWork | None = None,
+                  ) -> _Parsed:
+    """Count (the pieces not counted yet), then parse, every piece (in parallel threads when there are
+    several, or in this one and whichever takes a share of ``shared``) into slices of shared arrays
+    sized by the counts, then close the gaps the counts' slack leaves."""
+    chunks = [chunk for chunk, _ in pieces]
     views = [text[lo:hi] for lo, hi in chunks]
-    with _mapper(len(chunks)) as each:
+    with _mapper(len(chunks), shared) as each:
         count, parse = ready(_count), ready(_parse)
-        counts = [bounds] if bounds is not None and len(chunks) == 1 else list(each(count, views))
+        known = [bounds for _, bounds in pieces]
+        counts = known if None not in known else list(each(count, views))
         lines = np.array([c[0] for c in counts], dtype=np.int64)
         colons = np.array([c[1] for c in counts], dtype=np.int64)
         row_at = np.concatenate([[0], np.cumsum(lines)])

@@ -5,6 +5,7 @@ import bz2
 import gzip
 import json
 import lzma
+import threading
 
 import numpy as np
 import pytest
@@ -137,7 +138,8 @@ def test_iter_libsvm_reads_the_rows_read_libsvm_reads(tmp_path, suffix, compress
     np.testing.assert_array_equal(labels, whole.labels)
 
 
-def test_the_blocks_of_a_file_are_its_lines_read_into_one_buffer_blank_ones_left_out(tmp_path):
+@pytest.mark.parametrize("parts", [1, 3])
+def test_the_blocks_of_a_file_are_its_lines_read_into_one_buffer_blank_ones_left_out(tmp_path, parts):
     from learners.datasets import _blocks
 
     text = b"+1 1:1\n" * 5 + b" \n" * 30 + b"-1 " + b"2:1 " * 40 + b"\n" + b"+1 3:1\n" * 4 + b"-1 4:1"
@@ -145,18 +147,25 @@ def test_the_blocks_of_a_file_are_its_lines_read_into_one_buffer_blank_ones_left
     path.write_bytes(text)
     lines = text.splitlines(keepends=True)
     blocks = []
-    for block, before, (most_rows, colons) in _blocks(path, 16):
+    for block, before, pieces in _blocks(path, 16, parts):
         assert not block.flags.writeable  # a view of the reading buffer, which the next block overwrites
         got = block.tobytes()
-        newlines, colons_seen = got.count(b"\n"), got.count(b":")
-        assert (most_rows, colons) == (newlines + 1, colons_seen)  # what the parse sizes its arrays by
+        newlines = got.count(b"\n")
         assert got == b"".join(lines[before : before + newlines + (not got.endswith(b"\n"))])
         assert not got.isspace()
+        # pieces: the block end to end, each ending at a line end, each with what its parse sizes arrays by
+        starts, ends = [lo for (lo, _), _ in pieces], [hi for (_, hi), _ in pieces]
+        assert starts == [0, *ends[:-1]] and ends[-1] == len(got)
+        assert 1 <= len(pieces) <= parts and all(got[hi - 1 : hi] == b"\n" for (_, hi), _ in pieces[:-1])
+        for (lo, hi), (most_rows, colons) in pieces:
+            assert (most_rows, colons) == (got[lo:hi].count(b"\n") + 1, got[lo:hi].count(b":"))
         blocks.append((before, got))
     assert [before for before, got in blocks if got.startswith(lines[35])] == [35]  # longer than the buffer
     covered = {before + k for before, got in blocks for k in range(len(got.splitlines()))}
     left_out = set(range(len(lines))) - covered
     assert left_out and all(lines[k].isspace() for k in left_out)  # whole blank blocks, and nothing else
+    if parts > 1:
+        assert any(len(pieces) > 1 for _, _, pieces in _blocks(path, 16, parts))
 
 
 def test_iter_libsvm_names_the_line_of_a_malformed_row(tmp_path):
@@ -286,3 +295,63 @@ def test_the_tallys_margins_are_the_chunks_scores_in_sorted_blocks_each_as_large
     first = _Margins.FIRST  # then each block as large as all before it, the last one filled in part
     assert [b.size for b in blocks] == [first, first, whole.size - 2 * first]
     assert _Margins().sorted_blocks() == []
+
+
+def test_a_libsvm_stream_parses_each_block_in_parts_into_the_rows_read_libsvm_reads(tmp_path):
+    path = tmp_path / "rows.svm"
+    path.write_bytes(TEXT * 5)
+    whole = read_libsvm(path)
+    stream = LibsvmStream([path], n_features=whole.rows.n_features, block_bytes=1000)
+    parts = list(stream())
+    assert len(parts) > 2 and len(TEXT * 5) > 2 * 1000
+    joined = Rows.vstack([p.rows for p in parts])
+    for field in ("indptr", "indices", "data"):
+        np.testing.assert_array_equal(getattr(joined, field), getattr(whole.rows, field))
+    np.testing.assert_array_equal(np.concatenate([p.labels for p in parts]), whole.labels)
+
+
+def test_shared_work_runs_every_task_once_in_order_whichever_thread_takes_it():
+    from learners.datasets import _SharedWork
+
+    shared = _SharedWork()
+    assert not shared.help()  # nothing mapped
+    first_running, second_taken = threading.Event(), threading.Event()
+    ran: dict[int, str] = {}
+
+    def task(j: int) -> int:
+        ran[j] = threading.current_thread().name
+        if j == 0:  # the mapping thread holds task 0 until the helper has taken task 1
+            first_running.set()
+            assert second_taken.wait(timeout=30)
+        return j * j
+
+    def helper() -> None:
+        assert first_running.wait(timeout=30)
+        assert shared.help()  # takes task 1 while task 0 runs
+        second_taken.set()
+
+    thread = threading.Thread(target=helper, name="helper")
+    thread.start()
+    assert shared.map(task, range(4)) == [0, 1, 4, 9]
+    thread.join()
+    assert ran == {0: "MainThread", 1: "helper", 2: "MainThread", 3: "MainThread"}
+    assert not shared.help()  # the map is over
+
+
+def test_shared_work_raises_a_helpers_error_in_the_mapping_thread():
+    from learners.datasets import _SharedWork
+
+    shared = _SharedWork()
+    started = threading.Event()
+
+    def task(j: int) -> int:
+        if j == 0:
+            started.set()
+            helper.join(timeout=30)  # task 1 is the helper's, and has failed, before task 0 ends
+            return 0
+        raise ValueError(f"task {j}")
+
+    helper = threading.Thread(target=lambda: started.wait(timeout=30) and shared.help())
+    helper.start()
+    with pytest.raises(ValueError, match="task 1"):
+        shared.map(task, range(2))
