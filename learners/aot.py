@@ -41,7 +41,7 @@ __all__ = ["DRIVERS", "KERNELS", "build", "exports", "main"]
 
 # the kernels compiled on their own: what the LIBSVM reader and the AUC-ROC run, (module, name)
 KERNELS = (("learners.datasets", "_count"), ("learners.datasets", "_parse"), ("learners.datasets", "_scan"),
-           ("learners.evaluation", "_twice_u"))
+           ("learners.evaluation", "_twice_u"), ("learners.evaluation", "_sort_bits"))
 
 # the drivers compiled once per (rule, query) pair: export prefix → (module, name)
 DRIVERS = {"replay_rows": ("learners.drivers", "replay_rows"), "budget_replay_rows": ("learners.budget", "replay_rows")}

@@ -264,7 +264,7 @@ class _Margins:
         while at < scores.size:
             if not self._blocks or self._filled == self._blocks[-1].size:
                 if self._blocks:
-                    self._blocks[-1].sort()
+                    evaluation.sort_scores(self._blocks[-1])
                 self._blocks.append(np.empty(max(self.FIRST, self._n)))
                 self._filled = 0
             block = self._blocks[-1]
@@ -279,7 +279,7 @@ class _Margins:
         if not self._blocks:
             return []
         last = self._blocks[-1][: self._filled]
-        last.sort()
+        evaluation.sort_scores(last)
         return [*self._blocks[:-1], last]
 
 

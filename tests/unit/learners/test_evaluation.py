@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from learners.evaluation import auc_roc, binary_metrics, multiclass_metrics
+from learners.evaluation import auc_roc, binary_metrics, multiclass_metrics, sort_scores
 
 
 def test_binary_metrics_from_a_hand_counted_stream():
@@ -107,3 +107,30 @@ def test_auc_of_sorted_parts_equals_the_auc_of_the_whole():
     negative = [np.sort(n) for _, n in parts]
     assert auc_of_sorted(positive, negative) == whole
     assert np.isnan(auc_of_sorted([], negative)) and np.isnan(auc_of_sorted(positive, [np.empty(0)]))
+
+
+SPECIAL = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, -np.nan, 5e-324, -5e-324, 1.7976931348623157e308,
+           -1.7976931348623157e308, 2.0**-1022, 1.0 + 2.0**-52]
+
+
+@pytest.mark.parametrize("values", [
+    np.empty(0), np.array([3.0]), np.array([2.0, 1.0]), np.array(SPECIAL * 7),
+    np.random.default_rng(0).standard_normal(50_000) * 3,  # the top bytes shared: buckets split byte after byte
+    np.round(np.random.default_rng(1).standard_normal(20_000), 1),  # many ties
+    np.arange(5_000.0), np.arange(5_000.0)[::-1].copy(), np.full(3_000, 0.25),
+    np.random.default_rng(2).uniform(-1e-300, 1e-300, 10_000),  # subnormal and tiny, both signs
+])
+def test_sort_scores_sorts_as_numpy_does(values):
+    got = values.copy()
+    sort_scores(got)
+    want = np.sort(values)
+    np.testing.assert_array_equal(got, want)  # NaN last in both; 0.0 and -0.0 equal
+    assert np.isnan(got).sum() == np.isnan(values).sum()
+
+
+def test_auc_roc_over_radix_sorted_margins_counts_what_every_pair_counts():
+    rng = np.random.default_rng(3)
+    y = np.where(rng.random(4_000) < 0.3, 1, -1)
+    scores = np.round(rng.standard_normal(4_000) + 0.5 * y, 2)  # ties across the classes
+    pos, neg = scores[y > 0][:, None], scores[y < 0][None, :]
+    assert auc_roc(y, scores.copy()) == pytest.approx(float(np.mean(pos > neg) + 0.5 * np.mean(pos == neg)), abs=1e-12)
