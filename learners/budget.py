@@ -90,6 +90,7 @@ from learners.drivers import B1, I64, U64, _driver, _predict, pending_rounds, ro
 from learners.jit import jit, signature
 from learners.kernels import IDX, LABEL_FN, PROB_FN, ROUND_FN, SCORE_FN, STATE, UPDATE_FN, VAL, VEC
 from learners.params import Interval, Parameterized
+from learners.prefetch import AHEAD, prefetch_row
 
 __all__ = ["BACKTEST_WARMUP_BOOST", "BACKTEST_WARMUP_SHARE", "BudgetController", "Knob", "advance_clock",
            "backtest_controller", "backtest_warmup", "max_window_query_ratio"]
@@ -449,6 +450,8 @@ def replay_rows(
     start = cs[_SEEN] - first
     for t in range(first, n + delay if final else n):
         if t < n:
+            if t + AHEAD < n:
+                prefetch_row(S, indptr, indices, order[t + AHEAD])
             i = order[t]
             idx, val = row_of(indptr, indices, data, i, bias, column, idx_buf, val_buf)
             p, gap, v, top = score(S, a, P, idx, val)

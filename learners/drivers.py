@@ -32,6 +32,7 @@ from learners.kernels import (
     VEC,
     Lazy,
 )
+from learners.prefetch import AHEAD, prefetch_row
 
 __all__ = ["decide_rows", "learn_rows", "pending_rounds", "probabilities", "replay_rows", "row_of", "score_rows",
            "widest"]
@@ -60,7 +61,10 @@ def _predict(p, top, tie, multiclass):
 @_driver(signature("none", INDPTR, IDX, VAL, STATE, VEC, VEC, SCORE_FN, VEC, VEC, VEC, I64))
 def score_rows(indptr, indices, data, S, a, P, score, out_p, out_gap, out_v, out_top):
     """Scores of every row with the current state; nothing changes."""
-    for i in range(indptr.size - 1):
+    n = indptr.size - 1
+    for i in range(n):
+        if i + AHEAD < n:
+            prefetch_row(S, indptr, indices, i + AHEAD)
         lo, hi = indptr[i], indptr[i + 1]
         p, gap, v, top = score(S, a, P, indices[lo:hi], data[lo:hi])
         out_p[i] = p
@@ -91,7 +95,10 @@ def decide_rows(
     out_yhat, out_p, out_gap, out_v, out_prob, out_query,
 ):
     """Predict and decide for every row of a batch against the same model state."""
-    for i in range(indptr.size - 1):
+    n = indptr.size - 1
+    for i in range(n):
+        if i + AHEAD < n:
+            prefetch_row(S, indptr, indices, i + AHEAD)
         lo, hi = indptr[i], indptr[i + 1]
         p, gap, v, top = score(S, a, P, indices[lo:hi], data[lo:hi])
         q = probability(p, gap, v, qp, qs)
@@ -115,6 +122,8 @@ def learn_rows(indptr, indices, data, rows, y, mistakes, weights, S, a, P, updat
     many changed the model."""
     changed = 0
     for k in range(rows.size):
+        if k + AHEAD < rows.size:
+            prefetch_row(S, indptr, indices, rows[k + AHEAD])
         i = rows[k]
         lo, hi = indptr[i], indptr[i + 1]
         if update(S, a, P, indices[lo:hi], data[lo:hi], y[k], weights[k]):
@@ -195,6 +204,8 @@ def replay_rows(
     changed = 0
     for t in range(first, n + delay if final else n):
         if t < n:
+            if t + AHEAD < n:
+                prefetch_row(S, indptr, indices, order[t + AHEAD])
             i = order[t]
             idx, val = row_of(indptr, indices, data, i, bias, column, idx_buf, val_buf)
             p, gap, v, top = score(S, a, P, idx, val)
