@@ -157,3 +157,17 @@ def test_reader_in_parallel_chunks_names_the_bad_line():
     for threads in (1, 4):
         with pytest.raises(ValueError, match=rf"line {line}: a feature value"):
             read_libsvm(text.encode(), threads=threads)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_rows_out_of_order_or_repeating_an_index_are_sorted_and_summed_and_the_width_is_the_largest_index(threads):
+    text = b"+1 7:1 3:2 3:0.5\n-1 2:1 4:1\n+1 9:1\n-1 1:1 1:1\n" * 40 + b"+1 2:1 5:1\n" * 40
+    data = read_libsvm(text, threads=threads)
+    assert data.rows.n_features == 9
+    for i in range(0, 160, 4):  # the first three rows of each group of four
+        np.testing.assert_array_equal(data.rows.indices[data.rows.indptr[i]:data.rows.indptr[i + 1]], [2, 6])
+        np.testing.assert_array_equal(data.rows.data[data.rows.indptr[i]:data.rows.indptr[i + 1]], [2.5, 1.0])
+        np.testing.assert_array_equal(data.rows.indices[data.rows.indptr[i + 3]:data.rows.indptr[i + 4]], [0])
+        np.testing.assert_array_equal(data.rows.data[data.rows.indptr[i + 3]:data.rows.indptr[i + 4]], [2.0])
+    canonical = read_libsvm(b"+1 2:1 5:1\n" * 40, threads=threads)
+    assert canonical.rows.n_features == 5 and canonical.rows.nnz == 80
