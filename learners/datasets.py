@@ -617,8 +617,9 @@ class LibsvmStream:
         self.rows = 0
         for path in self.paths:
             shared = _SharedWork()
-            chunks = _prefetched(_stream_rows(path, self.zero_based, self.n_features, self.integral_labels,
-                                              self.block_bytes, None, None, shared), shared)
+            parsed = _stream_rows(path, self.zero_based, self.n_features, self.integral_labels, self.block_bytes,
+                                  name=None, threads=None, shared=shared)
+            chunks = _prefetched(parsed, shared)
             while True:
                 start = time.perf_counter()
                 chunk = next(chunks, None)
