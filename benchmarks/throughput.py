@@ -266,7 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS / "throughput.md")
     args = parser.parse_args(argv)
     # Python's bytecode cache on, as an installed package has it: with it off, every command would
-    # compile the modules changed since their cache was written (25 ms for four of them)
+    # compile the modules changed since their cache was written
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     activestream = str(BIN / "activestream")
     compile_ahead_of_time()
