@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -336,7 +337,11 @@ class _Tally:
             raise ValueError(f"warmup must be in [0, {self.rounds}), got {self.warmup}")
         if self.multiclass:
             return evaluation.multiclass_metrics_of_counts(self.counts, self.queries)
-        auc = evaluation.auc_of_sorted(*(part.sorted_blocks() for part in self.margins))
+        if self.rounds <= _Margins.FIRST:
+            auc = evaluation.auc_of_sorted(*(part.sorted_blocks() for part in self.margins))
+        else:  # the stream's last step, which its reader no longer shares: two threads sort and merge
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                auc = evaluation.auc_of_sorted(*pool.map(_Margins.sorted_blocks, self.margins), each=pool.map)
         return evaluation.binary_metrics_of_counts(self.counts, self.queries, auc=auc, **costs)
 
 

@@ -92,11 +92,16 @@ def test_stream_replay_with_intercept_off_and_random_features_equals_in_memory_r
         assert_same(replay(a, data, delay=2), replay_stream(b, chunks(data), delay=2), a, b)
 
 
+@pytest.mark.parametrize("first", [None, 64])
 @pytest.mark.parametrize("name", ["paa-1", "mpaa-1"])
-def test_run_stream_metrics_equal_run_in_file_order(name):
+def test_run_stream_metrics_equal_run_in_file_order(name, first, monkeypatch):
     """The metrics from the streaming tally (counts, windows, AUC margins summed chunk by chunk, the
     chunks not aligned with the 1,000-record windows nor with the warm-up) equal those from the
-    whole trace."""
+    whole trace; also with the margins in many sorted blocks, which two threads sort and merge."""
+    if first is not None:
+        from learners.replay import _Margins
+
+        monkeypatch.setattr(_Margins, "FIRST", first)
     multiclass = ALGORITHMS[name].rule.multiclass
     X, y = check_stream(multiclass, n=3_300, seed=4)
     data = Dataset(as_rows(X, D), y, "check")
