@@ -247,13 +247,15 @@ def replay_stream(learner: Learner, chunks: Iterable[Dataset], *, delay: int = 0
 
 
 class _Margins:
-    """Scores appended chunk after chunk into blocks, each twice the size of all before it and sorted
+    """Scores appended chunk after chunk into blocks, each as large as all before it and sorted
     as soon as it is full (while the reader parses the next chunk): the stream's scores are held
     once, with no copy and no zeros written ahead of them (a block's unwritten pages are never
     touched), and the AUC-ROC merges sorted blocks (:func:`learners.evaluation.auc_of_sorted`)
     instead of sorting the whole stream at its end."""
 
-    FIRST = 1 << 16  # scores in the first block
+    # scores in the first block: the AUC merges every block of one class with every block of the other,
+    # so few blocks; a short stream never touches most of its pages
+    FIRST = 1 << 20
 
     def __init__(self) -> None:
         self._blocks: list[np.ndarray] = []
@@ -339,9 +341,9 @@ class _Tally:
             return evaluation.multiclass_metrics_of_counts(self.counts, self.queries)
         if self.rounds <= _Margins.FIRST:
             auc = evaluation.auc_of_sorted(*(part.sorted_blocks() for part in self.margins))
-        else:  # the stream's last step, which its reader no longer shares: two threads sort and merge
+        else:  # the stream's last step, when its reader's core is free: the classes sorted side by side
             with ThreadPoolExecutor(max_workers=2) as pool:
-                auc = evaluation.auc_of_sorted(*pool.map(_Margins.sorted_blocks, self.margins), each=pool.map)
+                auc = evaluation.auc_of_sorted(*pool.map(_Margins.sorted_blocks, self.margins))
         return evaluation.binary_metrics_of_counts(self.counts, self.queries, auc=auc, **costs)
 
 

@@ -284,9 +284,10 @@ def test_in_memory_replay_holds_the_rows_once_with_the_intercept_appended_by_the
         assert getattr(prep.rows, field) is getattr(data.rows, field)
 
 
-def test_the_tallys_margins_are_the_chunks_scores_in_sorted_blocks_each_as_large_as_all_before():
+def test_the_tallys_margins_are_the_chunks_scores_in_sorted_blocks_each_as_large_as_all_before(monkeypatch):
     from learners.replay import _Margins
 
+    monkeypatch.setattr(_Margins, "FIRST", 1 << 16)
     rng = np.random.default_rng(3)
     parts = [rng.standard_normal(k) for k in (0, 5, 4096, 1, 150_000, 0, 3, 70_000)]
     margins = _Margins()
