@@ -51,7 +51,7 @@ import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -63,6 +63,7 @@ from benchmarks import peers
 from benchmarks.paa_data import DATASETS as PAA
 from benchmarks.paa_data import datasets_dir
 from benchmarks.paa_multiclass import divide, svm_scale
+from benchmarks.reproduce import dump_json, records, table
 from learners import make
 from learners.base import Learner
 from learners.budget import BACKTEST_WARMUP_BOOST, backtest_controller
@@ -1107,7 +1108,6 @@ def plot(rows: list[Row], dataset: str, path: Path) -> None:
 # measured figures kept to 6 significant digits: the md prints 4 decimals, and ranks are taken on the
 # figures as stored, so a board rendered again from its json ranks as the one written
 _MEASURED = ("mean", "std", "query", "query_std", "seconds")
-_COLUMNS = tuple(f.name for f in fields(Row))
 
 
 def _stored(row: Row) -> Row:
@@ -1115,19 +1115,13 @@ def _stored(row: Row) -> Row:
 
 
 def dump_board(payload: Mapping[str, Any], rows: Sequence[Row]) -> str:
-    """``payload`` as JSON with ``rows`` as a table: its column names once, then one row per line
-    (thousands of rows: repeating every key in every row would be most of the file)."""
-    marker = "\u0000rows"
-    head = json.dumps({**payload, "rows": {"columns": list(_COLUMNS), "values": marker}}, indent=1, default=float)
-    lines = ",\n".join(json.dumps([getattr(r, c) for c in _COLUMNS], separators=(",", ":"), default=float)
-                        for r in rows)
-    return head.replace(json.dumps(marker), f"[\n{lines}\n]")
+    """``payload`` as JSON with ``rows`` as a table (:func:`benchmarks.reproduce.table`)."""
+    return dump_json({**payload, "rows": table(rows)})
 
 
 def read_rows(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The rows of a board's JSON (as :func:`dump_board` writes them), one dict each."""
-    table = payload["rows"]
-    return [dict(zip(table["columns"], values, strict=True)) for values in table["values"]]
+    return records(payload["rows"])
 
 
 def write(rows: list[Row], skipped: list[dict[str, str]], plan: Plan, out: Path, meta: Mapping[str, Any]) -> None:

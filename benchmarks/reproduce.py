@@ -125,7 +125,7 @@ def _check_logistic_defaults() -> CheckCell:
     from benchmarks import logistic_defaults as bench
 
     made = _json("logistic_defaults.json")
-    cell = next(c for c in made["cells"] if c["budget"] == 0.1 and c["normalize"])
+    cell = next(c for c in records(made["cells"]) if c["budget"] == 0.1 and c["normalize"])
     spec = lb.DATASETS[cell["dataset"]]
     data = spec.load()
     metric = "accuracy" if spec.multiclass else "f1"
@@ -142,7 +142,7 @@ def _check_river_scaler() -> CheckCell:
     from benchmarks import river_scaler as bench
 
     made = _json("river_scaler.json")
-    every = [c for c in made["cells"] if c["entry"] == "river-scaler-every"]
+    every = [c for c in records(made["cells"]) if c["entry"] == "river-scaler-every"]
     loaded = {name: lb.DATASETS[name].load() for name in dict.fromkeys(c["dataset"] for c in every)}
     # the smallest set's River cell with the scaler learning from every row: seconds of River
     cell = min(every, key=lambda c: (loaded[c["dataset"]].n, c["budget"]))
@@ -159,7 +159,7 @@ def _check_budget_warmup() -> CheckCell:
 
     made = _json("budget_warmup.json")
     default = f"boost {BACKTEST_WARMUP_BOOST:g}"  # the variant replay and the leaderboard use
-    cell = next(c for c in made["cells"] if (c["variant"], c["budget"]) == (default, 0.1))
+    cell = next(c for c in records(made["cells"]) if (c["variant"], c["budget"]) == (default, 0.1))
     spec = lb.DATASETS[cell["dataset"]]
     data = spec.load()
     metric = "accuracy" if spec.multiclass else "f1"
@@ -508,11 +508,38 @@ def run_meta(command: str, commit_id: str, started: float, **settings: Any) -> d
 
 
 def write_results(out: Path, stem: str, markdown: str, meta: dict[str, Any], key: str, items: list[Any]) -> None:
-    """``<stem>.md`` (``markdown``) and ``<stem>.json`` (``meta`` and ``items``, dataclasses, under
-    ``key``) in ``out``."""
+    """``<stem>.md`` (``markdown``) and ``<stem>.json`` (``meta``, and ``items``, dataclasses, as a
+    :func:`table` under ``key``) in ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{stem}.md").write_text(markdown)
-    (out / f"{stem}.json").write_text(json.dumps({**meta, key: [asdict(i) for i in items]}, indent=1))
+    (out / f"{stem}.json").write_text(dump_json({**meta, key: table(items)}))
+
+
+def table(items: Sequence[Any]) -> dict[str, list]:
+    """Dataclass instances of one class as a results file holds many of them: the field names once,
+    then each one's values (thousands of cells: every name in every cell would be most of the file)."""
+    records = [asdict(i) for i in items]
+    columns = list(records[0]) if records else []
+    return {"columns": columns, "values": [[r[c] for c in columns] for r in records]}
+
+
+def records(held: dict[str, list]) -> list[dict[str, Any]]:
+    """The items of a :func:`table`, one dict each."""
+    return [dict(zip(held["columns"], values, strict=True)) for values in held["values"]]
+
+
+def dump_json(payload: Any, depth: int = 0) -> str:
+    """``payload`` as the results files hold it: a level of indentation a space, but a list of lists
+    or dicts (a table's values) one compact item per line, and a list of numbers or strings on one
+    line. :func:`stamp` writes a file back through it, so its layout stays."""
+    inner, outer = " " * (depth + 1), " " * depth
+    if isinstance(payload, dict) and payload:
+        fields_ = (f"{inner}{json.dumps(str(k))}: {dump_json(v, depth + 1)}" for k, v in payload.items())
+        return "{\n" + ",\n".join(fields_) + f"\n{outer}}}"
+    if isinstance(payload, list) and payload and all(isinstance(v, list | dict) for v in payload):
+        lines = (inner + json.dumps(v, separators=(",", ":"), default=float) for v in payload)
+        return "[\n" + ",\n".join(lines) + f"\n{outer}]"
+    return json.dumps(payload, default=float)
 
 
 def stamp(entry: Entry, *, made_at: str, commit_id: str, command: str, minutes: float, via: str | None = None,
@@ -544,7 +571,7 @@ def stamp(entry: Entry, *, made_at: str, commit_id: str, command: str, minutes: 
         elif path.suffix == ".json" and path.exists():
             payload = json.loads(path.read_text())
             payload = {"provenance": facts, **{k: v for k, v in payload.items() if k != "provenance"}}
-            path.write_text(json.dumps(payload, indent=1) + "\n")
+            path.write_text(dump_json(payload) + "\n")
             stamped.append(path)
     return stamped
 

@@ -28,7 +28,7 @@ def made(tmp_path_factory):
 
 def test_each_cell_runs_off_and_every_variant_with_half_the_budget(made):
     _, payload = made
-    cells = {(c["budget"], c["variant"]): c for c in payload["cells"]}
+    cells = {(c["budget"], c["variant"]): c for c in reproduce.records(payload["cells"])}
     assert set(cells) == {(b, v) for b in (0.05, 0.1) for v in ("off", *bw.VARIANTS)}
     for (budget, variant), cell in cells.items():
         assert cell["warmup"] == (0 if variant == "off" else backtest_warmup(budget, N))

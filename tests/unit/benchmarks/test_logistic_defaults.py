@@ -9,6 +9,7 @@ import pytest
 from benchmarks import leaderboard as lb
 from benchmarks import logistic_defaults as ld
 from benchmarks import reproduce
+from benchmarks.reproduce import records
 from tests.unit.benchmarks.test_leaderboard import gaussian
 
 N = 2000
@@ -57,7 +58,7 @@ def made(tmp_path_factory):
 
 def test_every_setting_runs_at_each_budget_near_its_ratio(made):
     _, payload = made
-    cells = {(c["eta"], c["normalize"], c["damping"], c["budget"]): c for c in payload["cells"]}
+    cells = {(c["eta"], c["normalize"], c["damping"], c["budget"]): c for c in records(payload["cells"])}
     assert set(cells) == {(e, n, d, b) for e in (0.25, 0.5) for n in (False, True) for d in (0.0, 0.1)
                           for b in ld.BUDGETS}
     for (*_, budget), c in cells.items():
@@ -68,7 +69,7 @@ def test_every_setting_runs_at_each_budget_near_its_ratio(made):
 def test_the_page_names_the_best_setting_and_the_registered_one(made):
     out, payload = made
     md = (out / "logistic_defaults.md").read_text()
-    cells = [ld.Cell(**c) for c in payload["cells"]]
+    cells = [ld.Cell(**c) for c in records(payload["cells"])]
     current = ld.registered("lr-ada-entropy")
     pick, top = ld.chosen(cells, current), ld.best(cells)
     assert f"To register: **{ld._label(pick)}**" in md

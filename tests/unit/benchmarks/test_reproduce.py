@@ -5,6 +5,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from benchmarks import reproduce
@@ -34,6 +35,38 @@ def test_every_reproduction_has_a_check_and_timings_have_none():
 def test_cell_holds_within_half_a_printed_unit_only():
     assert CheckCell("x", 0.8624, 0.86243, 3).holds
     assert not CheckCell("x", 0.862, 0.8627, 3).holds
+
+
+@dataclasses.dataclass(frozen=True)
+class _Cell:
+    dataset: str
+    budget: float
+    mean: float
+    params: dict
+
+
+def test_results_hold_cells_as_a_table_one_line_each_which_a_stamp_keeps(tmp_path):
+    cells = [_Cell("a8a", 0.05, 0.6126101, {"eta": 0.5}), _Cell("w8a", 0.1, 1 / 3, {}), _Cell("dna", 0.2, 0.79, {})]
+    meta = {"date": "2026-01-01 00:00 UTC", "budgets": [0.05, 0.1, 0.2], "parts": {"a8a": {"minutes": 1.5}}}
+    reproduce.write_results(tmp_path, "r", "# R\n", meta, "cells", cells)
+    entry = Entry("r", "paa", ("r.md", "r.json"), ("x.py",), {"permutations": 3})
+    stamp(entry, made_at="2026-01-02 00:00 UTC", commit_id="abc1234", command="python x.py", minutes=1.0,
+          results=tmp_path)
+    text = (tmp_path / "r.json").read_text()
+    payload = json.loads(text)
+    assert reproduce.records(payload["cells"]) == [dataclasses.asdict(c) for c in cells]  # every figure as it was
+    assert payload["provenance"]["commit"] == "abc1234" and payload["parts"] == meta["parts"]
+    lines = text.splitlines()
+    assert ' "budgets": [0.05, 0.1, 0.2],' in lines
+    assert '  "columns": ["dataset", "budget", "mean", "params"],' in lines
+    assert '   ["a8a",0.05,0.6126101,{"eta":0.5}],' in lines and '   ["dna",0.2,0.79,{}]' in lines
+    assert reproduce.records({"columns": [], "values": []}) == [] == reproduce.table([])["values"]
+
+
+def test_dump_json_reads_back_as_the_payload():
+    payload = {"a": [], "b": {}, "c": [[1, 2], [3]], "d": [{"x": None}, [True]], "e": "é\u0000", "f": [1, "2"],
+               "g": {"h": {"i": [{"j": 1.5}]}}, "k": np.float64(0.25)}
+    assert json.loads(reproduce.dump_json(payload)) == {**payload, "k": 0.25}
 
 
 def test_stamp_writes_block_and_field_and_replaces_them(tmp_path, monkeypatch):

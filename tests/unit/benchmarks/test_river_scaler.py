@@ -9,6 +9,7 @@ import pytest
 from benchmarks import leaderboard as lb
 from benchmarks import reproduce
 from benchmarks import river_scaler as rs
+from benchmarks.reproduce import records
 from tests.unit.benchmarks.test_leaderboard import gaussian
 
 N = 1500
@@ -26,7 +27,7 @@ def made(tmp_path_factory):
 
 def test_each_budget_has_both_river_sources_and_the_default(made):
     _, payload = made
-    cells = {(c["budget"], c["entry"]): c for c in payload["cells"]}
+    cells = {(c["budget"], c["entry"]): c for c in records(payload["cells"])}
     assert set(cells) == {(b, e) for b in rs.BUDGETS
                           for e in ("river-scaler-labelled", "river-scaler-every", "lr-ada-entropy")}
     for (budget, _), c in cells.items():
@@ -36,7 +37,7 @@ def test_each_budget_has_both_river_sources_and_the_default(made):
 
 def test_the_scaler_source_changes_what_river_learns(made):
     _, payload = made
-    by = {(c["budget"], c["entry"]): c for c in payload["cells"]}
+    by = {(c["budget"], c["entry"]): c for c in records(payload["cells"])}
     # the same sampler, seeds and knob search: any difference is the scaler's statistics
     assert any(by[(b, "river-scaler-labelled")]["mean"] != by[(b, "river-scaler-every")]["mean"] for b in rs.BUDGETS)
 
