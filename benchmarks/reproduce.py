@@ -518,9 +518,9 @@ def write_results(out: Path, stem: str, markdown: str, meta: dict[str, Any], key
 def table(items: Sequence[Any]) -> dict[str, list]:
     """Dataclass instances of one class as a results file holds many of them: the field names once,
     then each one's values (thousands of cells: every name in every cell would be most of the file)."""
-    records = [asdict(i) for i in items]
-    columns = list(records[0]) if records else []
-    return {"columns": columns, "values": [[r[c] for c in columns] for r in records]}
+    cells = [asdict(i) for i in items]
+    columns = list(cells[0]) if cells else []
+    return {"columns": columns, "values": [[c[name] for name in columns] for c in cells]}
 
 
 def records(held: dict[str, list]) -> list[dict[str, Any]]:
