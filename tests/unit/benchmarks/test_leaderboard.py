@@ -162,7 +162,8 @@ def test_a_board_rendered_again_from_its_json_is_the_board_written(board, tmp_pa
     assert (tmp_path / "leaderboard.json").read_text() == (board["out"] / "leaderboard.json").read_text()
     text = (tmp_path / "leaderboard.json").read_text()
     rows = board_rows(tmp_path)
-    assert sum(line.lstrip().startswith("[") and line.rstrip(",").endswith("]") for line in text.splitlines()) == len(rows)
+    lines = [line.strip().rstrip(",") for line in text.splitlines()]
+    assert sum(line.startswith("[") and line.endswith("]") for line in lines) == len(rows)
 
 
 def test_river_and_vw_land_near_the_requested_ratio(board):
