@@ -59,7 +59,7 @@ def run_dataset(spec: lb.BoardData, names: Sequence[str] | None, budgets: Sequen
     metric = "accuracy" if spec.multiclass else "f1"
     rows: list[lb.Row] = []
     for name in lb.candidates(spec.multiclass, names):
-        if lb.skip_reason(name, data) or ALGORITHMS[name].rule.scaling is None:
+        if lb.skip_reason(name, data) or not ALGORITHMS[name].scalable:
             continue
         for scale in SCALES:
             for target in budgets:

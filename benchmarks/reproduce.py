@@ -120,6 +120,20 @@ def _check_budget() -> CheckCell:
     return CheckCell("svmguide1 paa-1, budget 10 %: online F1", cell["f1"], result.mean("f1"), 4)
 
 
+def _check_kernel_defaults() -> CheckCell:
+    from benchmarks import kernel_defaults as bench
+    from benchmarks import leaderboard as lb
+
+    made = _json("kernel_defaults.json")
+    setting = bench.registered()
+    cell = next(c for c in records(made["cells"]) if c["budget"] == 0.1
+                and (c["components"], c["gamma"]) == setting)
+    spec = lb.DATASETS[cell["dataset"]]
+    data = spec.load()
+    got = bench.measure(data, spec.classes(data), setting, 0.1, made["permutations"], spec.name)
+    return CheckCell(f"{spec.name} {bench.LEARNER}, {bench._label(setting)}, budget 10 %: f1", cell["mean"], got.mean, 4)
+
+
 def _check_logistic_defaults() -> CheckCell:
     from benchmarks import leaderboard as lb
     from benchmarks import logistic_defaults as bench
@@ -428,6 +442,9 @@ RESULTS: tuple[Entry, ...] = (
     Entry("logistic-defaults", "leaderboard", ("logistic_defaults.md", "logistic_defaults.json"),
           ("-m", "benchmarks.logistic_defaults"), {"permutations": 3, "budgets": [0.05, 0.1]},
           quick=("-m", "benchmarks.logistic_defaults", "--quick"), minutes=5.7, check=_check_logistic_defaults),
+    Entry("kernel-defaults", "leaderboard", ("kernel_defaults.md", "kernel_defaults.json"),
+          ("-m", "benchmarks.kernel_defaults"), {"permutations": 3},
+          quick=("-m", "benchmarks.kernel_defaults", "--quick"), minutes=None, check=_check_kernel_defaults),
     Entry("river-scaler", "leaderboard", ("river_scaler.md", "river_scaler.json"), ("-m", "benchmarks.river_scaler"),
           {"permutations": 10, "budgets": [0.05, 0.1]}, quick=("-m", "benchmarks.river_scaler", "--quick"), minutes=0.9,
           check=_check_river_scaler),

@@ -31,13 +31,13 @@ FORMAT_VERSION = 1
 
 # The learner's own hyper-parameters (the data model), beside those of its rule and query.
 _OWN = ("seed", "bias", "normalize", "tie", "n_features", "classes", "rff_components", "rff_gamma", "rff_seed",
-        "scale", "scale_from")
+        "rff_lift", "rff_keep", "scale", "scale_from")
 # Those a checkpoint must match exactly: they fix the meaning of every coordinate of the state.
 _STRUCTURAL = ("rule", "query", "n_features", "classes", "bias", "rff_components", "rff_gamma", "rff_seed",
-               "scale")
+               "rff_lift", "rff_keep", "scale")
 # What a checkpoint written before a parameter existed was made with (a rule's parameter: for the
 # rules that have it).
-_ABSENT = {"scale": "none", "scale_from": "labelled", "damping": 0.0}
+_ABSENT = {"scale": "none", "scale_from": "labelled", "damping": 0.0, "rff_lift": 0.0, "rff_keep": False}
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,6 +304,12 @@ class Learner(Parameterized):
         γ of that kernel.
     rff_seed : int, default 0
         Seed of the random map; the map is rebuilt from it, never stored in a checkpoint.
+    rff_lift : float ≥ 0, default 0
+        c > 0 maps each row lifted onto the unit sphere, [x, c]/‖[x, c]‖, rather than x itself: a
+        one-to-one map whose distances are at most 2, so one ``rff_gamma`` suits rows of any norm.
+    rff_keep : bool, default False
+        The rule learns on [x, z(x)], the row's own features beside the map: every linear model
+        of x, plus the kernel's.
     scale : {"none", "maxabs", "rms", "standard"}, default "none"
         Online per-feature scaling (:mod:`learners.scaling`): the rule learns on x_i / s_i, s_i the
         largest |x_i| seen (``maxabs``, Ross, Mineiro & Langford 2013) or the root mean square of
@@ -333,6 +339,8 @@ class Learner(Parameterized):
         "rff_components": Interval(0, 2**31 - 2, integer=True),
         "rff_gamma": Interval(0, None, closed="neither"),
         "rff_seed": Interval(0, 2**64 - 1, integer=True),
+        "rff_lift": Interval(0, None),
+        "rff_keep": Options(True, False),
         "scale": Options(*MODES),
         "scale_from": Options(*SOURCES),
     }
@@ -352,6 +360,8 @@ class Learner(Parameterized):
         rff_components: int = 0,
         rff_gamma: float = 1.0,
         rff_seed: int = 0,
+        rff_lift: float = 0.0,
+        rff_keep: bool = False,
         scale: str = "none",
         scale_from: str = "labelled",
     ) -> None:
@@ -368,6 +378,7 @@ class Learner(Parameterized):
         self.seed, self.bias, self.normalize, self.tie = seed, bias, normalize, tie
         self.n_features, self.name = n_features, name
         self.rff_components, self.rff_gamma, self.rff_seed = rff_components, rff_gamma, rff_seed
+        self.rff_lift, self.rff_keep = rff_lift, rff_keep
         self.scale, self.scale_from = scale, scale_from
         self._features: RandomFourierFeatures | None = None
         self._scaler: Scaler | None = None
@@ -392,6 +403,10 @@ class Learner(Parameterized):
                 raise ValueError(f"classes must hold {want} labels, got {list(self.classes)}")
         if self.n_features is not None:
             check_width(self.scale, self.n_features)
+        if not self.rff_components and (self.rff_lift or self.rff_keep):
+            which = "rff_lift" if self.rff_lift else "rff_keep"
+            raise ValueError(f"{which}={getattr(self, which)!r} shapes the random Fourier features, and there are "
+                             "none: set rff_components > 0 as well")
         if self.scale != "none" and (self.rff_components or self.rule.scaling is None):
             what = (f"random Fourier features (rff_components={self.rff_components})" if self.rff_components
                     else f"{type(self.rule).__name__}, which keeps examples rather than weights")
@@ -453,8 +468,9 @@ class Learner(Parameterized):
         width = self.n_features
         if self.rff_components:
             self._features = RandomFourierFeatures(n_components=self.rff_components, gamma=self.rff_gamma,
-                                                   seed=self.rff_seed, n_features=self.n_features)
-            width = self.rff_components
+                                                   seed=self.rff_seed, n_features=self.n_features,
+                                                   lift=self.rff_lift, keep=self.rff_keep)
+            width = self._features.width
         self.rule.allocate(width + (self.bias != 0.0), len(self.classes))
         if self.scale != "none":
             self._scaler = Scaler(self.scale, self.scale_from, self.n_features, self.normalize)
@@ -517,7 +533,7 @@ class Learner(Parameterized):
                                  bias=self.bias)
         idx, val = self._features.transform_row(*transform_row(idx, val, self.n_features,
                                                                normalize=self.normalize, bias=0.0))
-        return transform_row(idx, val, self.rff_components, normalize=False, bias=self.bias)
+        return transform_row(idx, val, self._features.width, normalize=False, bias=self.bias)
 
     # -- batches ---------------------------------------------------------------------------
     def score(self, X) -> Scores:

@@ -69,24 +69,44 @@ def _beta(seed, m):
 
 
 @jit
-def _project(indptr, indices, data, omega, beta, seed, sd, out):
-    """out[r] = √(2/m) cos(Ωᵀx_r + β) for every row r; Ω from ``omega`` or, if it is empty, the seed."""
+def _project(indptr, indices, data, omega, beta, seed, sd, lift, lifted, keep, out_indptr, out_indices, out_data):
+    """Row r of the output, from ``out_indptr[r]``: its own coordinates if ``keep`` > 0 (then ``keep``
+    is d), then z_j = √(2/m) cos(ω_j·u + β_j) at index ``keep`` + j. u is the row x, or with
+    ``lift`` = c > 0 the lifted row [x, c]/‖[x, c]‖, whose last coordinate has index ``lifted`` (d).
+    Ω from ``omega`` or, if it is empty, the seed."""
     m = beta.size
     scale = math.sqrt(2.0 / m)
     stored = omega.shape[0] > 0
     for r in range(indptr.size - 1):
-        z = out[r * m : (r + 1) * m]
+        lo, hi, at = indptr[r], indptr[r + 1], out_indptr[r]
+        if keep > 0:
+            for k in range(lo, hi):
+                out_indices[at] = indices[k]
+                out_data[at] = data[k]
+                at += 1
+        inv = 1.0
+        if lift > 0.0:
+            sq = lift * lift
+            for k in range(lo, hi):
+                sq += data[k] * data[k]
+            inv = 1.0 / math.sqrt(sq)
+        z = out_data[at : at + m]
         z[:] = beta
-        for k in range(indptr[r], indptr[r + 1]):
-            i, v = indices[k], data[k]
+        for k in range(lo, hi):
+            i, v = indices[k], data[k] * inv
             if stored:
                 for j in range(m):
                     z[j] += v * omega[i, j]
             else:
                 for j in range(m):
                     z[j] += v * sd * _gaussian(seed, i, j)
+        if lift > 0.0:
+            v = lift * inv
+            for j in range(m):
+                z[j] += v * (omega[lifted, j] if stored else sd * _gaussian(seed, lifted, j))
         for j in range(m):
             z[j] = scale * math.cos(z[j])
+            out_indices[at + j] = keep + j
 
 
 class RandomFourierFeatures:
@@ -95,39 +115,74 @@ class RandomFourierFeatures:
     Parameters
     ----------
     n_components : int ≥ 1
-        m, the number of random features (the linear model's dimension).
+        m, the number of random features.
     gamma : float > 0
         γ of the RBF kernel; ω_j ~ N(0, 2γ I).
     seed : int ≥ 0
         Everything random in the map derives from it.
     n_features : int ≥ 1
         d, the input dimension.
+    lift : float ≥ 0, default 0
+        c > 0 maps the row lifted onto the unit sphere of R^(d+1), u = [x, c]/‖[x, c]‖, instead of x.
+        The lift is one-to-one, so the kernel exp(−γ‖u − u'‖²) still tells every two rows apart,
+        and ‖u − u'‖ ≤ 2 whatever the scale of the features: one γ suits rows of any norm.
+    keep : bool, default False
+        The output is [x, z] (d + m coordinates), the row's own features beside the map, so a
+        linear rule on it holds every linear model of x as well as the kernel's.
 
     Complexity
     ----------
-    O(nnz·m) per row; memory d·m floats when Ω is materialised, O(m) otherwise.
+    O(nnz·m) per row; memory (d + 1)·m floats when Ω is materialised, O(m) otherwise.
     """
 
-    def __init__(self, *, n_components: int, gamma: float, seed: int, n_features: int) -> None:
+    def __init__(self, *, n_components: int, gamma: float, seed: int, n_features: int, lift: float = 0.0,
+                 keep: bool = False) -> None:
         self.n_components, self.gamma, self.seed, self.n_features = n_components, gamma, seed, n_features
+        self.lift, self.keep = float(lift), bool(keep)
         self._seed = np.uint64(seed & (2**64 - 1))
         self._sd = math.sqrt(2.0 * gamma)
-        self.beta_ = _beta(self._seed, n_components)
-        fits = 8.0 * n_features * n_components <= MAX_STATE_BYTES / 4
-        self.omega_ = _omega(self._seed, n_features, n_components, self._sd) if fits else np.empty((0, n_components))
+        self._made: tuple[np.ndarray, np.ndarray] | None = None
+
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        # made on first use, not when a learner is built: building one compiles nothing
+        if self._made is None:
+            m, inputs = self.n_components, self.n_features + (self.lift > 0.0)
+            fits = 8.0 * inputs * m <= MAX_STATE_BYTES / 4
+            self._made = (_omega(self._seed, inputs, m, self._sd) if fits else np.empty((0, m)),
+                          _beta(self._seed, m))
+        return self._made
+
+    @property
+    def omega_(self) -> np.ndarray:
+        """Ω, (d [+ 1]) × m; empty when it does not fit, its entries then recomputed from the seed."""
+        return self._arrays()[0]
+
+    @property
+    def beta_(self) -> np.ndarray:
+        """β, m phases in [0, 2π)."""
+        return self._arrays()[1]
+
+    @property
+    def width(self) -> int:
+        """Coordinates of a mapped row: m, or d + m with ``keep``."""
+        return self.n_components + (self.n_features if self.keep else 0)
+
+    def _map(self, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray) -> Rows:
+        n, m = indptr.size - 1, self.n_components
+        out_indptr = np.arange(n + 1, dtype=np.int64) * m
+        if self.keep:
+            out_indptr += indptr - indptr[0]
+        out_indices = np.empty(out_indptr[-1], dtype=np.int32)
+        out_data = np.empty(out_indptr[-1])
+        _project(indptr, indices, data, self.omega_, self.beta_, self._seed, self._sd, self.lift, self.n_features,
+                 self.n_features if self.keep else 0, out_indptr, out_indices, out_data)
+        return Rows(out_indptr, out_indices, out_data, self.width)
 
     def transform(self, rows: Rows) -> Rows:
-        """z(x) of every row, as dense rows over ``n_components`` coordinates."""
-        m = self.n_components
-        out = np.empty(rows.n * m)
-        _project(rows.indptr, rows.indices, rows.data, self.omega_, self.beta_, self._seed, self._sd, out)
-        indptr = np.arange(rows.n + 1, dtype=np.int64) * m
-        indices = np.tile(np.arange(m, dtype=np.int32), rows.n)
-        return Rows(indptr, indices, out, m)
+        """The mapped rows: z(x), or [x, z(x)] with ``keep``."""
+        return self._map(rows.indptr, rows.indices, rows.data)
 
     def transform_row(self, idx: np.ndarray, val: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """z(x) of one row (indices, values)."""
-        out = np.empty(self.n_components)
-        indptr = np.array([0, idx.size], dtype=np.int64)
-        _project(indptr, idx, val, self.omega_, self.beta_, self._seed, self._sd, out)
-        return np.arange(self.n_components, dtype=np.int32), out
+        """The mapped row of one (indices, values) pair."""
+        mapped = self._map(np.array([0, idx.size], dtype=np.int64), idx, val)
+        return mapped.indices, mapped.data

@@ -110,6 +110,7 @@ _IWAL = ("IWAL: Beygelzimer, Hsu, Langford & Zhang, Agnostic Active Learning Wit
 _MELLOW, _MELLOW_GAP = 2.0**-5, 2.0**-10
 _LOG = "online logistic regression (Zhang, ICML 2004)"
 _ADAGRAD = "diagonal AdaGrad (Duchi, Hazan & Singer, JMLR 12, 2011)"
+_RFF = "random Fourier features (Rahimi & Recht, NIPS 2007, Algorithm 1)"
 _ENTROPY = ("River active.EntropySampler (entropy^discount); Settles, Active Learning Literature Survey, 2009, "
             "Sect. 3.1")
 # LASEC's (b, c): the best of a 36-point grid on three draws of the synthetic shifting stream
@@ -129,6 +130,12 @@ class Spec:
     defaults: Mapping[str, Any] = field(default_factory=dict)
     fixed: Mapping[str, Any] = field(default_factory=dict)  # parameters that define the algorithm
     aliases: tuple[str, ...] = ()
+
+    @property
+    def scalable(self) -> bool:
+        """Whether the entry takes online feature scaling (``scale``): its rule can move its state to
+        a feature's new scale, and no random-feature map stands between the features and the rule."""
+        return self.rule.scaling is not None and not self.defaults.get("rff_components")
 
 
 _SOAL_DEFAULTS = {"eta": 1.0, "gamma": 1.0}
@@ -199,6 +206,13 @@ ALGORITHMS: dict[str, Spec] = {
     "lr-ada-entropy": Spec(LogisticRule, EntropyQuery, fixed={"step": "adagrad"},
                            defaults={"eta": 0.5, "damping": 0.1, "discount": 3.0},
                            cite=f"{_ADAGRAD} step of {_LOG}; entropy query H₂(σ(p))^k after {_ENTROPY}"),
+    # lr-ada-entropy on [x, z(u)]: the row beside random Fourier features of the row lifted onto the
+    # sphere, u = [x, 1]/‖[x, 1]‖; m and γ chosen on the tuning permutations (benchmarks.kernel_defaults)
+    "lr-ada-entropy-rff": Spec(LogisticRule, EntropyQuery, fixed={"step": "adagrad"},
+                               defaults={"eta": 0.5, "damping": 0.1, "discount": 3.0, "rff_components": 512,
+                                         "rff_gamma": 4.0, "rff_lift": 1.0, "rff_keep": True},
+                               cite=f"{_ADAGRAD} step of {_LOG} on the row and {_RFF} of the row lifted onto the "
+                                    f"unit sphere; entropy query H₂(σ(p))^k after {_ENTROPY}"),
     "paa-1-entropy": Spec(PARule, EntropyQuery, fixed={"mode": 1}, defaults={"C": _C_PA1, "discount": 3.0},
                           cite=f"PA-I update of {_PAA}; entropy query H₂(σ(p))^k after {_ENTROPY}"),
     # beyond the papers: IWAL's query, each label learnt with importance weight 1/P (C ω for C);

@@ -7,7 +7,7 @@ from learners.checks import CHECKS
 from learners.registry import LEARNER_DEFAULTS
 
 # entries whose rule can move its state when a feature's scale changes (the others refuse scaling)
-SCALABLE = sorted(name for name, spec in ALGORITHMS.items() if spec.rule.scaling is not None)
+SCALABLE = sorted(name for name, spec in ALGORITHMS.items() if spec.scalable)
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__.removeprefix("check_"))

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from learners import make
+from learners import features, make
 from learners.datasets import Dataset
-from learners.features import RandomFourierFeatures, _project
+from learners.features import RandomFourierFeatures
 from learners.inputs import as_rows
 from learners.replay import replay
 
@@ -31,13 +31,14 @@ def test_rff_map_is_a_function_of_the_seed_only():
     assert abs(a.omega_.std() - np.sqrt(2.0)) < 0.35  # ω ~ N(0, 2γ)
 
 
-def test_rff_projection_recomputed_from_the_seed_equals_the_stored_one():
-    rff = RandomFourierFeatures(n_components=16, gamma=0.3, seed=5, n_features=6)
+def test_rff_projection_recomputed_from_the_seed_equals_the_stored_one(monkeypatch):
     rows = as_rows(np.random.default_rng(1).standard_normal((4, 6)))
-    stored, recomputed = np.empty(64), np.empty(64)
-    _project(rows.indptr, rows.indices, rows.data, rff.omega_, rff.beta_, rff._seed, rff._sd, stored)
-    _project(rows.indptr, rows.indices, rows.data, np.empty((0, 16)), rff.beta_, rff._seed, rff._sd, recomputed)
-    np.testing.assert_allclose(recomputed, stored, rtol=1e-12, atol=1e-14)
+    stored = RandomFourierFeatures(n_components=16, gamma=0.3, seed=5, n_features=6)
+    want = stored.transform(rows).data  # Ω made now, while it fits
+    monkeypatch.setattr(features, "MAX_STATE_BYTES", 0)  # as when d × m does not fit
+    recomputed = RandomFourierFeatures(n_components=16, gamma=0.3, seed=5, n_features=6)
+    assert stored.omega_.shape == (6, 16) and recomputed.omega_.size == 0
+    np.testing.assert_allclose(recomputed.transform(rows).data, want, rtol=1e-12, atol=1e-14)
 
 
 def test_learner_with_rff_learns_on_the_map_and_keeps_its_input_dimension():
@@ -80,3 +81,92 @@ def test_learner_with_rff_one_record_at_a_time_equals_replay():
     trace = replay(b, Dataset(as_rows(X), y))
     np.testing.assert_allclose(asked, trace.probability, rtol=1e-12)
     np.testing.assert_allclose(a.rule.w_, b.rule.w_, rtol=1e-12)
+
+
+def _direct(X, omega, beta):
+    """√(2/m) cos(Ωᵀx + β), transcribed from Rahimi & Recht's Algorithm 1."""
+    return np.sqrt(2.0 / beta.size) * np.cos(X @ omega + beta)
+
+
+def test_rff_map_is_the_direct_transcription():
+    X = np.random.default_rng(4).standard_normal((7, 5))
+    rff = RandomFourierFeatures(n_components=12, gamma=0.8, seed=2, n_features=5)
+    np.testing.assert_allclose(rff.transform(as_rows(X)).to_csr().toarray(), _direct(X, rff.omega_, rff.beta_),
+                               rtol=1e-12, atol=1e-14)
+
+
+def test_rff_lift_maps_the_row_on_the_sphere_and_approximates_its_kernel():
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((25, 3)) * np.array([100.0, 1.0, 0.01])  # features on any scale
+    c = 2.0
+    U = np.hstack([X, np.full((25, 1), c)])
+    U /= np.linalg.norm(U, axis=1, keepdims=True)
+    small = RandomFourierFeatures(n_components=9, gamma=1.5, seed=1, n_features=3, lift=c)
+    assert small.omega_.shape == (4, 9)  # a row of Ω for the lifted coordinate
+    np.testing.assert_allclose(small.transform(as_rows(X)).to_csr().toarray(), _direct(U, small.omega_, small.beta_),
+                               rtol=1e-12, atol=1e-13)
+    rff = RandomFourierFeatures(n_components=20_000, gamma=1.5, seed=1, n_features=3, lift=c)
+    Z = rff.transform(as_rows(X)).to_csr().toarray()
+    K = np.exp(-1.5 * ((U[:, None, :] - U[None, :, :]) ** 2).sum(axis=2))
+    assert np.abs(Z @ Z.T - K).max() < 0.04
+
+
+def test_rff_keep_puts_the_row_beside_its_map():
+    X = np.random.default_rng(6).standard_normal((6, 4))
+    X[2] = 0.0  # an empty row keeps no coordinate of its own and still has its map
+    rows = as_rows(X)
+    alone = RandomFourierFeatures(n_components=10, gamma=0.5, seed=3, n_features=4, lift=1.0)
+    both = RandomFourierFeatures(n_components=10, gamma=0.5, seed=3, n_features=4, lift=1.0, keep=True)
+    assert (alone.width, both.width) == (10, 14)
+    mapped = both.transform(rows)
+    np.testing.assert_array_equal(mapped.to_csr().toarray(),
+                                  np.hstack([X, alone.transform(rows).to_csr().toarray()]))
+    assert np.all(np.diff(mapped.indices[mapped.indptr[0]:mapped.indptr[1]]) > 0)  # sorted within a row
+    idx, val = both.transform_row(rows.indices[:4], rows.data[:4])
+    np.testing.assert_array_equal(idx, mapped.indices[: mapped.indptr[1]])
+    np.testing.assert_array_equal(val, mapped.data[: mapped.indptr[1]])
+
+
+def test_rff_lift_recomputed_from_the_seed_equals_the_stored_one(monkeypatch):
+    rows = as_rows(np.random.default_rng(7).standard_normal((4, 6)))
+    stored = RandomFourierFeatures(n_components=16, gamma=0.3, seed=5, n_features=6, lift=0.5, keep=True)
+    want = stored.transform(rows).data  # Ω made now, while it fits
+    monkeypatch.setattr(features, "MAX_STATE_BYTES", 0)
+    recomputed = RandomFourierFeatures(n_components=16, gamma=0.3, seed=5, n_features=6, lift=0.5, keep=True)
+    assert stored.omega_.shape == (7, 16) and recomputed.omega_.size == 0
+    np.testing.assert_allclose(recomputed.transform(rows).data, want, rtol=1e-12, atol=1e-14)
+
+
+def test_learner_with_rff_keep_learns_on_the_row_and_the_map():
+    learner = make("lr-ada-entropy", n_features=3, rff_components=16, rff_lift=1.0, rff_keep=True)
+    assert learner.rule.w_.shape == (3 + 16 + 1,)
+    for wrong, message in (({"rff_keep": True}, "rff_keep=True"), ({"rff_lift": 1.0}, "rff_lift=1.0")):
+        with pytest.raises(ValueError, match=message):
+            make("lr-ada-entropy", n_features=3, **wrong)
+    with pytest.raises(ValueError, match="rff_lift"):
+        make("lr-ada-entropy", n_features=3, rff_components=4, rff_lift=-1.0)
+
+
+def test_learner_with_rff_lift_and_keep_one_record_at_a_time_equals_replay_and_checkpoint():
+    X = np.random.default_rng(8).standard_normal((120, 2)) * np.array([50.0, 0.02])
+    y = np.where(np.hypot(X[:, 0] / 50.0, X[:, 1] / 0.02) < 1.0, 1, -1)
+    params = {"n_features": 2, "rff_components": 24, "rff_gamma": 4.0, "rff_lift": 1.0, "rff_keep": True}
+    a = make("lr-ada-entropy", **params)
+    asked = []
+    for i in range(120):
+        prediction, prob, query = a.ask(X[i], record_id=i)
+        asked.append(prob)
+        if query:
+            a.learn(X[i], y[i], predicted=prediction)
+    b = make("lr-ada-entropy", **params)
+    trace = replay(b, Dataset(as_rows(X), y))
+    np.testing.assert_allclose(asked, trace.probability, rtol=1e-12)
+    np.testing.assert_allclose(a.rule.w_, b.rule.w_, rtol=1e-12)
+    state = b.state_dict()
+    copy = make("lr-ada-entropy", **params)
+    copy.load_state_dict(state)
+    np.testing.assert_array_equal(copy.decide(X, list(range(120))).probability,
+                                  b.decide(X, list(range(120))).probability)
+    for changed in ({"rff_lift": 2.0}, {"rff_keep": False}):
+        with pytest.raises(ValueError, match=next(iter(changed))):
+            make("lr-ada-entropy", **{**params, **changed}).load_state_dict(state, allow_param_change=True)

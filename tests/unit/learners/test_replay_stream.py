@@ -18,7 +18,7 @@ from learners.inputs import Rows, as_rows
 from learners.replay import replay, replay_stream, run, run_stream
 
 D = 12
-SCALABLE = sorted(name for name, spec in ALGORITHMS.items() if spec.rule.scaling is not None)
+SCALABLE = sorted(name for name, spec in ALGORITHMS.items() if spec.scalable)
 
 
 def dataset(multiclass: bool) -> Dataset:
