@@ -131,7 +131,8 @@ def _check_kernel_defaults() -> CheckCell:
     spec = lb.DATASETS[cell["dataset"]]
     data = spec.load()
     got = bench.measure(data, spec.classes(data), setting, 0.1, made["permutations"], spec.name)
-    return CheckCell(f"{spec.name} {bench.LEARNER}, {bench._label(setting)}, budget 10 %: f1", cell["mean"], got.mean, 4)
+    return CheckCell(f"{spec.name} {bench.LEARNER}, {bench._label(setting)}, budget 10 %: f1", cell["mean"],
+                     got.mean, 4)
 
 
 def _check_logistic_defaults() -> CheckCell:
