@@ -37,7 +37,8 @@ def made(tmp_path_factory):
 def test_the_learner_runs_online_at_each_budget_near_its_ratio(made):
     _, payload = made
     rows = records(payload["rows"])
-    assert [(r["entry"], r["mode"], r["budget"]) for r in rows] == [(kb.LEARNER, "online", b) for b in lb.DEFAULT_BUDGETS]
+    assert [(r["entry"], r["mode"], r["budget"]) for r in rows] == [(kb.LEARNER, "online", b)
+                                                                     for b in lb.DEFAULT_BUDGETS]
     for r in rows:
         assert r["permutations"] == 2 and abs(r["query"] - r["budget"]) <= 0.1 * r["budget"]
     assert payload["board_commit"] == "c0ffee0"
