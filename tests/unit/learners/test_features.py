@@ -67,16 +67,22 @@ def test_learner_with_rff_checkpoint_restores_the_same_decisions_without_storing
         other.load_state_dict(state, allow_param_change=True)
 
 
+def _one_record_at_a_time(learner, X, y) -> list[float]:
+    """The query probability of each record, asked and learnt one at a time as the service does."""
+    asked = []
+    for i in range(len(y)):
+        prediction, prob, query = learner.ask(X[i], record_id=i)
+        asked.append(prob)
+        if query:
+            learner.learn(X[i], y[i], predicted=prediction)
+    return asked
+
+
 def test_learner_with_rff_one_record_at_a_time_equals_replay():
     X = np.random.default_rng(3).standard_normal((80, 2))
     y = np.where(np.hypot(X[:, 0], X[:, 1]) < 1.0, 1, -1)
     a = make("paa-1", n_features=2, rff_components=40, normalize=True, delta=1.0)
-    asked = []
-    for i in range(80):
-        prediction, prob, query = a.ask(X[i], record_id=i)
-        asked.append(prob)
-        if query:
-            a.learn(X[i], y[i], predicted=prediction)
+    asked = _one_record_at_a_time(a, X, y)
     b = make("paa-1", n_features=2, rff_components=40, normalize=True, delta=1.0)
     trace = replay(b, Dataset(as_rows(X), y))
     np.testing.assert_allclose(asked, trace.probability, rtol=1e-12)
@@ -152,12 +158,7 @@ def test_learner_with_rff_lift_and_keep_one_record_at_a_time_equals_replay_and_c
     y = np.where(np.hypot(X[:, 0] / 50.0, X[:, 1] / 0.02) < 1.0, 1, -1)
     params = {"n_features": 2, "rff_components": 24, "rff_gamma": 4.0, "rff_lift": 1.0, "rff_keep": True}
     a = make("lr-ada-entropy", **params)
-    asked = []
-    for i in range(120):
-        prediction, prob, query = a.ask(X[i], record_id=i)
-        asked.append(prob)
-        if query:
-            a.learn(X[i], y[i], predicted=prediction)
+    asked = _one_record_at_a_time(a, X, y)
     b = make("lr-ada-entropy", **params)
     trace = replay(b, Dataset(as_rows(X), y))
     np.testing.assert_allclose(asked, trace.probability, rtol=1e-12)
