@@ -11,8 +11,11 @@ record, with no support vectors to store and no budget to manage.
 The projection is a pure function of ``(seed, input coordinate, component)``: entry ω_ij comes
 from two :func:`learners.coin.draw` uniforms through Box–Muller, and β_j from a third. It is
 therefore never stored in a checkpoint: a learner rebuilt with the same ``rff_seed`` has the same
-map, on any machine and numpy version. When ``d × m`` fits (:data:`learners.memory.MAX_STATE_BYTES`),
-Ω is materialised once for speed; otherwise its entries are recomputed from the seed per use.
+map, on any machine and numpy version. When ``(d + 1) × m`` fits in a quarter of
+:data:`learners.memory.MAX_STATE_BYTES`, Ω is materialised on first use. Otherwise (hashed features,
+d = 2²⁰) the rows of Ω are materialised for the features the rows actually use, as they first
+appear, up to that size; the entries of features past it are recomputed from the seed at each use.
+Either way every entry has the same value, so a row maps to the same bits.
 
 Examples
 --------
@@ -52,11 +55,12 @@ def _gaussian(seed, i, j):
 
 
 @jit
-def _omega(seed, n_features, m, sd):
-    out = np.empty((n_features, m))
-    for i in range(n_features):
+def _omega_rows(seed, inputs, m, sd):
+    """The rows of Ω for the input coordinates ``inputs``."""
+    out = np.empty((inputs.size, m))
+    for r in range(inputs.size):
         for j in range(m):
-            out[i, j] = sd * _gaussian(seed, i, j)
+            out[r, j] = sd * _gaussian(seed, inputs[r], j)
     return out
 
 
@@ -69,14 +73,26 @@ def _beta(seed, m):
 
 
 @jit
-def _project(indptr, indices, data, omega, beta, seed, sd, lift, lifted, keep, out_indptr, out_indices, out_data):
+def _add_row(z, v, omega, row, seed, sd, i):
+    """z += v · ω_i, from Ω's row ``row`` or, if it is −1, from the seed: the same entries either way."""
+    if row >= 0:
+        for j in range(z.size):
+            z[j] += v * omega[row, j]
+    else:
+        for j in range(z.size):
+            z[j] += v * (sd * _gaussian(seed, i, j))
+
+
+@jit
+def _project(indptr, indices, data, where, omega, beta, seed, sd, lift, lifted, lifted_row, keep,
+             out_indptr, out_indices, out_data):
     """Row r of the output, from ``out_indptr[r]``: its own coordinates if ``keep`` > 0 (then ``keep``
     is d), then z_j = √(2/m) cos(ω_j·u + β_j) at index ``keep`` + j. u is the row x, or with
     ``lift`` = c > 0 the lifted row [x, c]/‖[x, c]‖, whose last coordinate has index ``lifted`` (d).
-    Ω from ``omega`` or, if it is empty, the seed."""
+    ω_i is Ω's row ``where[k]`` for the k-th stored entry (``lifted_row`` for the lift), or the seed's
+    where that is −1."""
     m = beta.size
     scale = math.sqrt(2.0 / m)
-    stored = omega.shape[0] > 0
     for r in range(indptr.size - 1):
         lo, hi, at = indptr[r], indptr[r + 1], out_indptr[r]
         if keep > 0:
@@ -93,17 +109,9 @@ def _project(indptr, indices, data, omega, beta, seed, sd, lift, lifted, keep, o
         z = out_data[at : at + m]
         z[:] = beta
         for k in range(lo, hi):
-            i, v = indices[k], data[k] * inv
-            if stored:
-                for j in range(m):
-                    z[j] += v * omega[i, j]
-            else:
-                for j in range(m):
-                    z[j] += v * sd * _gaussian(seed, i, j)
+            _add_row(z, data[k] * inv, omega, where[k], seed, sd, indices[k])
         if lift > 0.0:
-            v = lift * inv
-            for j in range(m):
-                z[j] += v * (omega[lifted, j] if stored else sd * _gaussian(seed, lifted, j))
+            _add_row(z, lift * inv, omega, lifted_row, seed, sd, lifted)
         for j in range(m):
             z[j] = scale * math.cos(z[j])
             out_indices[at + j] = keep + j
@@ -132,7 +140,8 @@ class RandomFourierFeatures:
 
     Complexity
     ----------
-    O(nnz·m) per row; memory (d + 1)·m floats when Ω is materialised, O(m) otherwise.
+    O(nnz·m) per row. Memory: (d + 1)·m floats when that fits in a quarter of ``MAX_STATE_BYTES``;
+    otherwise m floats per input coordinate seen, up to that size.
     """
 
     def __init__(self, *, n_components: int, gamma: float, seed: int, n_features: int, lift: float = 0.0,
@@ -141,26 +150,77 @@ class RandomFourierFeatures:
         self.lift, self.keep = float(lift), bool(keep)
         self._seed = np.uint64(seed & (2**64 - 1))
         self._sd = math.sqrt(2.0 * gamma)
-        self._made: tuple[np.ndarray, np.ndarray] | None = None
-
-    def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
         # made on first use, not when a learner is built: building one compiles nothing
-        if self._made is None:
-            m, inputs = self.n_components, self.n_features + (self.lift > 0.0)
-            fits = 8.0 * inputs * m <= MAX_STATE_BYTES / 4
-            self._made = (_omega(self._seed, inputs, m, self._sd) if fits else np.empty((0, m)),
-                          _beta(self._seed, m))
-        return self._made
+        self._beta: np.ndarray | None = None
+        self._omega = np.empty((0, n_components))  # rows of Ω, in the order they were made
+        self._inputs = np.empty(0, dtype=np.int64)  # their input coordinates, sorted …
+        self._rows = np.empty(0, dtype=np.int64)  # … and where each one's row is in _omega
+        self._whole = False  # all of Ω: row i is input coordinate i
+
+    def _ready(self) -> np.ndarray:
+        if self._beta is None:
+            inputs = self.n_features + (self.lift > 0.0)
+            self._whole = inputs <= self._room()
+            self._remember(np.arange(inputs) if self._whole else np.arange(self.n_features, inputs))
+            self._beta = _beta(self._seed, self.n_components)
+        return self._beta
+
+    def _room(self) -> int:
+        """How many rows of Ω may be kept."""
+        return int(MAX_STATE_BYTES / 4 // (8 * self.n_components))
+
+    def _remember(self, new: np.ndarray) -> None:
+        """Make the rows of Ω for the sorted input coordinates ``new``, as many as there is room for."""
+        made = self._rows.size
+        new = new[: max(0, self._room() - made)]
+        if new.size == 0:
+            return
+        if made + new.size > self._omega.shape[0]:  # amortised growth, capped at the room
+            grown = np.empty((min(self._room(), max(made + new.size, 2 * self._omega.shape[0])), self.n_components))
+            grown[:made] = self._omega[:made]
+            self._omega = grown
+        self._omega[made : made + new.size] = _omega_rows(self._seed, new, self.n_components, self._sd)
+        at = np.searchsorted(self._inputs, new)
+        self._inputs = np.insert(self._inputs, at, new)
+        self._rows = np.insert(self._rows, at, np.arange(made, made + new.size))
+
+    def _lookup(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Which of ``indices`` have a row of Ω, and where in ``_inputs`` each is or would go."""
+        at = np.searchsorted(self._inputs, indices)
+        if self._inputs.size == 0:
+            return np.zeros(indices.size, dtype=bool), at
+        return self._inputs[np.minimum(at, self._inputs.size - 1)] == indices, at
+
+    def _where(self, indices: np.ndarray) -> np.ndarray:
+        """For each input coordinate in ``indices``, its row of Ω, made now if there is room; −1 if not."""
+        if self._whole:
+            return indices.astype(np.int64)
+        known, at = self._lookup(indices)
+        if not known.all() and self._rows.size < self._room():
+            self._remember(np.unique(indices[~known]))
+            known, at = self._lookup(indices)
+        return np.where(known, self._rows[np.minimum(at, self._rows.size - 1)], -1) if self._rows.size else \
+            np.full(indices.size, -1, dtype=np.int64)
 
     @property
     def omega_(self) -> np.ndarray:
-        """Ω, (d [+ 1]) × m; empty when it does not fit, its entries then recomputed from the seed."""
-        return self._arrays()[0]
+        """The rows of Ω made so far: all of it, (d [+ 1]) × m, when it fits; otherwise those of the input
+        coordinates seen (:attr:`inputs_`, in the order they were made), the others recomputed from the seed."""
+        self._ready()
+        return self._omega[: self._rows.size]
+
+    @property
+    def inputs_(self) -> np.ndarray:
+        """The input coordinate of each row of :attr:`omega_`."""
+        self._ready()
+        order = np.empty_like(self._inputs)
+        order[self._rows] = self._inputs
+        return order
 
     @property
     def beta_(self) -> np.ndarray:
         """β, m phases in [0, 2π)."""
-        return self._arrays()[1]
+        return self._ready()
 
     @property
     def width(self) -> int:
@@ -174,7 +234,11 @@ class RandomFourierFeatures:
             out_indptr += indptr - indptr[0]
         out_indices = np.empty(out_indptr[-1], dtype=np.int32)
         out_data = np.empty(out_indptr[-1])
-        _project(indptr, indices, data, self.omega_, self.beta_, self._seed, self._sd, self.lift, self.n_features,
+        beta = self._ready()
+        where = self._where(indices[indptr[0] : indptr[-1]])
+        lifted_row = self._where(np.array([self.n_features]))[0] if self.lift > 0.0 else -1
+        _project(indptr - indptr[0], indices[indptr[0] : indptr[-1]], data[indptr[0] : indptr[-1]], where,
+                 self._omega, beta, self._seed, self._sd, self.lift, self.n_features, lifted_row,
                  self.n_features if self.keep else 0, out_indptr, out_indices, out_data)
         return Rows(out_indptr, out_indices, out_data, self.width)
 

@@ -38,7 +38,7 @@ def test_rff_projection_recomputed_from_the_seed_equals_the_stored_one(monkeypat
     monkeypatch.setattr(features, "MAX_STATE_BYTES", 0)  # as when d × m does not fit
     recomputed = RandomFourierFeatures(n_components=16, gamma=0.3, seed=5, n_features=6)
     assert stored.omega_.shape == (6, 16) and recomputed.omega_.size == 0
-    np.testing.assert_allclose(recomputed.transform(rows).data, want, rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(recomputed.transform(rows).data, want)
 
 
 def test_learner_with_rff_learns_on_the_map_and_keeps_its_input_dimension():
@@ -140,7 +140,25 @@ def test_rff_lift_recomputed_from_the_seed_equals_the_stored_one(monkeypatch):
     monkeypatch.setattr(features, "MAX_STATE_BYTES", 0)
     recomputed = RandomFourierFeatures(n_components=16, gamma=0.3, seed=5, n_features=6, lift=0.5, keep=True)
     assert stored.omega_.shape == (7, 16) and recomputed.omega_.size == 0
-    np.testing.assert_allclose(recomputed.transform(rows).data, want, rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(recomputed.transform(rows).data, want)
+
+
+def test_rff_rows_of_omega_are_made_for_the_features_seen_as_far_as_they_fit(monkeypatch):
+    # hashed features: Ω of every coordinate would not fit, so rows are made as coordinates appear
+    X = np.zeros((3, 9))
+    X[0, [1, 4]], X[1, [4, 7, 8]], X[2, [0, 2, 5, 6]] = (1.0, -2.0), (0.5, 3.0, -1.0), (1.0, 2.0, 3.0, 4.0)
+    rows = as_rows(X)
+    whole = RandomFourierFeatures(n_components=16, gamma=0.3, seed=5, n_features=9, lift=1.0, keep=True)
+    want = [whole.transform(as_rows(X[i : i + 1])).data for i in range(3)]
+    monkeypatch.setattr(features, "MAX_STATE_BYTES", 4 * 8 * 16 * 5)  # room for five rows of Ω
+    seen = RandomFourierFeatures(n_components=16, gamma=0.3, seed=5, n_features=9, lift=1.0, keep=True)
+    got = [seen.transform(as_rows(X[i : i + 1])).data for i in range(3)]
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(a, b)
+    # the lift's row first, then rows 1, 4, then 7, 8 as they appeared; row 2's coordinates from the seed
+    np.testing.assert_array_equal(seen.inputs_, [9, 1, 4, 7, 8])
+    np.testing.assert_array_equal(seen.omega_, whole.omega_[[9, 1, 4, 7, 8]])
+    np.testing.assert_array_equal(seen.transform(rows).data, whole.transform(rows).data)
 
 
 def test_learner_with_rff_keep_learns_on_the_row_and_the_map():
