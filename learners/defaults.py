@@ -11,7 +11,7 @@ from __future__ import annotations
 __all__ = ["DEFAULT_LEARNERS", "default_learner"]
 
 # one for two classes, one for more; registry names (tests/unit/learners/test_registry.py checks them)
-DEFAULT_LEARNERS: dict[str, str] = {"binary": "lr-ada-entropy", "multiclass": "mlr-ada-entropy"}
+DEFAULT_LEARNERS: dict[str, str] = {"binary": "lr-ada-entropy-rff", "multiclass": "mlr-ada-entropy"}
 
 
 def default_learner(n_classes: int) -> str:
