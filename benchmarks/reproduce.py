@@ -135,15 +135,6 @@ def _check_kernel_defaults() -> CheckCell:
                      got.mean, 4)
 
 
-def _check_kernel_board() -> CheckCell:
-    from benchmarks import kernel_board as bench
-
-    made = _json("kernel_board.json")
-    row = next(r for r in records(made["rows"]) if r["budget"] == 0.1)
-    [got] = [r for r in bench.measure(row["dataset"], [0.1], made["permutations"]) if r.mode == "online"]
-    return CheckCell(f"{row['dataset']} {bench.LEARNER} online at 10 %: f1", row["mean"], got.mean, 4)
-
-
 def _check_logistic_defaults() -> CheckCell:
     from benchmarks import leaderboard as lb
     from benchmarks import logistic_defaults as bench
@@ -455,9 +446,6 @@ RESULTS: tuple[Entry, ...] = (
     Entry("kernel-defaults", "leaderboard", ("kernel_defaults.md", "kernel_defaults.json"),
           ("-m", "benchmarks.kernel_defaults"), {"permutations": 3},
           quick=("-m", "benchmarks.kernel_defaults", "--quick"), minutes=6.5, check=_check_kernel_defaults),
-    Entry("kernel-board", "leaderboard", ("kernel_board.md", "kernel_board.json"), ("-m", "benchmarks.kernel_board"),
-          {"permutations": 10}, quick=("-m", "benchmarks.kernel_board", "--quick"), minutes=3,
-          check=_check_kernel_board),
     Entry("river-scaler", "leaderboard", ("river_scaler.md", "river_scaler.json"), ("-m", "benchmarks.river_scaler"),
           {"permutations": 10, "budgets": [0.05, 0.1]}, quick=("-m", "benchmarks.river_scaler", "--quick"), minutes=0.9,
           check=_check_river_scaler),

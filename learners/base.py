@@ -410,8 +410,10 @@ class Learner(Parameterized):
         if self.scale != "none" and (self.rff_components or self.rule.scaling is None):
             what = (f"random Fourier features (rff_components={self.rff_components})" if self.rff_components
                     else f"{type(self.rule).__name__}, which keeps examples rather than weights")
+            other = ", or a learner without the map (rff_components=0: lr-ada-entropy for the default's rule)"
             raise ValueError(f"scale={self.scale!r} cannot keep the scores of {what}: a change of a feature's "
-                             "scale changes them non-linearly; scale the features offline or use scale='none'")
+                             "scale changes them non-linearly; scale the features offline or use scale='none'"
+                             + (other if self.rff_components else ""))
         shared = set(self.rule.param_names()) & set(self.query.param_names())
         for name in shared:
             if getattr(self.rule, name) != getattr(self.query, name):

@@ -84,7 +84,7 @@ def test_a_share_of_the_partitions_is_the_share_of_the_caps(tmp_path):
 
 @pytest.mark.parametrize("role", ["scorer", "trainer"])
 def test_scales_learnt_from_scored_records_need_role_all(tmp_path, role):
-    settings = load_settings(role=role, checkpoint_dir=tmp_path, n_features=4,
+    settings = load_settings(role=role, checkpoint_dir=tmp_path, n_features=4, learner="lr-ada-entropy",
                              learner_params={"scale": "rms", "scale_from": "scored"})
     with pytest.raises(ConfigError, match="ACTIVESTREAM_LEARNER_PARAMS: scale_from=scored"):
         service_for(settings, clients=FakeClients(LocalBroker()), serve_http=False)
@@ -92,6 +92,7 @@ def test_scales_learnt_from_scored_records_need_role_all(tmp_path, role):
 
 @pytest.mark.parametrize("role", ["scorer", "trainer"])
 def test_standardisation_learnt_from_scored_records_needs_role_all(tmp_path, role):
-    settings = load_settings(role=role, checkpoint_dir=tmp_path, n_features=4, learner_params={"scale": "standard"})
+    settings = load_settings(role=role, checkpoint_dir=tmp_path, n_features=4, learner="lr-ada-entropy",
+                             learner_params={"scale": "standard"})
     with pytest.raises(ConfigError, match="ACTIVESTREAM_LEARNER_PARAMS: scale=standard"):
         service_for(settings, clients=FakeClients(LocalBroker()), serve_http=False)
