@@ -1,18 +1,19 @@
 """End-to-end throughput and latency of one service process through a real broker, beside the limit.
 
     python -m benchmarks.service_throughput [--records 1000000] [--repeats 3] [--rate 20000] [--seconds 15]
-                                            [--batch-size 2000] [--warmup 50000]
+                                            [--batch-size 2000] [--warmup 50000] [--learner paa-1]
 
 1. Throughput: a backlog of N feature records (sparse, ~18 non-zeros, 2^20 dimensions) is drained
    (a) by a null service that consumes and produces one output per input with no decoding or
    scoring, (b) by the service restored from its checkpoint, as it runs in production: it first
    learnt from the stream's first W records (``--warmup``), then stopped as on SIGTERM, and the
    backlog was fed while it was down, and (c) by the service with a fresh model. The service runs
-   paa-1 with δ set for 10 % queries after W records, an annotator in a process of its own
-   answering every label request at once. A fresh model asks for most labels until its first ones
-   come back, which (c) shows. Records/second from the first output to the last, by the outputs'
-   Kafka timestamps; repeated, each service run beside the null pipe runs of its repetition (the
-   broker's speed varies), (b) and (c) in alternate orders from one repetition to the next.
+   paa-1 (``--learner``: another, or ``default``) with its knob set for 10 % queries after W records,
+   an annotator in a process of its own answering every label request at once. A fresh model asks
+   for most labels until its first ones come back, which (c) shows. Records/second from the first
+   output to the last, by the outputs' Kafka timestamps; repeated, each service run beside the null
+   pipe runs of its repetition (the broker's speed varies), (b) and (c) in alternate orders from one
+   repetition to the next.
 2. Latency: records are fed at a fixed rate below capacity; p50 / p99, for the null pipe and the
    service, from the record's timestamp to the output's Kafka timestamp (stamped when the output
    is handed to the producer) and to the output reaching a consumer that reads the topic as it
@@ -25,7 +26,7 @@
    service loop's steps (scan, decode, score and decide, write, label requests, produce, labels;
    the rest by difference).
 
-Writes benchmarks/results/service_throughput.md.
+Writes benchmarks/results/service_throughput.md (``service_throughput_<learner>.md`` with ``--learner``).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from queue import Empty
-from typing import Any
+from typing import Any, NamedTuple
 from unittest import mock
 
 import numpy as np
@@ -62,6 +63,7 @@ from consumer.service import KafkaClients, Service
 from learners import make
 from learners.base import Learner
 from learners.datasets import Dataset, synthetic_sparse
+from learners.registry import ALGORITHMS, default_learner
 from learners.replay import find_budget
 
 RESULTS = Path(__file__).parent / "results"
@@ -85,11 +87,19 @@ def make_records(data: Dataset) -> tuple[list[bytes], dict[str, int]]:
     return values, truth
 
 
-def delta_for_ten_percent(data: Dataset, warmup: int) -> float:
-    """δ for a 10 % query ratio over the rows after the first ``warmup``, in their order, after
-    learning from those (labels 2,000 records late)."""
-    learner, _ = find_budget(make("paa-1", n_features=D), data, 0.10, delay=2000, shuffle=False, warmup=warmup)
-    return float(learner.query.delta)
+class Model(NamedTuple):
+    """The learner the service runs (a registry name) and its query knob's value, ``{knob: value}``."""
+
+    learner: str
+    params: dict[str, float]
+
+
+def model_for_ten_percent(learner: str, data: Dataset, warmup: int) -> Model:
+    """``learner`` with its knob set for a 10 % query ratio over the rows after the first ``warmup``, in
+    their order, after learning from those (labels 2,000 records late)."""
+    found, _ = find_budget(make(learner, n_features=D), data, 0.10, delay=2000, shuffle=False, warmup=warmup)
+    knob = found.query.budget_param
+    return Model(learner, {knob: float(getattr(found.query, knob))})
 
 
 def feed(bootstrap: str, topic: str, values: list[bytes], rate: float = 0.0) -> None:
@@ -428,14 +438,14 @@ def annotator_running(bootstrap: str, topics: dict, truth: dict,
 
 
 @contextlib.contextmanager
-def service_running(bootstrap: str, topics: dict, delta: float, checkpoints: Path,
+def service_running(bootstrap: str, topics: dict, model: Model, checkpoints: Path,
                     requests: BrokerRequests | None = None,
                     batch_size: int = BATCH_SIZE) -> Iterator[tuple[Service, threading.Thread]]:
     """The service in a thread of this process while the block runs, keeping its checkpoints in
     ``checkpoints`` (it restores the newest one there); then stopped as SIGTERM stops it (final
     checkpoint, offsets committed). With ``requests``, its clients count their requests there."""
     settings = load_settings(bootstrap_servers=bootstrap, topics=topics, checkpoint_dir=checkpoints,
-                             n_features=D, learner="paa-1", learner_params={"delta": delta},
+                             n_features=D, learner=model.learner, learner_params=model.params,
                              kafka_consumer=CLIENT_SETTINGS,
                              kafka_labels_consumer=LABEL_LOOP_FETCH, metrics_port=0, batch_size=batch_size,
                              kafka={"statistics.interval.ms": str(STATS_MS)} if requests else {})
@@ -563,7 +573,7 @@ class Drains:
     requests: list[dict[str, np.ndarray]]
 
 
-def drain_backlog(b: str, warm: list[bytes], values: list[bytes], truth: dict, delta: float, workdir: Path,
+def drain_backlog(b: str, warm: list[bytes], values: list[bytes], truth: dict, model: Model, workdir: Path,
                   broker_pid: int, batch_size: int = BATCH_SIZE, fresh_first: bool = False) -> Drains:
     """One repetition of part 1, each drain on fresh topics: the two null pipes, then the service
     restored from a checkpoint (it first learns from the ``warm`` records and their labels, then
@@ -584,16 +594,16 @@ def drain_backlog(b: str, warm: list[bytes], values: list[bytes], truth: dict, d
         requests.append(counted.per_second())
         delete_topics(b, [src, dst])
     if fresh_first:
-        cold_rate, cold_queries = _fresh_drain(b, values, truth, delta, workdir, batch_size)
-    rate, queries, service_cpu, stages, service_requests = _restored_drain(b, warm, values, truth, delta, workdir,
+        cold_rate, cold_queries = _fresh_drain(b, values, truth, model, workdir, batch_size)
+    rate, queries, service_cpu, stages, service_requests = _restored_drain(b, warm, values, truth, model, workdir,
                                                                            broker_pid, batch_size)
     if not fresh_first:
-        cold_rate, cold_queries = _fresh_drain(b, values, truth, delta, workdir, batch_size)
+        cold_rate, cold_queries = _fresh_drain(b, values, truth, model, workdir, batch_size)
     return Drains(null_rates[0], null_rates[1], rate, queries, cold_rate, cold_queries, np.array([*cpu, service_cpu]),
                   stages, [*requests, service_requests])
 
 
-def _restored_drain(b: str, warm: list[bytes], values: list[bytes], truth: dict, delta: float, workdir: Path,
+def _restored_drain(b: str, warm: list[bytes], values: list[bytes], truth: dict, model: Model, workdir: Path,
                     broker_pid: int, batch_size: int) -> tuple[float, float, np.ndarray, dict, dict]:
     """The restored service's drain: (records/s, query ratio, CPU seconds per record of each of
     :data:`CPU_PARTS`, seconds per record in each of :data:`STAGES`, requests/s per client)."""
@@ -602,13 +612,13 @@ def _restored_drain(b: str, warm: list[bytes], values: list[bytes], truth: dict,
     counted = BrokerRequests(multiprocessing.get_context("fork").Queue())
     with annotator_running(b, topics, truth, counted) as annotator:
         feed(b, topics["features"], warm)
-        with service_running(b, topics, delta, checkpoints, batch_size=batch_size) as (service, _):
+        with service_running(b, topics, model, checkpoints, batch_size=batch_size) as (service, _):
             wait_scored(service, len(warm))
             wait_labelled(service)  # the checkpoint then holds a model that learnt from the warm-up's labels
         before = service.totals.get("records_scored"), service.totals.get("label_requests")
         feed(b, topics["features"], values)
         since_ms = int(time.time() * 1000)
-        with timed_stages() as seconds, service_running(b, topics, delta, checkpoints, counted,
+        with timed_stages() as seconds, service_running(b, topics, model, checkpoints, counted,
                                                          batch_size) as (service, runner):
             meter = CpuMeter(broker_pid, runner.native_id, annotator.pid)
             wait_scored(service, before[0] + 1)
@@ -624,14 +634,14 @@ def _restored_drain(b: str, warm: list[bytes], values: list[bytes], truth: dict,
     return rate, queries, cpu, {k: v / scored for k, v in seconds.items()}, counted.per_second()
 
 
-def _fresh_drain(b: str, values: list[bytes], truth: dict, delta: float, workdir: Path,
+def _fresh_drain(b: str, values: list[bytes], truth: dict, model: Model, workdir: Path,
                  batch_size: int) -> tuple[float, float]:
     """The drain of a service with a fresh model: (records/s, query ratio)."""
     n = len(values)
     topics = new_topics(b)
     with annotator_running(b, topics, truth):
         feed(b, topics["features"], values)
-        with service_running(b, topics, delta, workdir / uuid.uuid4().hex, batch_size=batch_size) as (service, _):
+        with service_running(b, topics, model, workdir / uuid.uuid4().hex, batch_size=batch_size) as (service, _):
             wait_scored(service, n)
             queries = service.totals.get("label_requests") / service.totals.get("records_scored")
     rate = output_rate(b, topics["predictions"], n)
@@ -718,6 +728,11 @@ def _requests_table(runs: list[Drains], drain_rates: np.ndarray, cost: tuple[flo
     return rows
 
 
+def results_name(learner: str) -> str:
+    """The results file of a run with ``--learner learner``."""
+    return "service_throughput.md" if learner == "paa-1" else f"service_throughput_{learner}.md"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     # 200,000 records: the null pipe is through in ~0.5 s, and one repetition's ratio to it ranged
@@ -732,7 +747,13 @@ def main() -> None:
                     help="records per batch (ACTIVESTREAM_BATCH_SIZE), the null pipes' too")
     ap.add_argument("--warmup", type=int, default=50_000,
                     help="records the service learns from before it stops and restarts on the backlog")
+    ap.add_argument("--learner", default="paa-1",
+                    help="registry name of the service's learner, or 'default' (the binary default learner); "
+                         "results in service_throughput.md for paa-1, service_throughput_<learner>.md otherwise")
     args = ap.parse_args()
+    learner = default_learner(2) if args.learner == "default" else args.learner
+    if learner not in ALGORITHMS or make(learner).query.budget_param is None:
+        ap.error(f"--learner must name a registry learner with a query knob, got {args.learner!r}")
     if args.records < 10 * args.batch_size:  # a drain of a few batches is over before it can be timed
         ap.error(f"--records must be at least 10 batches ({10 * args.batch_size:,} at --batch-size "
                  f"{args.batch_size:,}), got {args.records:,}")
@@ -740,13 +761,13 @@ def main() -> None:
     data = stream(args.warmup + n)
     values, truth = make_records(data)
     warm, values = values[:args.warmup], values[args.warmup:]
-    delta = delta_for_ten_percent(data, args.warmup)
+    model = model_for_ten_percent(learner, data, args.warmup)
     workdir = Path(tempfile.mkdtemp(prefix="activestream-bench-"))
     lines = []
 
     with Broker() as broker:
         b = broker.bootstrap
-        runs = [drain_backlog(b, warm, values, truth, delta, workdir, broker.pid, args.batch_size,
+        runs = [drain_backlog(b, warm, values, truth, model, workdir, broker.pid, args.batch_size,
                               fresh_first=i % 2 == 1) for i in range(args.repeats)]
         per_fetch, per_produce = broker_cpu_per_request(b, broker.pid)
         null_rates, batched_rates, service_rates, cold_rates = (
@@ -776,19 +797,21 @@ def main() -> None:
             null_lat = null_latencies()
         topics = new_topics(b)
         with (annotator_running(b, topics, lat_truth), tailing(b, topics["predictions"], m) as svc_latencies,
-              service_running(b, topics, delta, workdir / uuid.uuid4().hex, batch_size=args.batch_size)
+              service_running(b, topics, model, workdir / uuid.uuid4().hex, batch_size=args.batch_size)
               as (service, _)):
             wait_ready(service)
             feed(b, topics["features"], lat_values, rate=args.rate)
             wait_scored(service, m)
             svc_lat = svc_latencies()
 
+    knob_text = ", ".join(f"{k} = {v:.4g}" for k, v in model.params.items())
     lines += [
-        "# Service throughput and latency through one broker (Tansu on 127.0.0.1)",
+        "# Service throughput and latency through one broker (Tansu on 127.0.0.1)"
+        + ("" if args.learner == "paa-1" else f": {args.learner} learner, {learner}"),
         "",
-        f"Records: {n:,} sparse (~18 non-zeros, 2^20 dimensions), JSON `{{indices, values}}`; learner paa-1, "
-        f"δ = {delta:.4g}, set for a 10 % query ratio after {args.warmup:,} records (replayed offline); an "
-        f"annotator answers every request at once. Batches of up to {args.batch_size:,} records "
+        f"Records: {n:,} sparse (~18 non-zeros, 2^20 dimensions), JSON `{{indices, values}}`; learner "
+        f"{model.learner}, {knob_text}, set for a 10 % query ratio after {args.warmup:,} records (replayed "
+        "offline); an annotator answers every request at once. Batches of up to {args.batch_size:,} records "
         "(`ACTIVESTREAM_BATCH_SIZE`; the null pipes take as many at a time).",
         "",
         f"Throughput on a backlog, {args.repeats} repetitions. Each, on fresh topics: the null pipe producing "
@@ -860,7 +883,7 @@ def main() -> None:
         f"{(1 / np.median(service_rates) - sum(list(per_stage.values())[1:])) * 1e6:.2f} |",
     ]
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "service_throughput.md").write_text("\n".join(lines) + "\n")
+    (RESULTS / results_name(args.learner)).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -79,12 +79,13 @@ def test_one_repetition_drains_the_backlog_with_each_pipe_and_the_restored_servi
         tmp_path, fresh_first):
     from confluent_kafka.admin import AdminClient
 
-    from benchmarks.service_throughput import STAGES, drain_backlog, make_records, stream
+    from benchmarks.service_throughput import STAGES, Model, drain_backlog, make_records, stream
     from consumer.demo.broker import Broker
 
     values, truth = make_records(stream(21_000))  # a backlog long enough to outlast the 20 ms polls that time it
     with Broker() as broker:
-        run = drain_backlog(broker.bootstrap, values[:1_000], values[1_000:], truth, 0.1, tmp_path, broker.pid,
+        run = drain_backlog(broker.bootstrap, values[:1_000], values[1_000:], truth, Model("paa-1", {"delta": 0.1}),
+                            tmp_path, broker.pid,
                             batch_size=500, fresh_first=fresh_first)
         # every drain's topics are gone once it is measured (the broker keeps records in memory)
         left = AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(timeout=10).topics
