@@ -203,7 +203,8 @@ def run(records: int | None = None, *, target: float = TARGET, kill_at: float = 
                                                                       timeout_s=120)}
     figures = measure(ids, predictions, int(killed_at * 1000))
     asked = {rid for rid, req, _ in predictions if req}
-    return {**figures, "target": target, "source": "a8a" if data.name != "synthetic" else "a synthetic stream",
+    return {**figures, "target": target, "learner": default_learner(2, data.rows.n_features),
+            "source": "a8a" if data.name != "synthetic" else "a synthetic stream",
             "rows": data.n, "produced_per_s": n / produced_s,
             "checkpoint_records_at_kill": resumed_from, "scored_seen_at_kill": scored_at_kill,
             "requests_topic_agrees": requested == asked, "labels_answered": len(annotator.answered),
@@ -284,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
                    "command": command, "seconds": time.perf_counter() - started,
                    "settings": {"records": result["predicted"] + result["missing"], "target": TARGET,
                                 "kill_at": 0.5, "checkpoint_every_s": CHECKPOINT_EVERY_S, "partitions": 1,
-                                "learner": f"default ({default_learner(2)})", "client_settings": CLIENTS}})
+                                "learner": f"default ({result.pop('learner')})", "client_settings": CLIENTS}})
     (out / "budget_broker.json").write_text(json.dumps(result, indent=1) + "\n")
     (out / "budget_broker.md").write_text(render(result))
     print(render(result))

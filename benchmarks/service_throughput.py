@@ -751,7 +751,7 @@ def main() -> None:
                     help="registry name of the service's learner, or 'default' (the binary default learner); "
                          "results in service_throughput.md for paa-1, service_throughput_<learner>.md otherwise")
     args = ap.parse_args()
-    learner = default_learner(2) if args.learner == "default" else args.learner
+    learner = default_learner(2, D) if args.learner == "default" else args.learner
     if learner not in ALGORITHMS or make(learner).query.budget_param is None:
         ap.error(f"--learner must name a registry learner with a query knob, got {args.learner!r}")
     if args.records < 10 * args.batch_size:  # a drain of a few batches is over before it can be timed

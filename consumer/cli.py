@@ -115,8 +115,9 @@ def _replay(args: argparse.Namespace) -> int:
         if "n_features" in params:  # a model wider than the file's largest index
             data = data.with_features(int(params["n_features"]))
     read_seconds = time.perf_counter() - started
-    # without --learner, the default for the number of classes the data (or --param classes) has
-    name = args.learner or default_learner(len(params.get("classes") or data.classes()))
+    # without --learner, the default for the number of classes the data (or --param classes) has, and its width
+    name = args.learner or default_learner(len(params.get("classes") or data.classes()),
+                                           int(params.get("n_features", data.rows.n_features)))
     if args.paper_protocol:
         params = {**paper_protocol(name), **params}
     params.setdefault("n_features", data.rows.n_features)

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from consumer.errors import ConfigError
-from learners.defaults import DEFAULT_LEARNERS
+from learners.defaults import DEFAULT_LEARNERS, KERNEL_MAX_FEATURES
 
 __all__ = ["ENV_PREFIX", "Settings", "load_settings"]
 
@@ -143,8 +143,9 @@ class Settings(BaseSettings):
     )
 
     learner: str | None = Field(None, description="registry name of the learner (docs: learner registry); unset: "
-                                f"{DEFAULT_LEARNERS['binary']} for two classes, "
-                                f"{DEFAULT_LEARNERS['multiclass']} for more")
+                                f"{DEFAULT_LEARNERS['binary']} for two classes and N_FEATURES up to "
+                                f"{KERNEL_MAX_FEATURES:,}, {DEFAULT_LEARNERS['binary, wide rows']} for wider rows, "
+                                f"{DEFAULT_LEARNERS['multiclass']} for more classes")
     learner_params: dict[str, Any] = Field(default_factory=dict,
                                            description="hyper-parameter overrides, e.g. __DELTA=0.5")
     classes: list[Any] | None = Field(None, description="binary: [negative, positive]; multiclass: all classes")

@@ -87,7 +87,8 @@ _MAX_CLASSES_INITIALISED = 20  # labelled records: one series per (class, predic
 def build_learner(settings: Settings):
     """The configured learner; a wrong name, parameter or class list is a :class:`ConfigError`."""
     try:
-        name = canonical_name(settings.learner or default_learner(len(settings.classes or (-1, 1))))
+        default = default_learner(len(settings.classes or (-1, 1)), settings.n_features)
+        name = canonical_name(settings.learner or default)
     except ValueError as exc:
         raise ConfigError(f"ACTIVESTREAM_LEARNER: {exc}") from None
     spec = ALGORITHMS[name]

@@ -10,7 +10,6 @@ from benchmarks import leaderboard as lb
 from benchmarks import reproduce
 from benchmarks import river_scaler as rs
 from benchmarks.reproduce import records
-from learners.defaults import default_learner
 from tests.unit.benchmarks.test_leaderboard import gaussian
 
 N = 1500
@@ -30,7 +29,7 @@ def test_each_budget_has_both_river_sources_and_the_default(made):
     _, payload = made
     cells = {(c["budget"], c["entry"]): c for c in records(payload["cells"])}
     assert set(cells) == {(b, e) for b in rs.BUDGETS
-                          for e in ("river-scaler-labelled", "river-scaler-every", default_learner(2))}
+                          for e in ("river-scaler-labelled", "river-scaler-every", rs.OURS)}
     for (budget, _), c in cells.items():
         assert 0.5 < c["mean"] <= 1.0  # a separable stream
         assert abs(c["query"] - budget) <= 0.1 * budget

@@ -142,8 +142,10 @@ def test_the_scale_out_settings_are_read(monkeypatch):
 
 def test_without_a_learner_the_service_takes_the_default_for_its_classes(tmp_path):
     # classes unset: -1 and 1
-    assert build_learner(load_settings(checkpoint_dir=tmp_path)).name == "lr-ada-entropy-rff"
-    assert build_learner(load_settings(checkpoint_dir=tmp_path, classes=["ham", "spam"])).name == "lr-ada-entropy-rff"
+    # N_FEATURES unset: hashed names, 2^20 wide, past what the kernel learner maps
+    assert build_learner(load_settings(checkpoint_dir=tmp_path)).name == "lr-ada-entropy"
+    assert build_learner(load_settings(checkpoint_dir=tmp_path, classes=["ham", "spam"])).name == "lr-ada-entropy"
+    assert build_learner(load_settings(checkpoint_dir=tmp_path, n_features=30)).name == "lr-ada-entropy-rff"
     three = build_learner(load_settings(checkpoint_dir=tmp_path, classes=["a", "b", "c"]))
     assert three.name == "mlr-ada-entropy" and three.multiclass and list(three.classes) == ["a", "b", "c"]
 

@@ -122,7 +122,20 @@ def test_gap_query_needs_a_multiclass_rule():
 def test_the_default_learners_are_registered_binary_and_multiclass():
     from learners.registry import DEFAULT_LEARNERS, default_learner
 
-    assert default_learner(2) == DEFAULT_LEARNERS["binary"] and default_learner(5) == DEFAULT_LEARNERS["multiclass"]
-    assert not make(default_learner(2)).multiclass
+    assert default_learner(2, 100) == DEFAULT_LEARNERS["binary"]
+    assert default_learner(5) == DEFAULT_LEARNERS["multiclass"] == default_learner(5, 100)
+    assert default_learner(2) == DEFAULT_LEARNERS["binary, wide rows"] == default_learner(2, 2**20)
+    assert set(DEFAULT_LEARNERS.values()) <= set(ALGORITHMS)
+    assert not make(default_learner(2, 100)).multiclass and not make(default_learner(2)).multiclass
     assert make(default_learner(3), classes=[0, 1, 2]).multiclass
+
+
+def test_the_binary_default_maps_rows_exactly_as_wide_as_its_omega_is_made_whole():
+    from learners.defaults import KERNEL_MAX_FEATURES
+    from learners.registry import DEFAULT_LEARNERS, default_learner
+
+    assert (default_learner(2, KERNEL_MAX_FEATURES), default_learner(2, KERNEL_MAX_FEATURES + 1)) == (
+        DEFAULT_LEARNERS["binary"], DEFAULT_LEARNERS["binary, wide rows"])
+    # the rows of Ω the map keeps: the input coordinates and the lift's
+    assert make(DEFAULT_LEARNERS["binary"], n_features=KERNEL_MAX_FEATURES)._features._room() == KERNEL_MAX_FEATURES + 1
 
