@@ -811,7 +811,7 @@ def main() -> None:
         "",
         f"Records: {n:,} sparse (~18 non-zeros, 2^20 dimensions), JSON `{{indices, values}}`; learner "
         f"{model.learner}, {knob_text}, set for a 10 % query ratio after {args.warmup:,} records (replayed "
-        "offline); an annotator answers every request at once. Batches of up to {args.batch_size:,} records "
+        f"offline); an annotator answers every request at once. Batches of up to {args.batch_size:,} records "
         "(`ACTIVESTREAM_BATCH_SIZE`; the null pipes take as many at a time).",
         "",
         f"Throughput on a backlog, {args.repeats} repetitions. Each, on fresh topics: the null pipe producing "
