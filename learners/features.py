@@ -155,13 +155,16 @@ class RandomFourierFeatures:
         self._omega = np.empty((0, n_components))  # rows of Ω, in the order they were made
         self._inputs = np.empty(0, dtype=np.int64)  # their input coordinates, sorted …
         self._rows = np.empty(0, dtype=np.int64)  # … and where each one's row is in _omega
-        self._whole = False  # all of Ω: row i is input coordinate i
+        self._whole = False  # all of Ω, row i for input coordinate i; _inputs and _rows then unused
 
     def _ready(self) -> np.ndarray:
         if self._beta is None:
             inputs = self.n_features + (self.lift > 0.0)
             self._whole = inputs <= self._room()
-            self._remember(np.arange(inputs) if self._whole else np.arange(self.n_features, inputs))
+            if self._whole:  # row i is input coordinate i: no lookup to keep
+                self._omega = _omega_rows(self._seed, np.arange(inputs), self.n_components, self._sd)
+            else:
+                self._remember(np.arange(self.n_features, inputs))
             self._beta = _beta(self._seed, self.n_components)
         return self._beta
 
@@ -207,12 +210,14 @@ class RandomFourierFeatures:
         """The rows of Ω made so far: all of it, (d [+ 1]) × m, when it fits; otherwise those of the input
         coordinates seen (:attr:`inputs_`, in the order they were made), the others recomputed from the seed."""
         self._ready()
-        return self._omega[: self._rows.size]
+        return self._omega if self._whole else self._omega[: self._rows.size]
 
     @property
     def inputs_(self) -> np.ndarray:
         """The input coordinate of each row of :attr:`omega_`."""
         self._ready()
+        if self._whole:
+            return np.arange(self._omega.shape[0])
         order = np.empty_like(self._inputs)
         order[self._rows] = self._inputs
         return order
