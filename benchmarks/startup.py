@@ -11,7 +11,8 @@ bytecode cache (one replay before timing fills both caches; the timed processes 
 ``PYTHONDONTWRITEBYTECODE``, as an installed package does), and reports the median of ``--repeats``
 runs of:
 
-* the whole command both ways and ``activestream --help``, each one process measured from outside
+* the whole command both ways, with the default learner (no ``--learner``, ahead of time) and
+  ``activestream --help``, each one process measured from outside
   (wall; user+sys CPU and peak RSS from GNU time), and ``python -c pass`` (the interpreter alone);
 * the same replay in a probe process (``python -X importtime``), both ways, that times its phases:
   the imports the command needs (by package, from ``-X importtime``), at run time loading the
@@ -35,6 +36,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.throughput import BIN, RESULTS, compile_ahead_of_time, timed
+from learners.defaults import default_learner
 
 __all__ = ["main"]
 
@@ -89,6 +91,11 @@ consumer.cli.main(sys.argv[1:])
 w2, c2 = time.perf_counter(), time.process_time()
 print(json.dumps(dict(imports=[w1 - w0, c1 - c0], run=[w2 - w1, c2 - c1], loads=loads)))
 """
+
+
+def _width(text: bytes) -> int:
+    """The rows' width as a replay finds it: the largest (1-based) feature index."""
+    return max(int(token.split(b":")[0]) for line in text.splitlines() for token in line.split()[1:])
 
 
 def _package(module: str) -> str:
@@ -173,10 +180,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         ten = Path(tmpdir) / "ten.svm"
         ten.write_bytes(TEN_ROWS)
         replay = ["replay", "--learner", "paa-1", "--data", str(ten), "--in-order", "--json"]
+        by_default = ["replay", "--data", str(ten), "--in-order", "--json"]  # the default learner of its rows
         timed([*at_run_time, activestream, *replay])  # fills numba's on-disk cache: no timed run compiles
-        whole, whole_jit, helps, bare, probes, probes_jit = [], [], [], [], [], []
+        timed([activestream, *by_default])
+        whole, whole_default, whole_jit, helps, bare, probes, probes_jit = [], [], [], [], [], [], []
         for _ in range(args.repeats):  # interleaved, so a burst of load on the machine hits every kind
             whole.append(timed([activestream, *replay]))
+            whole_default.append(timed([activestream, *by_default]))
             whole_jit.append(timed([*at_run_time, activestream, *replay]))
             helps.append(timed([activestream, "--help"]))
             bare.append(timed([sys.executable, "-c", "pass"]))
@@ -207,6 +217,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               "evaluate, print)", f(_median([p["run"][0] for p in probes])),
               f(_median([p["run"][1] for p in probes])), ""),
              whole_row("&nbsp;&nbsp;**whole command** `activestream replay …`, from outside", whole),
+             whole_row(f"&nbsp;&nbsp;**whole command with the default learner** (no `--learner`: "
+                       f"`{default_learner(2, _width(TEN_ROWS))}` for these rows), from outside", whole_default),
              (f"**kernels compiled by numba at run time** (`ACTIVESTREAM_AOT=0`): loading {len(kernels)} "
               "kernels from numba's cache", f(_median(kernel_w)), f(_median(kernel_c)), ""),
              ("&nbsp;&nbsp;the first: numba imported and its CPU target set up", f(_median(first_w)),

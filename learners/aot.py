@@ -39,9 +39,11 @@ from learners.compiled import META, MODULE, driver_name, kernel_name, kernels_of
 
 __all__ = ["DRIVERS", "KERNELS", "build", "exports", "main"]
 
-# the kernels compiled on their own: what the LIBSVM reader and the AUC-ROC run, (module, name)
+# the kernels compiled on their own: what the LIBSVM reader, the AUC-ROC and the random Fourier
+# features run, (module, name)
 KERNELS = (("learners.datasets", "_count"), ("learners.datasets", "_parse"), ("learners.datasets", "_scan"),
-           ("learners.evaluation", "_twice_u"), ("learners.evaluation", "_sort_bits"))
+           ("learners.evaluation", "_twice_u"), ("learners.evaluation", "_sort_bits"),
+           ("learners.features", "_omega_rows"), ("learners.features", "_beta"), ("learners.features", "_project"))
 
 # the drivers compiled once per (rule, query) pair: export prefix → (module, name)
 DRIVERS = {"replay_rows": ("learners.drivers", "replay_rows"), "budget_replay_rows": ("learners.budget", "replay_rows")}

@@ -36,7 +36,8 @@ import numpy as np
 
 from learners.coin import draw, splitmix64
 from learners.inputs import Rows
-from learners.jit import jit
+from learners.jit import jit, kernel, signature
+from learners.kernels import ready
 from learners.memory import MAX_STATE_BYTES
 
 __all__ = ["RandomFourierFeatures"]
@@ -54,25 +55,28 @@ def _gaussian(seed, i, j):
     return math.sqrt(-2.0 * math.log(1.0 - u1)) * math.cos(_TWO_PI * u2)
 
 
-@jit
-def _omega_rows(seed, inputs, m, sd):
-    """The rows of Ω for the input coordinates ``inputs``."""
-    out = np.empty((inputs.size, m))
+def _in(dtype: str, ndim: int = 1) -> str:
+    """Numba's type of a C-contiguous array a kernel only reads (a writable one is taken as well)."""
+    return f"Array({dtype}, {ndim}, 'C', readonly=True)"
+
+
+# Fixed signatures: the replay runs them compiled ahead of time (learners.aot), with no numba in the
+# process, and a call with other types would be misread there, so the callers convert their arguments
+@kernel(signature("none", "uint64", _in("int64"), "float64", "float64[:, ::1]"), nrt=False)
+def _omega_rows(seed, inputs, sd, out):
+    """The rows of Ω for the input coordinates ``inputs``, into ``out``."""
     for r in range(inputs.size):
-        for j in range(m):
+        for j in range(out.shape[1]):
             out[r, j] = sd * _gaussian(seed, inputs[r], j)
-    return out
 
 
-@jit
-def _beta(seed, m):
-    out = np.empty(m)
-    for j in range(m):
+@kernel(signature("none", "uint64", "float64[::1]"), nrt=False)
+def _beta(seed, out):
+    for j in range(out.size):
         out[j] = _TWO_PI * draw(splitmix64(seed ^ _BETA), np.uint64(j))
-    return out
 
 
-@jit
+@jit(inline="always")
 def _add_row(z, v, omega, row, seed, sd, i):
     """z += v · ω_i, from Ω's row ``row`` or, if it is −1, from the seed: the same entries either way."""
     if row >= 0:
@@ -83,7 +87,9 @@ def _add_row(z, v, omega, row, seed, sd, i):
             z[j] += v * (sd * _gaussian(seed, i, j))
 
 
-@jit
+@kernel(signature("none", _in("int64"), _in("int32"), _in("float64"), _in("int64"), _in("float64", 2),
+                  _in("float64"), "uint64", "float64", "float64", "int64", "int64", "int64", _in("int64"),
+                  "int32[::1]", "float64[::1]"), nrt=False)
 def _project(indptr, indices, data, where, omega, beta, seed, sd, lift, lifted, lifted_row, keep,
              out_indptr, out_indices, out_data):
     """Row r of the output, from ``out_indptr[r]``: its own coordinates if ``keep`` > 0 (then ``keep``
@@ -107,7 +113,8 @@ def _project(indptr, indices, data, where, omega, beta, seed, sd, lift, lifted, 
                 sq += data[k] * data[k]
             inv = 1.0 / math.sqrt(sq)
         z = out_data[at : at + m]
-        z[:] = beta
+        for j in range(m):  # a loop: an array assignment needs numba's runtime, which kernels go without
+            z[j] = beta[j]
         for k in range(lo, hi):
             _add_row(z, data[k] * inv, omega, where[k], seed, sd, indices[k])
         if lift > 0.0:
@@ -162,10 +169,12 @@ class RandomFourierFeatures:
             inputs = self.n_features + (self.lift > 0.0)
             self._whole = inputs <= self._room()
             if self._whole:  # row i is input coordinate i: no lookup to keep
-                self._omega = _omega_rows(self._seed, np.arange(inputs), self.n_components, self._sd)
+                self._omega = np.empty((inputs, self.n_components))
+                ready(_omega_rows)(self._seed, np.arange(inputs, dtype=np.int64), self._sd, self._omega)
             else:
                 self._remember(np.arange(self.n_features, inputs))
-            self._beta = _beta(self._seed, self.n_components)
+            self._beta = np.empty(self.n_components)
+            ready(_beta)(self._seed, self._beta)
         return self._beta
 
     def _room(self) -> int:
@@ -182,7 +191,8 @@ class RandomFourierFeatures:
             grown = np.empty((min(self._room(), max(made + new.size, 2 * self._omega.shape[0])), self.n_components))
             grown[:made] = self._omega[:made]
             self._omega = grown
-        self._omega[made : made + new.size] = _omega_rows(self._seed, new, self.n_components, self._sd)
+        ready(_omega_rows)(self._seed, np.ascontiguousarray(new, dtype=np.int64), self._sd,
+                           self._omega[made : made + new.size])
         at = np.searchsorted(self._inputs, new)
         self._inputs = np.insert(self._inputs, at, new)
         self._rows = np.insert(self._rows, at, np.arange(made, made + new.size))
@@ -240,11 +250,14 @@ class RandomFourierFeatures:
         out_indices = np.empty(out_indptr[-1], dtype=np.int32)
         out_data = np.empty(out_indptr[-1])
         beta = self._ready()
-        where = self._where(indices[indptr[0] : indptr[-1]])
-        lifted_row = self._where(np.array([self.n_features]))[0] if self.lift > 0.0 else -1
-        _project(indptr - indptr[0], indices[indptr[0] : indptr[-1]], data[indptr[0] : indptr[-1]], where,
-                 self._omega, beta, self._seed, self._sd, self.lift, self.n_features, lifted_row,
-                 self.n_features if self.keep else 0, out_indptr, out_indices, out_data)
+        lo, hi = indptr[0], indptr[-1]
+        indices = np.ascontiguousarray(indices[lo:hi], dtype=np.int32)
+        where = np.ascontiguousarray(self._where(indices), dtype=np.int64)
+        lifted_row = int(self._where(np.array([self.n_features]))[0]) if self.lift > 0.0 else -1
+        ready(_project)(np.ascontiguousarray(indptr - lo, dtype=np.int64), indices,
+                        np.ascontiguousarray(data[lo:hi], dtype=np.float64), where, self._omega, beta, self._seed,
+                        self._sd, self.lift, self.n_features, lifted_row, self.n_features if self.keep else 0,
+                        out_indptr, out_indices, out_data)
         return Rows(out_indptr, out_indices, out_data, self.width)
 
     def transform(self, rows: Rows) -> Rows:

@@ -14,14 +14,16 @@ import pytest
 from learners import ALGORITHMS, aot, compiled
 from learners.budget import backtest_controller
 from learners.datasets import read_libsvm
+from learners.defaults import default_learner
 from learners.replay import replay
 from tests.unit.learners.test_replay_stream import assert_same, dataset, learner
 
-# the default learners, importance weights (binary and multiclass), a full second-order rule, a
-# kernel rule with its support set, a drift rule: compiled for the tests (seconds each), where
-# `python -m learners.aot` compiles every pair of the registry
-REPRESENTATIVE = ["paa-1", "lr-ada-entropy", "mlr-ada-entropy", "paa-1-iwal", "mpaa-1-iwal", "soal", "kpa",
-                  "lasec-diag"]
+# the default learners (the binary one on narrow rows with its random Fourier features), importance
+# weights (binary and multiclass), a full second-order rule, a kernel rule with its support set, a
+# drift rule: compiled for the tests (seconds each), where `python -m learners.aot` compiles every
+# pair of the registry
+REPRESENTATIVE = ["paa-1", "lr-ada-entropy", "lr-ada-entropy-rff", "mlr-ada-entropy", "paa-1-iwal", "mpaa-1-iwal",
+                  "soal", "kpa", "lasec-diag"]
 
 
 @pytest.fixture(scope="module")
@@ -138,6 +140,15 @@ def test_an_offline_replay_with_its_kernels_compiled_ahead_of_time_loads_no_numb
     # numpy.ma) is not called, and nothing imports statistics (CW's φ does, when a CW learner is made)
     given = ["--param", "n_features=124", "--param", "classes=[-1,1]"]
     got = _replay_loads(twins, ["--learner", "paa-1", "--in-order", *given, "--data", str(path)])
+    assert got["loaded"] == [] and 0 < got["f1"] < 1
+
+
+def test_a_replay_with_the_default_learner_of_narrow_rows_loads_no_numba(twins, tmp_path, datasets_dir):
+    path = tmp_path / "rows.svm"
+    path.write_bytes(lzma.decompress((datasets_dir / "a8a.xz").read_bytes())[:20_000])
+    assert default_learner(2, 124) == "lr-ada-entropy-rff"  # its map's kernels are compiled ahead of time too
+    got = _replay_loads(twins, ["--in-order", "--param", "n_features=124", "--param", "classes=[-1,1]",
+                                "--data", str(path)])
     assert got["loaded"] == [] and 0 < got["f1"] < 1
 
 
