@@ -196,7 +196,8 @@ def test_the_ahead_of_time_compiler_compiles_the_kernels_declared_so_without_the
     from learners.jit import resolved
 
     assert aot._without_runtime() == {"datasets_count", "datasets_parse", "datasets_scan", "evaluation_twice_u",
-                                      "evaluation_sort_bits"}
+                                      "evaluation_sort_bits", "features_omega_rows", "features_beta",
+                                      "features_project"}
     assert datasets._parse.nrt is False and evaluation._twice_u.nrt is False
     sig = parse_signature(signature("float64", "float64[::1]"))
     function, other = resolved(_sum_through_calls), resolved(_sum_through_calls)
