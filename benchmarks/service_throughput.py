@@ -63,7 +63,7 @@ from consumer.service import KafkaClients, Service
 from learners import make
 from learners.base import Learner
 from learners.datasets import Dataset, synthetic_sparse
-from learners.registry import ALGORITHMS, default_learner
+from learners.registry import canonical_name, default_learner
 from learners.replay import find_budget
 
 RESULTS = Path(__file__).parent / "results"
@@ -92,6 +92,15 @@ class Model(NamedTuple):
 
     learner: str
     params: dict[str, float]
+
+
+def service_learner(name: str) -> str:
+    """The registry name of ``--learner``: any spelling of a learner with a query knob, or "default" (the
+    service's binary default for its 2²⁰-wide records)."""
+    learner = default_learner(2, D) if name == "default" else canonical_name(name)
+    if make(learner).query.budget_param is None:
+        raise ValueError(f"{learner!r} has no query knob to set for 10 % queries")
+    return learner
 
 
 def model_for_ten_percent(learner: str, data: Dataset, warmup: int) -> Model:
@@ -751,9 +760,10 @@ def main() -> None:
                     help="registry name of the service's learner, or 'default' (the binary default learner); "
                          "results in service_throughput.md for paa-1, service_throughput_<learner>.md otherwise")
     args = ap.parse_args()
-    learner = default_learner(2, D) if args.learner == "default" else args.learner
-    if learner not in ALGORITHMS or make(learner).query.budget_param is None:
-        ap.error(f"--learner must name a registry learner with a query knob, got {args.learner!r}")
+    try:
+        learner = service_learner(args.learner)
+    except ValueError as exc:
+        ap.error(f"--learner: {exc}")
     if args.records < 10 * args.batch_size:  # a drain of a few batches is over before it can be timed
         ap.error(f"--records must be at least 10 batches ({10 * args.batch_size:,} at --batch-size "
                  f"{args.batch_size:,}), got {args.records:,}")

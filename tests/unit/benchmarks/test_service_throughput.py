@@ -170,3 +170,14 @@ def test_the_annotator_answers_each_request_with_its_ground_truth_and_skips_tomb
     got = {m.key().decode(): orjson.loads(m.value()) for m in answers}
     assert len(answers) == len(truth)
     assert got == {rid: {"id": rid, "label": label} for rid, label in truth.items()}
+
+
+def test_the_learner_is_any_spelling_of_a_learner_with_a_query_knob_or_the_default():
+    from benchmarks.service_throughput import service_learner
+
+    assert service_learner("PAA_I") == "paa-1"
+    assert service_learner("default") == "lr-ada-entropy"  # the service's records are 2²⁰ wide
+    with pytest.raises(ValueError, match="unknown learner"):
+        service_learner("paa-9")
+    with pytest.raises(ValueError, match="no query knob"):
+        service_learner("perceptron")
