@@ -19,28 +19,23 @@ linear model gets. Written to ``kernel_defaults.md`` and ``.json``.
 
 from __future__ import annotations
 
-import argparse
 import itertools
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from benchmarks import leaderboard as lb
 from benchmarks import reproduce
-from benchmarks.logistic_defaults import BUDGETS, HARM, best, chosen, harmless, mean_ranks
+from benchmarks.logistic_defaults import BUDGETS, HARM, best, chosen, harmless, mean_ranks, protocol_arguments
 from learners import make
 from learners.budget import backtest_controller
 from learners.replay import run
 
 __all__ = ["COMPONENTS", "GAMMAS", "LEARNER", "Cell", "main", "measure", "registered"]
 
-RESULTS = Path(__file__).resolve().parent / "results"
 LEARNER = "lr-ada-entropy-rff"
 COMPONENTS = (256, 512)
 GAMMAS = (1.0, 2.0, 4.0, 8.0)
-PERMUTATIONS, QUICK_PERMUTATIONS = 3, 1
 QUICK_SETS = ("svmguide1", "a8a", "PCMAC")
 NO_MAP = (0, 0.0)  # the learner without random features: the reference no map may cost more than HARM
 
@@ -122,19 +117,11 @@ def markdown(cells: Sequence[Cell], meta: dict) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.kernel_defaults", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true",
-                        help=f"{QUICK_PERMUTATIONS} permutation on {', '.join(QUICK_SETS)}")
-    parser.add_argument("--datasets", nargs="+", choices=sets())
-    parser.add_argument("--permutations", type=int)
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    args = parser.parse_args(argv)
-    todo = args.datasets or [d for d in sets() if not args.quick or d in QUICK_SETS]
-    permutations = args.permutations or (QUICK_PERMUTATIONS if args.quick else PERMUTATIONS)
-    command = "python -m benchmarks.kernel_defaults " + " ".join(argv if argv is not None else sys.argv[1:])
+    args = protocol_arguments("benchmarks.kernel_defaults", __doc__.splitlines()[0], sets(), QUICK_SETS, argv)
+    permutations, command = args.permutations, args.command
     commit, started = reproduce.commit(), time.perf_counter()
     cells: list[Cell] = []
-    for dataset in todo:
+    for dataset in args.datasets:
         spec = lb.DATASETS[dataset]
         data = spec.load()
         classes = spec.classes(data)

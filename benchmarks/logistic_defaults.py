@@ -157,21 +157,30 @@ def markdown(cells: Sequence[Cell], meta: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.logistic_defaults",
-                                     description=__doc__.splitlines()[0])
+def protocol_arguments(module: str, description: str, names: list[str], quick_sets: Sequence[str],
+                       argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line of a defaults protocol (this one, ``benchmarks.kernel_defaults``): ``datasets``
+    (of ``names``; ``quick_sets`` with ``--quick``), ``permutations``, ``out`` and the ``command`` run."""
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=description)
     parser.add_argument("--quick", action="store_true",
-                        help=f"{QUICK_PERMUTATIONS} permutation on {', '.join(QUICK_SETS)}")
-    parser.add_argument("--datasets", nargs="+", choices=sets(False) + sets(True))
+                        help=f"{QUICK_PERMUTATIONS} permutation on {', '.join(quick_sets)}")
+    parser.add_argument("--datasets", nargs="+", choices=names)
     parser.add_argument("--permutations", type=int)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    chosen = args.datasets or [d for d in sets(False) + sets(True) if not args.quick or d in QUICK_SETS]
-    permutations = args.permutations or (QUICK_PERMUTATIONS if args.quick else PERMUTATIONS)
-    command = "python -m benchmarks.logistic_defaults " + " ".join(argv if argv is not None else sys.argv[1:])
+    args.datasets = args.datasets or [d for d in names if not args.quick or d in quick_sets]
+    args.permutations = args.permutations or (QUICK_PERMUTATIONS if args.quick else PERMUTATIONS)
+    args.command = f"python -m {module} " + " ".join(argv if argv is not None else sys.argv[1:])
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = protocol_arguments("benchmarks.logistic_defaults", __doc__.splitlines()[0], sets(False) + sets(True),
+                              QUICK_SETS, argv)
+    permutations, command = args.permutations, args.command
     commit, started = reproduce.commit(), time.perf_counter()
     cells: list[Cell] = []
-    for dataset in chosen:
+    for dataset in args.datasets:
         spec = lb.DATASETS[dataset]
         data = spec.load()
         classes = spec.classes(data)
