@@ -48,6 +48,7 @@ __all__ = ["STREAM_BYTES", "Dataset", "LibsvmStream", "StreamSummary", "concat",
 _POW10 = np.array([10.0**k for k in range(23)])
 _MAX_FAST_MANTISSA = 2**53
 _POW10_INT = np.array([10**k for k in range(8)], dtype=np.uint64)
+_LOW_BYTE = np.uint64(0xFF)
 _NL, _CR, _SP, _TAB, _HASH, _COLON = 10, 13, 32, 9, 35, 58
 
 
@@ -125,6 +126,17 @@ def _parse_number(buf, i, n):
     if i + 8 <= n:
         word = word_at(buf, i)
         k = digit_run(word)
+        if k < 7 and (word >> np.uint64(8 * k)) & _LOW_BYTE == 46:  # '.' inside the word
+            # the usual short decimal (0.2036) in this one word: its fraction's digits moved down over
+            # the '.' join the integer part's, and digits_value reads them at once
+            shift = np.uint64(8 * k)
+            rest = word >> (shift + np.uint64(8))  # zeros come in at the top: not digits
+            f = digit_run(rest)
+            after = (rest >> np.uint64(8 * f)) & _LOW_BYTE
+            if k + f > 0 and k + 1 + f < 8 and after != 101 and after != 69:  # ends in the word, not 'e' 'E'
+                joined = (word & ((np.uint64(1) << shift) - np.uint64(1))) | (rest << shift)
+                value = float(digits_value(joined, k + f)) / _POW10[f]
+                return (-value if neg else value), i + k + 1 + f, 0
         if k < 8:
             mant = digits_value(word, k) if k else np.uint64(0)
             i += k
@@ -283,7 +295,10 @@ def _parse(buf, one_based, labels, indptr, indices, data, fix_kind, fix_at, fix_
             indices[k] = index
             data[k] = value
             k += 1
-            i, more = _feature_start(buf, i, n)
+            if i + 1 < n and buf[i] == _SP and 48 <= buf[i + 1] <= 57:  # the usual case: the next feature
+                i += 1
+            else:
+                i, more = _feature_start(buf, i, n)
         row += 1
         i = _row_start(buf, i, n)
     indptr[row] = k

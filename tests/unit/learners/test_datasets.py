@@ -53,6 +53,27 @@ def test_reader_is_exact_on_many_random_numbers():
     np.testing.assert_array_equal(got, want)
 
 
+def test_reader_reads_short_decimals_in_every_position_a_row_puts_them():
+    # lengths of the integer part and of the fraction around a word of 8 bytes, signs, exponents, and
+    # what follows the value: the next feature, a qid, a tab, a comment, a line end, the end of the text
+    rng = np.random.default_rng(1)
+    tokens = [f"{sign}{rng.integers(10**a) if a else ''}.{str(rng.integers(10**b)).zfill(b) if b else ''}{exp}"
+              for a in range(8) for b in range(9) if a + b for sign in ("", "-", "+") for exp in ("", "e2", "E-1")]
+    tokens += ["7", "-3", "0.0755", "1234567.1", ".5", "5."]
+    for after in (" 9:1", " qid:2 9:1", "\t9:0.25", " # note", "\r", ""):
+        text = "".join(f"1 3:{t}{after}\n" for t in tokens) + f"-1 2:0.5 4:{tokens[-3]}{after}"
+        labels, rows = reference(text)
+        data = read_libsvm(text.encode())
+        assert data.labels.tolist() == labels
+        assert [list(zip(*map(np.ndarray.tolist, data.rows.row(i)), strict=True)) for i in range(data.n)] == rows
+
+
+@pytest.mark.parametrize("value", ["1.2.3", ".", "-.", "1.5x", "0.25:", "12.3456-"])
+def test_reader_refuses_a_malformed_decimal(value):
+    with pytest.raises(ValueError, match="line 2: a feature value"):
+        read_libsvm(f"1 1:0.5\n1 2:{value} 3:1\n".encode())
+
+
 @pytest.mark.parametrize("text, message", [
     (b"1 1:0.5\nx 2:1\n", "line 2: a label that is not a number"),
     (b"1 1:0.5\n1 2:1 3:abc\n", "line 2: a feature value"),
