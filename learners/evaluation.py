@@ -19,6 +19,7 @@ Multiclass: mistakes, accuracy, mistake rate, macro-F1 and query ratio.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -187,15 +188,18 @@ def auc_of_classes(positive: np.ndarray, negative: np.ndarray) -> float:
     return auc_of_sorted([positive], [negative])
 
 
-def auc_of_sorted(positive: list[np.ndarray], negative: list[np.ndarray]) -> float:
+def auc_of_sorted(positive: list[np.ndarray], negative: list[np.ndarray], *, each: Callable = map) -> float:
     """:func:`auc_roc` from the scores of the positive and of the negative rounds, each class held as
     parts sorted in numpy's order: U = Σ over positives of the negatives below it, plus half those
-    equal to it, an exact integer count (2U is summed, part against part, by one merge each)."""
+    equal to it, an exact integer count (2U is summed, part against part, by one merge each, the
+    merges mapped by ``each``: a thread pool's ``map`` runs them side by side, as the merge lets go of
+    the GIL)."""
     n_p, n_n = sum(p.size for p in positive), sum(n.size for n in negative)
     if n_p == 0 or n_n == 0:
         return float("nan")
     twice_u = ready(_twice_u)
-    total = sum(int(twice_u(p, n)) for p in positive if p.size for n in negative if n.size)
+    pairs = [(p, n) for p in positive if p.size for n in negative if n.size]
+    total = sum(int(u) for u in each(lambda pair: twice_u(*pair), pairs))
     return float((total / 2.0) / (n_p * n_n))
 
 

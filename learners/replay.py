@@ -341,9 +341,9 @@ class _Tally:
             return evaluation.multiclass_metrics_of_counts(self.counts, self.queries)
         if self.rounds <= _Margins.FIRST:
             auc = evaluation.auc_of_sorted(*(part.sorted_blocks() for part in self.margins))
-        else:  # the stream's last step, when its reader's core is free: the classes sorted side by side
+        else:  # the stream's last step, when its reader's core is free: the classes sorted, then merged, side by side
             with ThreadPoolExecutor(max_workers=2) as pool:
-                auc = evaluation.auc_of_sorted(*pool.map(_Margins.sorted_blocks, self.margins))
+                auc = evaluation.auc_of_sorted(*pool.map(_Margins.sorted_blocks, self.margins), each=pool.map)
         return evaluation.binary_metrics_of_counts(self.counts, self.queries, auc=auc, **costs)
 
 

@@ -1,6 +1,7 @@
 """Prequential metrics against hand-computed confusion counts."""
 
 import itertools
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -106,6 +107,8 @@ def test_auc_of_sorted_parts_equals_the_auc_of_the_whole():
     positive = [np.sort(p) for p, _ in parts]
     negative = [np.sort(n) for _, n in parts]
     assert auc_of_sorted(positive, negative) == whole
+    with ThreadPoolExecutor(max_workers=2) as pool:  # the merges side by side: the same exact count
+        assert auc_of_sorted(positive, negative, each=pool.map) == whole
     assert np.isnan(auc_of_sorted([], negative)) and np.isnan(auc_of_sorted(positive, [np.empty(0)]))
 
 
