@@ -19,6 +19,7 @@ stream is *ordered*: its order carries the drift, so replays never shuffle it.
 from __future__ import annotations
 
 import bz2
+import functools
 import gzip
 import inspect
 import lzma
@@ -441,6 +442,12 @@ def _parse_text(text: np.ndarray, name: str, zero_based: bool, n_features: int |
     LIBSVM text (its bytes, read-only); ``lines_before``: lines of the file before ``text``, for the
     error messages; ``pieces``: the parts to parse it in, with their :func:`_count` (by default
     ``threads`` parts, counted here); ``shared``: where another thread may take a part."""
+    return _rows_of(_parsed_text(text, name, zero_based, threads, lines_before, pieces, shared), name, n_features)
+
+
+def _parsed_text(text: np.ndarray, name: str, zero_based: bool, threads: int | None, lines_before: int,
+                 pieces: list[_Piece] | None, shared: _SharedWork | None) -> _Parsed:
+    """:func:`_parse_text`'s part that reads the text: the parse, its errors, the numbers read again."""
     if pieces is None:
         if threads is None:
             threads = min(os.cpu_count() or 1, 4) if text.size > _PARALLEL_BYTES else 1
@@ -448,17 +455,22 @@ def _parse_text(text: np.ndarray, name: str, zero_based: bool, n_features: int |
     parsed = _parse_chunks(text, pieces, 0 if zero_based else 1, shared)
     if parsed.error:
         raise _malformed(text, name, *parsed.error, lines_before)
-    labels, data, indices = parsed.labels, parsed.data, parsed.indices
     for kind, at_, lo, hi in parsed.fixes:
         # the compiled parse reads exactly only numbers far inside float64; the rest come here
         value = float(text[lo:hi].tobytes())
         if not math.isfinite(value):
             raise _malformed(text, name, 6, lo, lines_before)
-        (labels if kind == 1 else data)[at_] = value
+        (parsed.labels if kind == 1 else parsed.data)[at_] = value
+    return parsed
+
+
+def _rows_of(parsed: _Parsed, name: str, n_features: int | None) -> tuple[Rows, np.ndarray]:
+    """:func:`_parse_text`'s rows and labels of the parsed text, which it no longer reads."""
+    labels, indptr, indices, data = parsed.joined()
     width = int(indices.max()) + 1 if indices.size else 0
     if n_features is not None and width > n_features:
         raise ValueError(f"{name} has feature index {width - 1}, beyond n_features={n_features}")
-    return _canonical(Rows(parsed.indptr, indices, data, n_features or width)), labels
+    return _canonical(Rows(indptr, indices, data, n_features or width)), labels
 
 
 # Text parsed at a time when a file is read as a stream: the rows it makes (CSR arrays take two to
@@ -477,26 +489,34 @@ def iter_libsvm(path: str | os.PathLike, *, zero_based: bool = False, n_features
     ``integral_labels`` says whether labels are int64 (the whole file's are integers) or float64
     (None: decided per block). ``threads`` parse a block at once (default: as :func:`read_libsvm`).
     """
-    return _stream_rows(path, zero_based, n_features, integral_labels, block_bytes, name, threads)
+    return (finish() for finish in _stream_rows(path, zero_based, n_features, integral_labels, block_bytes, name,
+                                                threads))
 
 
 def _stream_rows(path: str | os.PathLike, zero_based: bool, n_features: int | None, integral_labels: bool | None,
                  block_bytes: int, name: str | None, threads: int | None, shared: _SharedWork | None = None,
-                 ) -> Iterator[Dataset]:
-    """:func:`iter_libsvm`; with ``shared``, each block is parsed in :data:`SHARED_PARTS` parts that
-    another thread may take a share of (:func:`_prefetched`'s caller, while it waits for the block)."""
+                 ) -> Iterator[Callable[[], Dataset]]:
+    """:func:`iter_libsvm`'s blocks, each parsed and checked against its text, and what makes it a
+    dataset without the text (which the next block overwrites): called by whoever takes the block, so
+    that a reader thread goes on to the next one meanwhile. With ``shared``, each block is parsed in
+    :data:`SHARED_PARTS` parts that another thread may take a share of (:func:`_prefetched`'s caller,
+    while it waits for the block)."""
     name = name or _name_of(path)
     parts = SHARED_PARTS if shared is not None else 1
     for text, lines, pieces in _blocks(path, block_bytes, parts):  # text: valid until the next block is read
         # one piece, counted: parsed as is unless threads (or, by default, a block past _PARALLEL_BYTES) split it
         split = shared is None and ((threads or 0) > 1 or (threads is None and text.size > _PARALLEL_BYTES))
-        rows, labels = _parse_text(text, name, zero_based, n_features, threads, lines, None if split else pieces,
-                                   shared)
-        if integral_labels is None:
-            labels = _labels(labels)
-        elif integral_labels:
-            labels = labels.astype(np.int64)
-        yield Dataset(rows, labels, name)
+        parsed = _parsed_text(text, name, zero_based, threads, lines, None if split else pieces, shared)
+        yield functools.partial(_dataset_of, parsed, name, n_features, integral_labels)
+
+
+def _dataset_of(parsed: _Parsed, name: str, n_features: int | None, integral_labels: bool | None) -> Dataset:
+    rows, labels = _rows_of(parsed, name, n_features)
+    if integral_labels is None:
+        labels = _labels(labels)
+    elif integral_labels:
+        labels = labels.astype(np.int64)
+    return Dataset(rows, labels, name)
 
 
 _Piece = tuple[tuple[int, int], tuple[int, int] | None]  # a byte range of a block, its _count if known
@@ -568,11 +588,13 @@ class StreamSummary:
         return Dataset(Rows.concatenate([], [], self.n_features), self.labels, self.name)
 
 
-def _prefetched(chunks: Iterator[Dataset], shared: _SharedWork | None = None) -> Iterator[Dataset]:
-    """``chunks``, the next one read, decompressed and parsed in a thread while the caller works on
-    the current one: all three release the GIL, as the compiled replay does. At most two chunks are
-    held at once; an error in the thread is raised here, in order. With ``shared`` (what ``chunks``
-    parse through), the caller takes parts of the next chunk's parse while it is not ready."""
+def _prefetched(chunks: Iterator[Callable[[], Dataset]], shared: _SharedWork | None = None) -> Iterator[Dataset]:
+    """The datasets ``chunks`` make, the next one read, decompressed and parsed in a thread while the
+    caller works on the current one: all three release the GIL, as the compiled replay does. The
+    caller makes each dataset of its parsed block (:func:`_stream_rows`) while the thread reads the
+    next. At most two chunks are held at once; an error in the thread is raised here, in order. With
+    ``shared`` (what ``chunks`` parse through), the caller takes parts of the next chunk's parse while
+    it is not ready."""
     ready: queue.Queue = queue.Queue(maxsize=1)
     stop = threading.Event()
 
@@ -608,7 +630,7 @@ def _prefetched(chunks: Iterator[Dataset], shared: _SharedWork | None = None) ->
                 return
             if kind == "error":
                 raise item
-            yield item
+            yield item()
     finally:
         stop.set()
         worker.join()
@@ -751,6 +773,15 @@ class _SharedWork:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._job: _Job | None = None
+        self._room = np.empty((4, 0), dtype=np.int64)
+
+    def room(self, n: int) -> np.ndarray:
+        """Scratch for the numbers a block's parse must read again, (4, ``n``), the same buffer for
+        every block: one that only the rare such number touches stays out of memory, where a fresh
+        one each block costs the allocator's calls and page faults."""
+        if self._room.shape[1] < n:
+            self._room = np.empty((4, n + n // 4), dtype=np.int64)
+        return self._room[:, :n]
 
     def map(self, fn: Callable, items) -> list:
         job = _Job(fn, list(items))
@@ -809,19 +840,45 @@ class _Job:
 
 @dataclass(frozen=True, slots=True)
 class _Parsed:
+    """The pieces of a text parsed into their slices of shared arrays, each slice as large as the
+    piece's count allows; :meth:`joined` makes them the text's rows, without reading the text."""
+
     labels: np.ndarray
     indptr: np.ndarray
     indices: np.ndarray
     data: np.ndarray
-    fixes: list[tuple[int, int, int, int]]  # (kind, at, lo, hi) in whole-buffer coordinates
+    row_at: np.ndarray  # where each piece's slice of labels (and indptr) starts, then the end
+    nnz_at: np.ndarray  # where each piece's slice of indices and data starts, then the end
+    rows: np.ndarray  # the rows each piece holds
+    nnz: np.ndarray  # the features each piece holds
+    fixes: list[tuple[int, int, int, int]]  # (kind, at, lo, hi): at in the slices' arrays, lo:hi in the text
     error: tuple[int, int] | None  # (code, byte offset) of the first malformed token
+
+    def joined(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Labels and CSR arrays (indptr, indices, data) of the pieces one after the other."""
+        rows, nnz, row_at, nnz_at = self.rows, self.nnz, self.row_at, self.nnz_at
+        out_nnz = np.concatenate([[0], np.cumsum(nnz)])
+        if rows.size == 1:
+            labels, indptr = self.labels[: rows[0]], self.indptr[: rows[0] + 1]
+            indices, data = self.indices[: nnz[0]], self.data[: nnz[0]]
+        else:
+            pieces = range(rows.size)
+            labels = np.concatenate([self.labels[row_at[j]:row_at[j] + rows[j]] for j in pieces])
+            indptr = np.concatenate([self.indptr[row_at[j]:row_at[j] + rows[j]] + out_nnz[j] for j in pieces]
+                                    + [out_nnz[-1:]])
+            if np.array_equal(nnz[:-1], np.diff(nnz_at)[:-1]):  # the usual case: no gap between the pieces' features
+                indices, data = self.indices[: out_nnz[-1]], self.data[: out_nnz[-1]]
+            else:
+                indices = np.concatenate([self.indices[nnz_at[j]:nnz_at[j] + nnz[j]] for j in pieces])
+                data = np.concatenate([self.data[nnz_at[j]:nnz_at[j] + nnz[j]] for j in pieces])
+        return _trim_to(labels), _trim_to(indptr), _trim_to(indices), _trim_to(data)
 
 
 def _parse_chunks(text: np.ndarray, pieces: list[_Piece], one_based: int, shared: _SharedWork | None = None,
                   ) -> _Parsed:
     """Count (the pieces not counted yet), then parse, every piece (in parallel threads when there are
     several, or in this one and whichever takes a share of ``shared``) into slices of shared arrays
-    sized by the counts, then close the gaps the counts' slack leaves."""
+    sized by the counts (:meth:`_Parsed.joined` closes the gaps the counts' slack leaves)."""
     chunks = [chunk for chunk, _ in pieces]
     views = [text[lo:hi] for lo, hi in chunks]
     with _mapper(len(chunks), shared) as each:
@@ -836,8 +893,8 @@ def _parse_chunks(text: np.ndarray, pieces: list[_Piece], one_based: int, shared
         indptr = np.empty(row_at[-1] + 1, dtype=np.int64)
         indices = np.empty(nnz_at[-1], dtype=np.int32)
         data = np.empty(nnz_at[-1], dtype=np.float64)
-        slots = np.concatenate([[0], np.cumsum(lines + colons)])  # each piece's numbers, its fixes' room
-        room = np.empty((4, slots[-1]), dtype=np.int64)  # one buffer: a few allocations less per piece
+        slots = np.concatenate([[0], np.cumsum(lines + colons)])  # each piece's numbers: its fixes' room
+        room = shared.room(slots[-1]) if shared is not None else np.empty((4, slots[-1]), dtype=np.int64)
         fix = [[room[r, slots[j]:slots[j + 1]] for r in range(4)] for j in range(len(chunks))]
 
         def parse_chunk(j: int):
@@ -846,29 +903,14 @@ def _parse_chunks(text: np.ndarray, pieces: list[_Piece], one_based: int, shared
             return parse(views[j], one_based, labels[r0:r1], indptr[r0:r1 + 1], indices[k0:k1], data[k0:k1], *fix[j])
 
         results = list(each(parse_chunk, range(len(chunks))))
-    for (lo, _), (_, _, _, err, at) in zip(chunks, results, strict=True):
-        if err:
-            return _Parsed(labels, indptr, indices, data, [], (err, lo + at))
+    error = next(((err, lo + at) for (lo, _), (_, _, _, err, at) in zip(chunks, results, strict=True) if err),
+                 None)
     rows = np.array([r[0] for r in results], dtype=np.int64)
     nnz = np.array([r[1] for r in results], dtype=np.int64)
-    out_rows = np.concatenate([[0], np.cumsum(rows)])
-    out_nnz = np.concatenate([[0], np.cumsum(nnz)])
-    if len(chunks) == 1:
-        labels, indptr = labels[: rows[0]], indptr[: rows[0] + 1]
-        indices, data = indices[: nnz[0]], data[: nnz[0]]
-    else:
-        labels = np.concatenate([labels[row_at[j]:row_at[j] + rows[j]] for j in range(len(chunks))])
-        indptr = np.concatenate([indptr[row_at[j]:row_at[j] + rows[j]] + out_nnz[j] for j in range(len(chunks))]
-                                + [out_nnz[-1:]])
-        if np.array_equal(nnz[:-1], colons[:-1]):  # the usual case: no gap between the chunks' features
-            indices, data = indices[: out_nnz[-1]], data[: out_nnz[-1]]
-        else:
-            indices = np.concatenate([indices[nnz_at[j]:nnz_at[j] + nnz[j]] for j in range(len(chunks))])
-            data = np.concatenate([data[nnz_at[j]:nnz_at[j] + nnz[j]] for j in range(len(chunks))])
-    fixes = [(int(kind), int(at + (out_rows[j] if kind == 1 else out_nnz[j])), int(lo + chunks[j][0]),
+    fixes = [(int(kind), int(at + (row_at[j] if kind == 1 else nnz_at[j])), int(lo + chunks[j][0]),
               int(hi + chunks[j][0]))
              for j, r in enumerate(results) for kind, at, lo, hi in zip(*(f[: r[2]] for f in fix[j]), strict=True)]
-    return _Parsed(_trim_to(labels), _trim_to(indptr), _trim_to(indices), _trim_to(data), fixes, None)
+    return _Parsed(labels, indptr, indices, data, row_at, nnz_at, rows, nnz, [] if error else fixes, error)
 
 
 def _trim_to(a: np.ndarray) -> np.ndarray:
