@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -257,16 +257,20 @@ class _Margins:
     # so few blocks; a short stream never touches most of its pages
     FIRST = 1 << 20
 
-    def __init__(self) -> None:
+    def __init__(self, sorter: Executor | None = None) -> None:
         self._blocks: list[np.ndarray] = []
         self._filled = 0  # scores in the last block
         self._n = 0
+        self._sorter = sorter
+        self._sorting: list[Future] = []
 
     def extend(self, scores: np.ndarray) -> None:
         at = 0
         while at < scores.size:
             if not self._blocks or self._filled == self._blocks[-1].size:
-                if self._blocks:
+                if self._blocks and self._sorter is not None:  # sorted beside the stream, not in its way
+                    self._sorting.append(self._sorter.submit(evaluation.sort_scores, self._blocks[-1]))
+                elif self._blocks:
                     evaluation.sort_scores(self._blocks[-1])
                 self._blocks.append(np.empty(max(self.FIRST, self._n)))
                 self._filled = 0
@@ -283,6 +287,8 @@ class _Margins:
             return []
         last = self._blocks[-1][: self._filled]
         evaluation.sort_scores(last)
+        for sorting in self._sorting:
+            sorting.result()
         return [*self._blocks[:-1], last]
 
 
@@ -299,7 +305,10 @@ class _Tally:
         self.rounds = self.queries = 0
         self.windows: list[int] = []  # queries per full window, in order
         self.open = 0  # queries of the window being filled
-        self.margins = (_Margins(), _Margins())  # of positive, of negative rounds
+        # full blocks of margins sorted in a thread of their own, which the replay's and the reader's
+        # threads leave a share of the cores to while they wait for each other
+        self._sorter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="margins-sort")
+        self.margins = (_Margins(self._sorter), _Margins(self._sorter))  # of positive, of negative rounds
 
     def add(self, codes: np.ndarray, out: _Outputs, first: int) -> None:
         yhat, p, queried = out.yhat[first:], out.p[first:], out.queried[first:]
@@ -339,11 +348,12 @@ class _Tally:
             raise ValueError(f"warmup must be in [0, {self.rounds}), got {self.warmup}")
         if self.multiclass:
             return evaluation.multiclass_metrics_of_counts(self.counts, self.queries)
-        if self.rounds <= _Margins.FIRST:
-            auc = evaluation.auc_of_sorted(*(part.sorted_blocks() for part in self.margins))
-        else:  # the stream's last step, when its reader's core is free: the classes sorted, then merged, side by side
-            with ThreadPoolExecutor(max_workers=2) as pool:
-                auc = evaluation.auc_of_sorted(*pool.map(_Margins.sorted_blocks, self.margins), each=pool.map)
+        with self._sorter:  # its sorts waited for by sorted_blocks, its thread ended after them
+            if self.rounds <= _Margins.FIRST:
+                auc = evaluation.auc_of_sorted(*(part.sorted_blocks() for part in self.margins))
+            else:  # the stream's last step, its reader's core free: the classes sorted, then merged, side by side
+                with ThreadPoolExecutor(max_workers=2) as pool:
+                    auc = evaluation.auc_of_sorted(*pool.map(_Margins.sorted_blocks, self.margins), each=pool.map)
         return evaluation.binary_metrics_of_counts(self.counts, self.queries, auc=auc, **costs)
 
 
