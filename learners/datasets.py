@@ -257,10 +257,12 @@ def _index(buf, i, n, one_based):
     return _index_bytes(buf, i, n, one_based)
 
 
-@kernel(signature("UniTuple(int64, 5)", _BYTES, "int64", "float64[::1]", _I64, "int32[::1]",
+@kernel(signature("UniTuple(int64, 7)", _BYTES, "int64", "float64[::1]", _I64, "int32[::1]",
                                      "float64[::1]", _I64, _I64, _I64, _I64), nrt=False)
 def _parse(buf, one_based, labels, indptr, indices, data, fix_kind, fix_at, fix_lo, fix_hi):
-    """Fill CSR arrays from LIBSVM text. Returns (rows, nnz, fixes, error_code, error_offset).
+    """Fill CSR arrays from LIBSVM text. Returns (rows, nnz, fixes, error_code, error_offset, width,
+    ordered): width the largest index + 1, ordered 1 if every row's indices strictly increase (the
+    rows are canonical: nothing to sort or sum), else 0.
 
     error codes: 0 ok, 1 bad label, 2 bad index, 3 missing ':', 4 bad value, 5 index below base.
     fix_* record numbers to re-read exactly: kind 0 = data[at], 1 = labels[at], text buf[lo:hi].
@@ -269,27 +271,34 @@ def _parse(buf, one_based, labels, indptr, indices, data, fix_kind, fix_at, fix_
     row = 0
     k = 0
     fixes = 0
+    width = 0
+    ordered = 1
     i = _row_start(buf, 0, n)
     while i < n:
         start = i
         value, i, status = _number_token(buf, i, n)
         if status < 0:
-            return row, k, fixes, 1, start
+            return row, k, fixes, 1, start, width, ordered
         if status == 1:
             fix_kind[fixes], fix_at[fixes], fix_lo[fixes], fix_hi[fixes] = 1, row, start, i
             fixes += 1
         labels[row] = value
         indptr[row] = k
+        last = -1  # the row's previous index
         i, more = _feature_start(buf, i, n)
         while more:
             start = i
             index, i, err = _index(buf, i, n, one_based)
             if err:
-                return row, k, fixes, err, start
+                return row, k, fixes, err, start, width, ordered
+            if index <= last:
+                ordered = 0
+            last = index
+            width = max(width, index + 1)
             vstart = i
             value, i, status = _number_token(buf, i, n)
             if status < 0:
-                return row, k, fixes, 4, start
+                return row, k, fixes, 4, start, width, ordered
             if status == 1:
                 fix_kind[fixes], fix_at[fixes], fix_lo[fixes], fix_hi[fixes] = 0, k, vstart, i
                 fixes += 1
@@ -303,7 +312,7 @@ def _parse(buf, one_based, labels, indptr, indices, data, fix_kind, fix_at, fix_
         row += 1
         i = _row_start(buf, i, n)
     indptr[row] = k
-    return row, k, fixes, 0, 0
+    return row, k, fixes, 0, 0, width, ordered
 
 
 @kernel(signature("UniTuple(int64, 5)", _BYTES, "int64", "float64[::1]", _I64, _I64, _I64), nrt=False)
@@ -467,10 +476,11 @@ def _parsed_text(text: np.ndarray, name: str, zero_based: bool, threads: int | N
 def _rows_of(parsed: _Parsed, name: str, n_features: int | None) -> tuple[Rows, np.ndarray]:
     """:func:`_parse_text`'s rows and labels of the parsed text, which it no longer reads."""
     labels, indptr, indices, data = parsed.joined()
-    width = int(indices.max()) + 1 if indices.size else 0
+    width = parsed.width
     if n_features is not None and width > n_features:
         raise ValueError(f"{name} has feature index {width - 1}, beyond n_features={n_features}")
-    return _canonical(Rows(indptr, indices, data, n_features or width)), labels
+    rows = Rows(indptr, indices, data, n_features or width)
+    return (rows if parsed.ordered else _canonical(rows)), labels
 
 
 # Text parsed at a time when a file is read as a stream: the rows it makes (CSR arrays take two to
@@ -853,6 +863,8 @@ class _Parsed:
     nnz: np.ndarray  # the features each piece holds
     fixes: list[tuple[int, int, int, int]]  # (kind, at, lo, hi): at in the slices' arrays, lo:hi in the text
     error: tuple[int, int] | None  # (code, byte offset) of the first malformed token
+    width: int  # the largest index + 1
+    ordered: bool  # every row's indices strictly increase
 
     def joined(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Labels and CSR arrays (indptr, indices, data) of the pieces one after the other."""
@@ -903,14 +915,15 @@ def _parse_chunks(text: np.ndarray, pieces: list[_Piece], one_based: int, shared
             return parse(views[j], one_based, labels[r0:r1], indptr[r0:r1 + 1], indices[k0:k1], data[k0:k1], *fix[j])
 
         results = list(each(parse_chunk, range(len(chunks))))
-    error = next(((err, lo + at) for (lo, _), (_, _, _, err, at) in zip(chunks, results, strict=True) if err),
+    error = next(((err, lo + at) for (lo, _), (_, _, _, err, at, _, _) in zip(chunks, results, strict=True) if err),
                  None)
     rows = np.array([r[0] for r in results], dtype=np.int64)
     nnz = np.array([r[1] for r in results], dtype=np.int64)
     fixes = [(int(kind), int(at + (row_at[j] if kind == 1 else nnz_at[j])), int(lo + chunks[j][0]),
               int(hi + chunks[j][0]))
              for j, r in enumerate(results) for kind, at, lo, hi in zip(*(f[: r[2]] for f in fix[j]), strict=True)]
-    return _Parsed(labels, indptr, indices, data, row_at, nnz_at, rows, nnz, [] if error else fixes, error)
+    return _Parsed(labels, indptr, indices, data, row_at, nnz_at, rows, nnz, [] if error else fixes, error,
+                   max(r[5] for r in results), all(r[6] for r in results))
 
 
 def _trim_to(a: np.ndarray) -> np.ndarray:
