@@ -248,7 +248,7 @@ def replay_stream(learner: Learner, chunks: Iterable[Dataset], *, delay: int = 0
 
 class _Margins:
     """Scores appended chunk after chunk into blocks, each as large as all before it and sorted
-    as soon as it is full (while the reader parses the next chunk): the stream's scores are held
+    as soon as it is full (by ``sorter``, beside the stream, when there is one): the stream's scores are held
     once, with no copy and no zeros written ahead of them (a block's unwritten pages are never
     touched), and the AUC-ROC merges sorted blocks (:func:`learners.evaluation.auc_of_sorted`)
     instead of sorting the whole stream at its end."""
