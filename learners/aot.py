@@ -137,6 +137,21 @@ def _pycc_flags(without_runtime: set[Callable]) -> Iterator[None]:
 
 def _compile_part(module: str, names: list[str], out_dir: str, learners: Sequence[str] | None) -> None:
     """Compile the exports ``names`` into the extension module ``module`` (in a process of its own)."""
+    import shutil
+    import tempfile
+
+    # numba's on-disk cache of its own: the build compiles everything from source, and the package's
+    # cache, written by every other numba process of the installation (and by the other parts at
+    # once), once made the build fail on an index it could not write back
+    cache = tempfile.mkdtemp(prefix="activestream-aot-")
+    os.environ["NUMBA_CACHE_DIR"] = cache  # read when numba is first imported, below
+    try:
+        _compile(module, names, out_dir, learners)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def _compile(module: str, names: list[str], out_dir: str, learners: Sequence[str] | None) -> None:
     import warnings
 
     from numba.pycc import CC

@@ -6,6 +6,7 @@ import lzma
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -26,12 +27,19 @@ REPRESENTATIVE = ["paa-1", "lr-ada-entropy", "lr-ada-entropy-rff", "mlr-ada-entr
                   "soal", "kpa", "lasec-diag"]
 
 
+# numba's cache files of the package's modules that the fixture's build wrote (it should write none)
+_CACHE_WRITTEN: list[Path] = []
+
+
 @pytest.fixture(scope="module")
 def twins(tmp_path_factory):
     """Modules compiled from these sources for the representative learners, used instead of any
     in the package."""
     out = tmp_path_factory.mktemp("compiled")
+    package = Path(aot.__file__).parent
+    started = time.time()
     aot.build(out, jobs=2, learners=REPRESENTATIVE)
+    _CACHE_WRITTEN[:] = [p for p in package.rglob("*.nb[ic]") if p.stat().st_mtime >= started]
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(compiled, "META", out / compiled.META.name)
         compiled._functions.cache_clear()
@@ -94,6 +102,11 @@ def test_the_compiled_reader_reads_what_the_jit_one_reads(twins, jit_only, datas
         ahead = _read(text)
     for got, want in zip(ahead, jit, strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+def test_the_build_keeps_out_of_the_packages_numba_cache(twins):
+    # the cache other processes of the installation write: its index once failed the build
+    assert _CACHE_WRITTEN == []
 
 
 def test_twins_are_not_used_when_turned_off_or_compiled_from_other_sources(twins, monkeypatch, tmp_path):
