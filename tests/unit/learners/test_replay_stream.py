@@ -189,6 +189,21 @@ def test_iter_libsvm_names_the_line_of_a_malformed_row(tmp_path):
     assert str(prefetched.value) == str(whole.value) and sum(rows) == 35  # the blocks before the bad one
 
 
+def test_a_stream_names_a_feature_beyond_its_width_in_the_block_that_holds_it(tmp_path):
+    # the check runs where the block becomes rows: in the replay's thread, for a prefetched stream
+    path = tmp_path / "rows.svm"
+    path.write_bytes(b"+1 1:1 3:1\n" * 40 + b"-1 9:1\n" + b"+1 2:1\n" * 5)
+    with pytest.raises(ValueError, match=r"rows\.svm has feature index 8, beyond n_features=3"):
+        list(iter_libsvm(path, n_features=3, block_bytes=50))
+    stream = LibsvmStream([path], n_features=3, block_bytes=50)
+    rows = []
+    with pytest.raises(ValueError, match="feature index 8, beyond n_features=3"):
+        for chunk in stream():
+            rows.append(chunk.n)
+    assert sum(rows) == 40  # the blocks before the one that holds it (4 lines of 11 bytes each)
+    assert not [t for t in threading.enumerate() if t.name == "libsvm-reader"]  # the reader stopped
+
+
 def test_scan_libsvm_finds_what_read_libsvm_finds_in_parallel_parts(tmp_path, monkeypatch):
     """The scan (labels and widths only, values stepped over) split in parts scanned by threads at
     once, labels that need an exact re-read (20 digits) among them."""
