@@ -63,7 +63,7 @@ from consumer.service import KafkaClients, Service
 from learners import make
 from learners.base import Learner
 from learners.datasets import Dataset, synthetic_sparse
-from learners.registry import canonical_name, default_learner
+from learners.registry import ALGORITHMS, canonical_name, default_learner
 from learners.replay import find_budget
 
 RESULTS = Path(__file__).parent / "results"
@@ -98,7 +98,7 @@ def service_learner(name: str) -> str:
     """The registry name of ``--learner``: any spelling of a learner with a query knob, or "default" (the
     service's binary default for its 2²⁰-wide records)."""
     learner = default_learner(2, D) if name == "default" else canonical_name(name)
-    if make(learner).query.budget_param is None:
+    if ALGORITHMS[learner].query.budget_param is None:
         raise ValueError(f"{learner!r} has no query knob to set for 10 % queries")
     return learner
 

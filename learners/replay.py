@@ -268,10 +268,8 @@ class _Margins:
         at = 0
         while at < scores.size:
             if not self._blocks or self._filled == self._blocks[-1].size:
-                if self._blocks and self._sorter is not None:  # sorted beside the stream, not in its way
-                    self._sorting.append(self._sorter.submit(evaluation.sort_scores, self._blocks[-1]))
-                elif self._blocks:
-                    evaluation.sort_scores(self._blocks[-1])
+                if self._blocks:
+                    self._sort(self._blocks[-1])
                 self._blocks.append(np.empty(max(self.FIRST, self._n)))
                 self._filled = 0
             block = self._blocks[-1]
@@ -280,6 +278,12 @@ class _Margins:
             self._filled += take
             self._n += take
             at += take
+
+    def _sort(self, block: np.ndarray) -> None:
+        if self._sorter is None:
+            evaluation.sort_scores(block)
+        else:  # beside the stream, not in its way
+            self._sorting.append(self._sorter.submit(evaluation.sort_scores, block))
 
     def sorted_blocks(self) -> list[np.ndarray]:
         """The scores as sorted blocks (the last one sorted now)."""
