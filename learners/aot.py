@@ -33,11 +33,11 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from learners.compiled import META, MODULE, driver_name, kernel_name, kernels_of, source_digest
 
-__all__ = ["DRIVERS", "KERNELS", "build", "exports", "main"]
+__all__ = ["DRIVERS", "KERNELS", "Export", "build", "exports", "main"]
 
 # the kernels compiled on their own: what the LIBSVM reader, the AUC-ROC and the random Fourier
 # features run, (module, name)
@@ -58,16 +58,25 @@ def _pairs(learners: Sequence[str] | None = None) -> list[tuple[Any, ...]]:
     return list({kernels_of(make(name, n_features=2)): None for name in learners or ALGORITHMS})
 
 
-def _specialised(driver: Callable, kernels: tuple[Any, ...]) -> Callable:
+class Export(NamedTuple):
+    """A function of the compiled modules: its signature, its code, and whether it runs with numba's
+    runtime (as declared: :func:`learners.jit.kernel`)."""
+
+    signature: Any
+    function: Callable
+    nrt: bool
+
+
+def _specialised(driver: Callable, kernels: tuple[Any, ...], nrt: bool) -> Callable:
     """``driver``'s code with ``kernels`` in place of its five kernel parameters: a function of its
-    other parameters whose calls to them are direct (and inlinable)."""
+    other parameters whose calls to them are direct (and inlinable), with numba's runtime if ``nrt``."""
     from learners.jit import jit, resolved
 
     params = list(inspect.signature(driver).parameters)
     kept = [p for p in params if p not in _KERNEL_PARAMETERS]
     source = (f"def specialised({', '.join(kept)}):\n"
               f"    return body({', '.join(params)})\n")
-    scope = {"body": jit(cache=False)(driver), **dict(zip(_KERNEL_PARAMETERS, kernels, strict=True))}
+    scope = {"body": jit(cache=False, _nrt=nrt)(driver), **dict(zip(_KERNEL_PARAMETERS, kernels, strict=True))}
     exec(source, scope)  # numba compiles a function of fixed parameters, not one taking *args
     return resolved(scope["specialised"])
 
@@ -82,28 +91,24 @@ def _without_functions(signature: str) -> Any:
     return sig.return_type(*[a for a in sig.args if not isinstance(a, types.FunctionType)])
 
 
-def exports(learners: Sequence[str] | None = None) -> dict[str, tuple[Any, Callable]]:
-    """What the compiled modules export: name → (signature, Python function); ``learners``: the
-    drivers of those learners' pairs alone (default: every pair of the registry)."""
+def exports(learners: Sequence[str] | None = None) -> dict[str, Export]:
+    """What the compiled modules export, by name; ``learners``: the drivers of those learners' pairs
+    alone (default: every pair of the registry)."""
     from learners.jit import parse_signature, resolved
 
-    out: dict[str, tuple[Any, Callable]] = {}
+    out: dict[str, Export] = {}
     for module, name in KERNELS:
         declared = getattr(importlib.import_module(module), name)
-        out[kernel_name(module, name)] = (parse_signature(declared.signature), resolved(declared.py_func))
+        out[kernel_name(module, name)] = Export(parse_signature(declared.signature), resolved(declared.py_func),
+                                                declared.nrt)
     pairs = _pairs(learners)
     for prefix, (module, name) in DRIVERS.items():
         driver = getattr(importlib.import_module(module), name)._kernel
         signature = _without_functions(driver.signature)
         for kernels in pairs:
-            out[driver_name(prefix, kernels)] = (signature, _specialised(driver.py_func, kernels))
+            out[driver_name(prefix, kernels)] = Export(signature, _specialised(driver.py_func, kernels, driver.nrt),
+                                                       driver.nrt)
     return out
-
-
-def _without_runtime() -> set[str]:
-    """The kernels declared ``nrt=False`` (:func:`learners.jit.kernel`): compiled without numba's runtime."""
-    return {kernel_name(module, name) for module, name in KERNELS
-            if not getattr(importlib.import_module(module), name).nrt}
 
 
 @contextlib.contextmanager
@@ -161,9 +166,8 @@ def _compile(module: str, names: list[str], out_dir: str, learners: Sequence[str
     cc.output_dir = out_dir
     cc.target_cpu = "host"  # this machine's instructions, as numba's JIT uses: the generic x86-64 reads slower
     for name in names:
-        signature, fn = todo[name]
-        cc.export(name, signature)(fn)
-    without_runtime = {todo[name][1] for name in _without_runtime() & set(names)}
+        cc.export(name, todo[name].signature)(todo[name].function)
+    without_runtime = {todo[name].function for name in names if not todo[name].nrt}
     with _pycc_flags(without_runtime), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numba.pycc's pending-deprecation notice
         cc.compile()

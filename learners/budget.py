@@ -86,7 +86,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from learners.coin import draw
-from learners.drivers import B1, I64, U64, _driver, _predict, pending_rounds, row_of, widest
+from learners.drivers import B1, I64, U64, _driver, _predict, pending_rounds, row_of
 from learners.jit import jit, signature
 from learners.kernels import IDX, LABEL_FN, PROB_FN, ROUND_FN, SCORE_FN, STATE, UPDATE_FN, VAL, VEC
 from learners.params import Interval, Parameterized
@@ -428,22 +428,19 @@ def decide_rows(
         "float64", "int64", "int64", "boolean", "boolean", "boolean",
         STATE, VEC, VEC, SCORE_FN, UPDATE_FN, VEC, PROB_FN, ROUND_FN, LABEL_FN,
         VEC, VEC, STATE, STATE, VEC, VEC,
-        I64, VEC, VEC, B1,
+        I64, VEC, VEC, B1, I64, IDX, VAL,
     )
 )
 def replay_rows(
     indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column, first, final, weighted, fresh,
     S, a, P, score, update, qs, probability, after_round, after_label,
     cs, cp, win, ring, recent, qw,
-    out_yhat, out_p, out_prob, out_query,
+    out_yhat, out_p, out_prob, out_query, fifo, idx_buf, val_buf,
 ):
     """:func:`learners.drivers.replay_rows` with the controller; the clock counts the rounds the
     controller has seen. ``fresh``: the model has never changed, so its first change empties the
-    window of scores (:meth:`BudgetController.forget_scores`)."""
+    window of scores (:meth:`BudgetController.forget_scores`). Scratch as the plain driver's."""
     n = order.size
-    fifo = np.empty(n, dtype=np.int64)  # rounds whose label is on its way, oldest first
-    width = widest(indptr) + 1
-    idx_buf, val_buf = np.empty(width, dtype=np.int32), np.empty(width)
     head = 0
     tail = pending_rounds(out_query, first, fifo)
     changed = 0

@@ -30,7 +30,7 @@ __all__ = ["decide_rows", "replay_rows"]
         STATE, VEC, VEC, STATE, VEC, VEC, VEC, SCORE_FN, RESCALE_FN, VEC, PROB_FN, ROUND_FN,
         VEC, VEC, STATE, STATE, VEC, VEC,
         I64, VEC, VEC, VEC, VEC, B1,
-    )
+    ), nrt=True
 )
 def decide_rows(
     indptr, indices, data, keys, seed, tie, multiclass, times, level,
@@ -68,7 +68,7 @@ def decide_rows(
         VEC, PROB_FN, ROUND_FN, LABEL_FN,
         VEC, VEC, STATE, STATE, VEC, VEC,
         I64, VEC, VEC, B1,
-    )
+    ), nrt=True
 )
 def replay_rows(
     indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column, first, final, weighted, fresh,

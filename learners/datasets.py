@@ -161,7 +161,7 @@ _I64 = "int64[::1]"
 
 # Fixed signatures, compiled (loaded from the cache) before the first parse, so threads parsing
 # chunks never race to compile.
-@kernel(signature("UniTuple(int64, 2)", _BYTES), nrt=False)
+@kernel(signature("UniTuple(int64, 2)", _BYTES))
 def _count(buf):
     """Upper bounds for the arrays: (lines, colons)."""
     lines = 1
@@ -258,7 +258,7 @@ def _index(buf, i, n, one_based):
 
 
 @kernel(signature("UniTuple(int64, 7)", _BYTES, "int64", "float64[::1]", _I64, "int32[::1]",
-                                     "float64[::1]", _I64, _I64, _I64, _I64), nrt=False)
+                                     "float64[::1]", _I64, _I64, _I64, _I64))
 def _parse(buf, one_based, labels, indptr, indices, data, fix_kind, fix_at, fix_lo, fix_hi):
     """Fill CSR arrays from LIBSVM text. Returns (rows, nnz, fixes, error_code, error_offset, width,
     ordered): width the largest index + 1, ordered 1 if every row's indices strictly increase (the
@@ -315,7 +315,7 @@ def _parse(buf, one_based, labels, indptr, indices, data, fix_kind, fix_at, fix_
     return row, k, fixes, 0, 0, width, ordered
 
 
-@kernel(signature("UniTuple(int64, 5)", _BYTES, "int64", "float64[::1]", _I64, _I64, _I64), nrt=False)
+@kernel(signature("UniTuple(int64, 5)", _BYTES, "int64", "float64[::1]", _I64, _I64, _I64))
 def _scan(buf, one_based, labels, fix_at, fix_lo, fix_hi):
     """:func:`_parse`'s walk over LIBSVM text keeping only what a stream must know before its first
     row: the labels and the largest index. Values are stepped over, not read (the replay's parse

@@ -35,7 +35,7 @@ from learners.kernels import (
 from learners.prefetch import AHEAD, prefetch_row
 
 __all__ = ["decide_rows", "learn_rows", "pending_rounds", "probabilities", "replay_rows", "row_of", "score_rows",
-           "widest"]
+           "scratch", "widest"]
 
 I64 = "int64[::1]"
 U64 = "uint64[::1]"
@@ -43,8 +43,8 @@ B1 = "boolean[::1]"
 INDPTR = "int64[::1]"
 
 
-def _driver(signature):
-    return lambda fn: Lazy(fn, signature)
+def _driver(signature, *, nrt=False):
+    return lambda fn: Lazy(fn, signature, nrt=nrt)
 
 
 @jit(inline="always")
@@ -141,6 +141,14 @@ def widest(indptr):
     return width
 
 
+def scratch(indptr: np.ndarray, rounds: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The scratch arrays of a replay driver over ``rounds`` rounds of the rows of ``indptr``: its
+    queue of rounds, and a row buffer one wider than the widest row (the intercept). Allocated by
+    the caller, the drivers run without numba's runtime (:func:`learners.jit.kernel`)."""
+    width = max(int(np.max(np.diff(indptr), initial=0)), 1) + 1
+    return np.empty(rounds, dtype=np.int64), np.empty(width, dtype=np.int32), np.empty(width)
+
+
 @jit(inline="always")
 def row_of(indptr, indices, data, i, bias, column, idx_buf, val_buf):
     """Row ``i`` as the kernels take it: with ``bias != 0``, followed by the intercept coordinate
@@ -175,13 +183,13 @@ def pending_rounds(out_query, first, fifo):
         INDPTR, IDX, VAL, I64, I64, U64, "uint64", "int64", "boolean", "int64",
         "float64", "int64", "int64", "boolean", "boolean",
         STATE, VEC, VEC, SCORE_FN, UPDATE_FN, VEC, VEC, PROB_FN, ROUND_FN, LABEL_FN,
-        I64, VEC, VEC, B1,
+        I64, VEC, VEC, B1, I64, IDX, VAL,
     )
 )
 def replay_rows(
     indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column, first, final, weighted,
     S, a, P, score, update, qp, qs, probability, after_round, after_label,
-    out_yhat, out_p, out_prob, out_query,
+    out_yhat, out_p, out_prob, out_query, fifo, idx_buf, val_buf,
 ):
     """Prequential replay: predict, decide, and learn from queried labels after ``delay`` rounds.
 
@@ -194,11 +202,11 @@ def replay_rows(
     already predicted (their outputs filled in), carried so their pending labels can be applied;
     labels still pending at the end are applied in order only if ``final``. ``weighted``: a
     label asked with probability q is learnt with importance weight 1/q, else 1.
+
+    Scratch (:func:`scratch`): ``fifo`` holds the rounds whose label is on its way, oldest first;
+    ``idx_buf`` and ``val_buf`` a row with its intercept.
     """
     n = order.size
-    fifo = np.empty(n, dtype=np.int64)  # rounds whose label is on its way, oldest first
-    width = widest(indptr) + 1
-    idx_buf, val_buf = np.empty(width, dtype=np.int32), np.empty(width)
     head = 0
     tail = pending_rounds(out_query, first, fifo)
     changed = 0

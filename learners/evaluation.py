@@ -69,7 +69,7 @@ def auc_roc(y_true: np.ndarray, scores: np.ndarray) -> float:
     return auc_of_classes(s[pos], s[~pos])
 
 
-@kernel(signature("int64", "float64[::1]", "float64[::1]"), nrt=False)
+@kernel(signature("int64", "float64[::1]", "float64[::1]"))
 def _twice_u(positive, negative):
     """2U of the positives against the negatives, both sorted in numpy's order (NaN last): for each
     positive, twice the negatives below it plus those equal to it, in one merge of the two."""
@@ -98,7 +98,7 @@ _BYTE = np.uint64(255)
 _FEW = 48  # a bucket this small is insertion-sorted
 
 
-@kernel(signature("none", "uint64[::1]", "int64[::1]", "int64[::1]", "int64[:, ::1]"), nrt=False)
+@kernel(signature("none", "uint64[::1]", "int64[::1]", "int64[::1]", "int64[:, ::1]"))
 def _sort_bits(bits, ends, next_free, stack):
     """Sort the doubles whose bits are ``bits`` in place, ascending, NaN last (as numpy's sort):
     an in-place most-significant-byte-first radix sort (American flag sort: McIlroy, Bostic &

@@ -62,7 +62,7 @@ def _in(dtype: str, ndim: int = 1) -> str:
 
 # Fixed signatures: the replay runs them compiled ahead of time (learners.aot), with no numba in the
 # process, and a call with other types would be misread there, so the callers convert their arguments
-@kernel(signature("none", "uint64", _in("int64"), "float64", "float64[:, ::1]"), nrt=False)
+@kernel(signature("none", "uint64", _in("int64"), "float64", "float64[:, ::1]"))
 def _omega_rows(seed, inputs, sd, out):
     """The rows of Ω for the input coordinates ``inputs``, into ``out``."""
     for r in range(inputs.size):
@@ -70,7 +70,7 @@ def _omega_rows(seed, inputs, sd, out):
             out[r, j] = sd * _gaussian(seed, inputs[r], j)
 
 
-@kernel(signature("none", "uint64", "float64[::1]"), nrt=False)
+@kernel(signature("none", "uint64", "float64[::1]"))
 def _beta(seed, out):
     for j in range(out.size):
         out[j] = _TWO_PI * draw(splitmix64(seed ^ _BETA), np.uint64(j))
@@ -89,7 +89,7 @@ def _add_row(z, v, omega, row, seed, sd, i):
 
 @kernel(signature("none", _in("int64"), _in("int32"), _in("float64"), _in("int64"), _in("float64", 2),
                   _in("float64"), "uint64", "float64", "float64", "int64", "int64", "int64", _in("int64"),
-                  "int32[::1]", "float64[::1]"), nrt=False)
+                  "int32[::1]", "float64[::1]"))
 def _project(indptr, indices, data, where, omega, beta, seed, sd, lift, lifted, lifted_row, keep,
              out_indptr, out_indices, out_data):
     """Row r of the output, from ``out_indptr[r]``: its own coordinates if ``keep`` > 0 (then ``keep``

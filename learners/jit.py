@@ -86,25 +86,32 @@ class Deferred:
 
 
 def jit(fn: Callable | None = None, /, **options: Any) -> Any:
-    """``numba.njit`` with this library's defaults, deferred: ``@jit`` or ``@jit(inline="always")``."""
+    """``numba.njit`` with this library's defaults, deferred: ``@jit`` or ``@jit(inline="always")``.
+
+    Compiled with numba's runtime (it may allocate) unless ``_nrt=False``, whoever calls it first:
+    left unset, numba would compile it as its first caller is, so a helper first called by a
+    :func:`kernel` could not allocate and would be cached on disk so. Inlined, it is its caller's
+    code."""
 
     def wrap(f: Callable) -> Deferred:
-        settings = {**_DEFAULTS, **options}
+        settings = {**_DEFAULTS, "_nrt": True, **options}
         return Deferred(lambda: _numba().njit(**settings)(resolved(f)), f)
 
     return wrap if fn is None else wrap(fn)
 
 
-def kernel(signature: str, *, nrt: bool = True) -> Callable[[Callable], Deferred]:
+def kernel(signature: str, *, nrt: bool = False) -> Callable[[Callable], Deferred]:
     """A compiled function with one fixed signature (numba's signature string), deferred.
 
-    ``nrt=False`` compiles it without numba's runtime, for a kernel that allocates nothing: each
-    array it is handed is then not reference-counted (atomically) wherever numba moves it, which
-    was a quarter of the LIBSVM parser's time. A kernel that allocates fails to compile so.
+    Compiled without numba's runtime: each array it is handed, sliced or passed on is not
+    reference-counted (an atomic add and subtract wherever numba moves it), a large share of the
+    LIBSVM parser's time and of a replay loop's. A kernel that allocates fails to compile so,
+    and says ``nrt=True``. The helpers it calls are compiled as they are declared, so one that
+    allocates a scratch array of its own still may, as long as it returns none.
     """
 
     def wrap(f: Callable) -> Deferred:
-        options = _DEFAULTS if nrt else {**_DEFAULTS, "_nrt": False}
+        options = {**_DEFAULTS, "_nrt": nrt}
         made = Deferred(lambda: _numba().njit(**options)(resolved(f)), f, signature)
         made.nrt = nrt
         return made

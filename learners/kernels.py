@@ -170,10 +170,10 @@ def _as_argument(value: Any) -> Any:
 
 class Lazy:
     """A compiled loop whose fixed signature takes kernels as first-class functions, compiled on
-    its first call (so importing the library compiles nothing)."""
+    its first call (so importing the library compiles nothing); ``nrt`` as for :func:`kernel`."""
 
-    def __init__(self, fn, signature: str) -> None:
-        self._kernel = kernel(signature)(fn)
+    def __init__(self, fn, signature: str, *, nrt: bool = False) -> None:
+        self._kernel = kernel(signature, nrt=nrt)(fn)
         self._ready = None
         self.__doc__, self.__name__ = fn.__doc__, fn.__name__
 

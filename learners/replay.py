@@ -144,6 +144,7 @@ def _drive(learner: Learner, prep: _Prepared, order: np.ndarray, delay: int, fir
     outputs = (out.yhat, out.p, out.prob, out.queried)
     fresh = learner.updates_ == 0 and changed == 0
     if learner._scaler is None:  # a driver compiled ahead of time with the learner's kernels in it
+        outputs += drivers.scratch(rows.indptr, order.size)
         if learner.budget is None and (twin := compiled.replay_rows(learner)) is not None:
             return int(twin(*head, *learner.rule.kernel_state(), *learner.query.kernel_state(), *outputs))
         if learner.budget is not None and (twin := compiled.budget_replay_rows(learner)) is not None:

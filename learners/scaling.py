@@ -159,7 +159,9 @@ def rescale_full(S, a, P, R, idx, ratio):
     for j in range(idx.size):
         i = idx[j]
         f = _power(ratio[j], q)
-        S[n_lead + i, :] *= f  # row i of M
+        row = S[n_lead + i]  # row i of M
+        for m in range(row.size):
+            row[m] *= f
         for m in range(n_lead, S.shape[0]):
             S[m, i] *= f  # column i of M
 
@@ -398,7 +400,8 @@ def _widest(indptr):
     return width
 
 
-@_driver(signature("none", I64, IDX, VAL, STATE, VEC, VEC, STATE, VEC, VEC, SCORE_FN, VEC, VEC, VEC, I64))
+# the scaled drivers allocate their dense buffers and scratch, so they run with numba's runtime
+@_driver(signature("none", I64, IDX, VAL, STATE, VEC, VEC, STATE, VEC, VEC, SCORE_FN, VEC, VEC, VEC, I64), nrt=True)
 def score_scaled_rows(indptr, indices, data, Z, zs, zp, S, a, P, score, out_p, out_gap, out_v, out_top):
     """:func:`learners.drivers.score_rows` on x̃; nothing changes."""
     out, dense = dense_buffers(zp, _widest(indptr))
@@ -417,7 +420,7 @@ def score_scaled_rows(indptr, indices, data, Z, zs, zp, S, a, P, score, out_p, o
         out_top[i] = top
 
 
-@_driver(signature("int64", IDX, VAL, "int64", STATE, VEC, VEC, STATE, VEC, VEC, VEC, RESCALE_FN, VAL))
+@_driver(signature("int64", IDX, VAL, "int64", STATE, VEC, VEC, STATE, VEC, VEC, VEC, RESCALE_FN, VAL), nrt=True)
 def scale_one_row(idx, val, level, Z, zs, zp, S, a, P, R, rescale, out):
     """One record (River-style ``ask``/``learn``): observe at ``level``, rescale, out ← x̃.
     Returns x̃'s length: the row's (sparse modes) or the dense width ("standard")."""
@@ -435,7 +438,7 @@ def scale_one_row(idx, val, level, Z, zs, zp, S, a, P, R, rescale, out):
         I64, IDX, VAL, U64, "uint64", "int64", "boolean", "int64",
         STATE, VEC, VEC, STATE, VEC, VEC, VEC, SCORE_FN, RESCALE_FN, VEC, VEC, PROB_FN, ROUND_FN,
         I64, VEC, VEC, VEC, VEC, B1,
-    )
+    ), nrt=True
 )
 def decide_scaled_rows(
     indptr, indices, data, keys, seed, tie, multiclass, level,
@@ -466,7 +469,7 @@ def decide_scaled_rows(
         "int64",
         I64, IDX, VAL, I64, B1, VEC, "int64", STATE, VEC, VEC, STATE, VEC, VEC, VEC,
         UPDATE_FN, RESCALE_FN, VEC, VEC, LABEL_FN,
-    )
+    ), nrt=True
 )
 def learn_scaled_rows(indptr, indices, data, y, mistakes, weights, level, Z, zs, zp, S, a, P, R, update, rescale,
                       qp, qs, after_label):
@@ -494,7 +497,7 @@ def learn_scaled_rows(indptr, indices, data, y, mistakes, weights, level, Z, zs,
         STATE, VEC, VEC, STATE, VEC, VEC, VEC, SCORE_FN, UPDATE_FN, RESCALE_FN,
         VEC, VEC, PROB_FN, ROUND_FN, LABEL_FN,
         I64, VEC, VEC, B1,
-    )
+    ), nrt=True
 )
 def replay_scaled_rows(
     indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column, first, final, weighted,

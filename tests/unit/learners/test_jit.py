@@ -116,7 +116,7 @@ def test_a_function_that_calls_itself_is_made_once_and_recurses():
 def test_the_ahead_of_time_exports_are_the_resolved_functions():
     from learners import aot, datasets
 
-    _, function = aot.exports(["paa-1"])["datasets_parse"]
+    function = aot.exports(["paa-1"])["datasets_parse"].function
     assert function.__code__ is datasets._parse.py_func.__code__
     assert function.__globals__["_number_token"] is datasets._number_token.target
 
@@ -165,19 +165,38 @@ def _refcounts(compiled) -> int:
     return sum(ir.count("NRT_incref") for ir in compiled.inspect_llvm().values())
 
 
-def test_a_kernel_declared_without_the_runtime_counts_no_references_and_computes_the_same(monkeypatch):
+def test_a_kernel_runs_without_the_runtime_unless_declared_so_counting_no_references_and_computing_the_same(
+        monkeypatch):
     from learners import jit as jit_module
 
     monkeypatch.setattr(jit_module, "_DEFAULTS", {**jit_module._DEFAULTS, "cache": False})  # cached: no IR to read
     sig = signature("float64", "float64[::1]")
-    with_runtime, without = ready(kernel(sig)(_sum_through_calls)), ready(kernel(sig, nrt=False)(_sum_through_calls))
+    with_runtime, without = ready(kernel(sig, nrt=True)(_sum_through_calls)), ready(kernel(sig)(_sum_through_calls))
     a = np.arange(5.0)
     assert with_runtime(a) == without(a) == 10.0
     assert _refcounts(with_runtime) > 0 and _refcounts(without) == 0
 
 
-def test_a_kernel_declared_without_the_runtime_that_allocates_fails_to_compile():
-    @kernel(signature("float64", "int64"), nrt=False)
+@jit(cache=False)
+def _doubled_sum(a):
+    scratch = np.empty(a.size)  # allocates: needs numba's runtime
+    for i in range(a.size):
+        scratch[i] = 2.0 * a[i]
+    return scratch.sum()
+
+
+def _through_an_allocating_helper(a):
+    return _doubled_sum(a)
+
+
+def test_a_helper_that_allocates_is_compiled_with_the_runtime_when_a_kernel_without_it_calls_it_first():
+    # numba compiles a callee as its caller unless told otherwise: the helper would not compile
+    made = ready(kernel(signature("float64", "float64[::1]"))(_through_an_allocating_helper))
+    assert made(np.arange(4.0)) == 12.0
+
+
+def test_a_kernel_that_allocates_without_declaring_the_runtime_fails_to_compile():
+    @kernel(signature("float64", "int64"))
     def allocates(n):
         return np.ones(n).sum()
 
@@ -195,9 +214,9 @@ def test_the_ahead_of_time_compiler_compiles_the_kernels_declared_so_without_the
     from learners import aot, datasets, evaluation
     from learners.jit import resolved
 
-    assert aot._without_runtime() == {"datasets_count", "datasets_parse", "datasets_scan", "evaluation_twice_u",
-                                      "evaluation_sort_bits", "features_omega_rows", "features_beta",
-                                      "features_project"}
+    made = aot.exports(["paa-1", "lr-ada-entropy"])
+    assert {name for name, export in made.items() if export.nrt} == set()  # the reader's kernels and the drivers
+    assert len(made) == len(aot.KERNELS) + 2 * len(aot.DRIVERS)
     assert datasets._parse.nrt is False and evaluation._twice_u.nrt is False
     sig = parse_signature(signature("float64", "float64[::1]"))
     function, other = resolved(_sum_through_calls), resolved(_sum_through_calls)

@@ -29,7 +29,7 @@ def _dots_prefetched(S, indptr, indices, data, ahead):
 def test_prefetching_the_rows_ahead_changes_no_value(monkeypatch):
     monkeypatch.setattr(jit_module, "_DEFAULTS", {**jit_module._DEFAULTS, "cache": False})  # cached: no IR to read
     sig = signature("float64[::1]", "float64[:, ::1]", "int64[::1]", "int32[::1]", "float64[::1]", "int64")
-    dots = ready(kernel(sig)(_dots_prefetched))
+    dots = ready(kernel(sig, nrt=True)(_dots_prefetched))  # it allocates its result
     rng = np.random.default_rng(0)
     n, nnz, d = 500, 7, 1 << 12
     indptr = np.arange(0, (n + 1) * nnz, nnz, dtype=np.int64)
