@@ -274,6 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         tmp = Path(tmpdir)
         print("building inputs ...", flush=True)
         inputs = build_inputs(tmp, args.synthetic_rows, args.a8a_copies, args.inputs)
+        os.sync()  # the inputs' gigabytes written out now, not by the kernel's writeback during the timed runs
         (tmp / "warm.svm").write_bytes(b"1 1:0.5 3:1\n-1 2:1\n")
         tiny = [activestream, "replay", "--learner", "paa-1", "--data", str(tmp / "warm.svm"), "--in-order", "--json"]
         timed(tiny)  # Python's bytecode cache filled before timing
