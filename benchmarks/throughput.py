@@ -25,8 +25,9 @@ Our kernels are compiled ahead of time first (``python -m learners.aot``, as an 
 compiled now if missing), so no JIT compilation is timed and no numba runs in our processes, and
 one replay of a tiny file fills Python's bytecode cache before timing. Each pair of commands runs
 ``--repeats`` times (default 5), ours and VW's in turn and in alternate order, so that a slow spell
-of the shared machine falls on both; the table shows each command's median wall time and that run's
-CPU time::
+of the shared machine falls on both, after one untimed run of each (the inputs are fresh files, and
+the first runs over them were the slowest of both commands); the table shows each command's median
+wall time and that run's CPU time::
 
     python -m benchmarks.throughput            # writes benchmarks/results/throughput.md
 """
@@ -226,7 +227,8 @@ def markdown(rows: list[dict], vw_import: Timed, ours_startup: Timed, delta: flo
         "# Throughput: `activestream replay` against Vowpal Wabbit's command line",
         "",
         f"Command: `{command}`. Every figure is one process measured from outside (wall clock; user+sys CPU and "
-        f"peak RSS from GNU time); the median of {repeats} runs, ours and VW's in turn (alternate orders), on the "
+        f"peak RSS from GNU time); the median of {repeats} runs, ours and VW's in turn (alternate orders), after "
+        f"one untimed run of each, on the "
         f"shared 2-core machine. "
         f"`python -c \"import vowpalwabbit\"` takes {vw_import.wall_s:.3f} s (subtracted for VW's 'excluding "
         f"start-up'). Ours 'excluding start-up' is the in-process `total_seconds` (read + parse + learn + "
@@ -289,6 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             classes = ["--oaa", "20"] if multiclass else []
             vw_cmd = [sys.executable, "-m", "vowpalwabbit", "-d", str(vw), *classes, "--loss_function", "hinge",
                       "-b", str(bits), "--quiet"]
+            timed(ours_cmd), timed(vw_cmd)  # untimed: each command's first read of its fresh file
             (run, walls), vw_timed = paired_runs(ours_cmd, vw_cmd, args.repeats)
             report = json.loads(run.stdout)
             assert report["examples"] == n, report["examples"]
