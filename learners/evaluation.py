@@ -27,7 +27,8 @@ import numpy as np
 from learners.jit import signature
 from learners.kernels import kernel, ready
 
-__all__ = ["Metrics", "auc_of_classes", "auc_of_sorted", "auc_roc", "binary_counts", "binary_metrics",
+__all__ = ["Metrics", "auc_of_classes", "auc_of_sorted", "auc_roc", "binary_counts", "binary_counts_and_scores",
+           "binary_metrics",
            "binary_metrics_of_counts", "multiclass_counts", "multiclass_metrics", "multiclass_metrics_of_counts",
            "sort_scores"]
 
@@ -220,6 +221,41 @@ def binary_counts(y_true: np.ndarray, y_pred: np.ndarray) -> np.ndarray:
     pos, pred_pos = y_true > 0, y_pred > 0
     return np.array([np.count_nonzero(pos & pred_pos), np.count_nonzero(pos & ~pred_pos),
                      np.count_nonzero(~pos & pred_pos), np.count_nonzero(~pos & ~pred_pos)], dtype=np.int64)
+
+
+def binary_counts_and_scores(y_true: np.ndarray, y_pred: np.ndarray, scores: np.ndarray,
+                             positive: np.ndarray, negative: np.ndarray) -> tuple[np.ndarray, int]:
+    """:func:`binary_counts` of internal codes ±1, and ``scores`` split by class in one compiled pass:
+    those of the positive rounds written in order at the start of ``positive``, the others at the
+    start of ``negative`` (each at least as long as ``scores``); returns the counts and how many
+    rounds are positive."""
+    counts = np.zeros(4, dtype=np.int64)
+    positives = ready(_split_by_class)(np.ascontiguousarray(y_true, dtype=np.int64),
+                                       np.ascontiguousarray(y_pred, dtype=np.int64),
+                                       np.ascontiguousarray(scores, dtype=np.float64), counts, positive, negative)
+    return counts, int(positives)
+
+
+@kernel(signature("int64", "int64[::1]", "int64[::1]", "float64[::1]", "int64[::1]", "float64[::1]", "float64[::1]"))
+def _split_by_class(y, yhat, p, counts, positive, negative):
+    """:func:`binary_counts_and_scores`' pass: each score written to both outputs, the class moving
+    one of the two ends on, so no branch follows the labels."""
+    n_pos = 0
+    tp = fn = fp = 0
+    for i in range(y.size):
+        pos = np.int64(y[i] > 0)
+        pred = np.int64(yhat[i] > 0)
+        positive[n_pos] = p[i]
+        negative[i - n_pos] = p[i]
+        n_pos += pos
+        tp += pos & pred
+        fn += pos & (1 - pred)
+        fp += (1 - pos) & pred
+    counts[0] += tp
+    counts[1] += fn
+    counts[2] += fp
+    counts[3] += y.size - tp - fn - fp
+    return n_pos
 
 
 def binary_metrics_of_counts(counts: np.ndarray, queries: int, *, eta_p: float = 0.5, eta_n: float = 0.5,

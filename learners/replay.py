@@ -314,6 +314,7 @@ class _Tally:
         # threads leave a share of the cores to while they wait for each other
         self._sorter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="margins-sort")
         self.margins = (_Margins(self._sorter), _Margins(self._sorter))  # of positive, of negative rounds
+        self._split = np.empty((2, 0))  # a chunk's scores by class, on their way into the margins
 
     def add(self, codes: np.ndarray, out: _Outputs, first: int) -> None:
         yhat, p, queried = out.yhat[first:], out.p[first:], out.queried[first:]
@@ -324,10 +325,12 @@ class _Tally:
         if self.multiclass:
             self.counts += evaluation.multiclass_counts(y, yhat, self.n_classes)
         else:
-            self.counts += evaluation.binary_counts(y, yhat)
-            pos = y > 0
-            self.margins[0].extend(p[pos])
-            self.margins[1].extend(p[~pos])
+            if self._split.shape[1] < y.size:
+                self._split = np.empty((2, y.size))
+            counts, positives = evaluation.binary_counts_and_scores(y, yhat, p, *self._split)
+            self.counts += counts
+            self.margins[0].extend(self._split[0, :positives])
+            self.margins[1].extend(self._split[1, : y.size - positives])
         self.queries += int(np.count_nonzero(queried))
 
     def _count_windows(self, queried: np.ndarray) -> None:

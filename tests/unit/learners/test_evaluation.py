@@ -6,7 +6,14 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from learners.evaluation import auc_roc, binary_metrics, multiclass_metrics, sort_scores
+from learners.evaluation import (
+    auc_roc,
+    binary_counts,
+    binary_counts_and_scores,
+    binary_metrics,
+    multiclass_metrics,
+    sort_scores,
+)
 
 
 def test_binary_metrics_from_a_hand_counted_stream():
@@ -137,3 +144,20 @@ def test_auc_roc_over_radix_sorted_margins_counts_what_every_pair_counts():
     scores = np.round(rng.standard_normal(4_000) + 0.5 * y, 2)  # ties across the classes
     pos, neg = scores[y > 0][:, None], scores[y < 0][None, :]
     assert auc_roc(y, scores.copy()) == pytest.approx(float(np.mean(pos > neg) + 0.5 * np.mean(pos == neg)), abs=1e-12)
+
+
+@pytest.mark.parametrize("share", [0.0, 0.3, 1.0])
+def test_counts_and_scores_by_class_in_one_pass_are_those_of_masks(share):
+    rng = np.random.default_rng(7)
+    for n in (0, 1, 9, 1000):
+        y = np.where(rng.random(n) < share, 1, -1)
+        yhat = np.where(rng.random(n) < 0.5, 1, -1)
+        scores = rng.standard_normal(n)
+        scores[::7] = np.nan
+        positive, negative = np.full(n + 3, 99.0), np.full(n + 3, 99.0)  # longer: the tail left alone
+        counts, positives = binary_counts_and_scores(y, yhat, scores, positive, negative)
+        np.testing.assert_array_equal(counts, binary_counts(y, yhat))
+        assert positives == np.count_nonzero(y > 0)
+        np.testing.assert_array_equal(positive[:positives], scores[y > 0])
+        np.testing.assert_array_equal(negative[: n - positives], scores[y < 0])
+        assert (positive[n + 1 :] == 99.0).all() and (negative[n + 1 :] == 99.0).all()
