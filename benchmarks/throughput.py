@@ -255,6 +255,10 @@ def markdown(rows: list[dict], vw_import: Timed, ours_startup: Timed, delta: flo
         vw = next(r for r in rows if r["data"] == name and r["command"].startswith("vw"))
         lines.append(f"| {name} | {vw['wall'] / ours['wall']:.2f}× | {vw['inner'] / ours['inner']:.2f}× | "
                      f"{ours['read']:.3f} / {ours['inner'] - ours['read']:.3f} | {ours['query']:.3f} |")
+    lines += ["", "Every run's wall time, in the order run (s):", ""]
+    for r in rows:
+        who = "ours" if r["command"].startswith("activestream") else "VW"
+        lines.append(f"- {r['data']}, {who}: {', '.join(f'{w:.2f}' for w in r['walls'])}")
     return "\n".join(lines) + "\n"
 
 
