@@ -229,6 +229,12 @@ def binary_counts_and_scores(y_true: np.ndarray, y_pred: np.ndarray, scores: np.
     those of the positive rounds written in order at the start of ``positive``, the others at the
     start of ``negative`` (each at least as long as ``scores``); returns the counts and how many
     rounds are positive."""
+    if not len(y_true) == len(y_pred) == len(scores):
+        raise ValueError(f"labels, predictions and scores differ in length: {len(y_true)}, {len(y_pred)}, "
+                         f"{len(scores)}")
+    for out in (positive, negative):  # written in place by compiled code, which checks no bound
+        if out.dtype != np.float64 or not out.flags.c_contiguous or not out.flags.writeable or out.size < len(scores):
+            raise ValueError("positive and negative must be writable contiguous float64 arrays as long as the scores")
     counts = np.zeros(4, dtype=np.int64)
     positives = ready(_split_by_class)(np.ascontiguousarray(y_true, dtype=np.int64),
                                        np.ascontiguousarray(y_pred, dtype=np.int64),

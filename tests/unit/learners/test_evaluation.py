@@ -161,3 +161,12 @@ def test_counts_and_scores_by_class_in_one_pass_are_those_of_masks(share):
         np.testing.assert_array_equal(positive[:positives], scores[y > 0])
         np.testing.assert_array_equal(negative[: n - positives], scores[y < 0])
         assert (positive[n + 1 :] == 99.0).all() and (negative[n + 1 :] == 99.0).all()
+
+
+def test_counts_and_scores_refuse_outputs_they_could_write_past():
+    y, scores = np.array([1, -1, 1]), np.zeros(3)
+    for positive in (np.zeros(2), np.zeros(3, dtype=np.float32), np.zeros(6)[::2]):
+        with pytest.raises(ValueError, match="as long as the scores"):
+            binary_counts_and_scores(y, y, scores, positive, np.zeros(3))
+    with pytest.raises(ValueError, match="differ in length"):
+        binary_counts_and_scores(y, y[:2], scores, np.zeros(3), np.zeros(3))
