@@ -392,19 +392,11 @@ def dense_buffers(zp, width):
     return np.empty(max(width, n_dense)), dense
 
 
-@jit
-def _widest(indptr):
-    width = 1
-    for i in range(indptr.size - 1):
-        width = max(width, indptr[i + 1] - indptr[i])
-    return width
-
-
 # the scaled drivers allocate their dense buffers and scratch, so they run with numba's runtime
 @_driver(signature("none", I64, IDX, VAL, STATE, VEC, VEC, STATE, VEC, VEC, SCORE_FN, VEC, VEC, VEC, I64), nrt=True)
 def score_scaled_rows(indptr, indices, data, Z, zs, zp, S, a, P, score, out_p, out_gap, out_v, out_top):
     """:func:`learners.drivers.score_rows` on x̃; nothing changes."""
-    out, dense = dense_buffers(zp, _widest(indptr))
+    out, dense = dense_buffers(zp, widest(indptr))
     for i in range(indptr.size - 1):
         lo, hi = indptr[i], indptr[i + 1]
         if zp[0] == _STANDARD:
@@ -446,7 +438,7 @@ def decide_scaled_rows(
     out_yhat, out_p, out_gap, out_v, out_prob, out_query,
 ):
     """:func:`learners.drivers.decide_rows` on x̃, the scale observed at ``level`` row by row."""
-    width = _widest(indptr)
+    width = widest(indptr)
     changed, ratio = np.empty(width, dtype=np.int32), np.empty(width)
     out, dense = dense_buffers(zp, width)
     for i in range(indptr.size - 1):
@@ -474,7 +466,7 @@ def decide_scaled_rows(
 def learn_scaled_rows(indptr, indices, data, y, mistakes, weights, level, Z, zs, zp, S, a, P, R, update, rescale,
                       qp, qs, after_label):
     """:func:`learners.drivers.learn_rows` (every row, in order) on x̃; returns updates made."""
-    width = _widest(indptr)
+    width = widest(indptr)
     changed, ratio = np.empty(width, dtype=np.int32), np.empty(width)
     out, dense = dense_buffers(zp, width)
     n_changed = 0
