@@ -5,6 +5,7 @@ from learners.rules.adaptive_multiclass import MulticlassDualAveragingRule, Mult
 from learners.rules.arow import AROWDiagRule, AROWRule
 from learners.rules.cost_sensitive import CPARule, CSPARule, PAUMRule
 from learners.rules.cw import CWDiagRule, CWRule
+from learners.rules.factored import FactoredSoftmaxRule
 from learners.rules.kernel_pa import KernelPARule
 from learners.rules.lasec import LASECDiagRule, LASECRule
 from learners.rules.logistic import LogisticRule, SoftmaxRule
@@ -24,6 +25,7 @@ __all__ = [
     "CWDiagRule",
     "CWRule",
     "DualAveragingRule",
+    "FactoredSoftmaxRule",
     "KernelPARule",
     "LASECDiagRule",
     "LASECRule",
