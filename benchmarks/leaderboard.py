@@ -110,7 +110,8 @@ QUICK_DATASETS = ("svmguide1", "mushrooms", "a8a", "spambase", "splice", "w8a", 
                   "dna", "satimage", "usps")
 QUICK_LEARNERS = ("paa-1", "paa-2", "paa-1-entropy", "paa-1-iwal", "rpa-1", "pea", "soal-diag", "soal-diag-entropy",
                   "sop-ss-diag", "d-ada", "d-amd", "lr-ada-entropy", "lr-ada-entropy-rff", "mpaa-1", "mpaa-2",
-                  "mpaa-1-entropy", "mpaa-1-iwal", "mlr-ada-entropy", "mrpa-1", "md-ada", "md-amd")
+                  "mpaa-1-entropy", "mpaa-1-iwal", "mlr-ada-entropy", "mlr-factored-entropy", "mrpa-1", "md-ada",
+                  "md-amd")
 
 
 def tolerance(target: float) -> float:

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from benchmarks import leaderboard as lb
 from benchmarks import logistic_defaults as ld
 from benchmarks import reproduce
 from benchmarks.reproduce import records
+from learners.datasets import Dataset
+from learners.inputs import as_rows
 from tests.unit.benchmarks.test_leaderboard import gaussian
 
 N = 2000
@@ -85,3 +89,25 @@ def test_reproduce_rechecks_a_cell(made, monkeypatch):
     monkeypatch.setattr(reproduce, "RESULTS_DIR", out)
     checked = reproduce._check_logistic_defaults()
     assert checked.label.startswith("tiny lr-ada-entropy") and checked.holds
+
+
+def three_blobs(n: int = 1500, seed: int = 1) -> Dataset:
+    """Three Gaussian classes in 4 dimensions, centred on the first three axes."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(3, size=n)
+    X = rng.normal(size=(n, 4)) + 3.0 * np.eye(4)[y]
+    return Dataset(as_rows(sp.csr_matrix(X)), y, "blobs")
+
+
+def test_a_multiclass_set_runs_the_grid_of_each_multiclass_learner_and_the_page_has_a_section_each(tmp_path):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(lb.DATASETS, "blobs", lb.BoardData("blobs", True, three_blobs))
+        mp.setattr(ld, "ETAS", (0.5,))
+        mp.setattr(ld, "DAMPINGS", (0.0,))
+        ld.main(["--datasets", "blobs", "--permutations", "1", "--out", str(tmp_path)])
+    cells = records(json.loads((tmp_path / "logistic_defaults.json").read_text())["cells"])
+    assert {c["learner"] for c in cells} == set(ld.LEARNERS[True]) == {"mlr-ada-entropy", "mlr-factored-entropy"}
+    assert len(cells) == 2 * 2 * len(ld.BUDGETS)  # the two learners × normalize off / on × the budgets
+    assert all(c["mean"] > 0.5 for c in cells)  # three separated classes: far above a coin (⅓)
+    md = (tmp_path / "logistic_defaults.md").read_text()
+    assert "## `mlr-ada-entropy`" in md and "## `mlr-factored-entropy`" in md
