@@ -27,8 +27,9 @@ import numpy as np
 
 from learners.base import UpdateRule
 from learners.jit import jit
-from learners.kernels import SCORE_SIG, UPDATE_SIG, kernel, sparse_dot, sq_norm
+from learners.kernels import SCORE_SIG, UPDATE_SIG, kernel, sq_norm
 from learners.params import Interval
+from learners.rules.logistic import softmax_residuals
 from learners.rules.multiclass import top_two
 
 __all__ = ["FactoredSoftmaxRule", "factored_softmax_update"]
@@ -47,18 +48,10 @@ def factored_softmax_update(W, C, R, idx, val, y, eta, weight, delta):
     xx = sq_norm(val)
     if xx == 0.0:
         return False
-    c = np.empty(k)
-    for r in range(k):
-        c[r] = sparse_dot(W[r], idx, val)
-    top = c.max()
-    total = 0.0
-    for r in range(k):
-        c[r] = math.exp(c[r] - top)
-        total += c[r]
+    c = softmax_residuals(W, idx, val, y, weight)
     cc = 0.0  # Σ_r c_r²
     rows = 0.0  # Σ_s R_s
     for r in range(k):
-        c[r] = weight * (c[r] / total - (1.0 if r == y else 0.0))
         cc += c[r] * c[r]
         R[r] += c[r] * c[r] * xx
         rows += R[r]

@@ -35,7 +35,7 @@ from learners.params import Interval, Options
 from learners.rules.linear import binary_margin
 from learners.rules.multiclass import top_two
 
-__all__ = ["LogisticRule", "SoftmaxRule", "logistic_update", "softmax_update"]
+__all__ = ["LogisticRule", "SoftmaxRule", "logistic_update", "softmax_residuals", "softmax_update"]
 
 _SGD, _ADAGRAD = 0, 1
 
@@ -68,26 +68,34 @@ def logistic_update(w, G, idx, val, y, eta, mode, weight, delta):
     return True
 
 
+@jit(inline="always")
+def softmax_residuals(W, idx, val, y, weight):
+    """c_r = ω (π_r − 1[r = y]), π = softmax(W x): row r's gradient of ω·(−log π_y) is c_r x. O(k·nnz)."""
+    k = W.shape[0]
+    c = np.empty(k)
+    for r in range(k):
+        c[r] = sparse_dot(W[r], idx, val)
+    top = c.max()
+    total = 0.0
+    for r in range(k):
+        c[r] = math.exp(c[r] - top)
+        total += c[r]
+    for r in range(k):
+        c[r] = weight * (c[r] / total - (1.0 if r == y else 0.0))
+    return c
+
+
 @jit
 def softmax_update(W, G, idx, val, y, eta, mode, weight, delta):
     """One step on −log π_y, π = softmax(W x), weighted by ω: row r moves along ω (π_r − 1[r = y]) x.
     O(k·nnz). Returns False for an all-zero x."""
-    k = W.shape[0]
     if sq_norm(val) == 0.0:
         return False
-    z = np.empty(k)
-    for r in range(k):
-        z[r] = sparse_dot(W[r], idx, val)
-    top = z.max()
-    total = 0.0
-    for r in range(k):
-        z[r] = math.exp(z[r] - top)
-        total += z[r]
-    for r in range(k):
-        c = weight * (z[r] / total - (1.0 if r == y else 0.0))
-        if c != 0.0:
+    c = softmax_residuals(W, idx, val, y, weight)
+    for r in range(W.shape[0]):
+        if c[r] != 0.0:
             for j in range(idx.size):
-                _step(W[r], G[r], idx[j], c * val[j], eta, mode, delta)
+                _step(W[r], G[r], idx[j], c[r] * val[j], eta, mode, delta)
     return True
 
 
