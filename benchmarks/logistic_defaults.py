@@ -4,11 +4,11 @@
     python -m benchmarks.logistic_defaults --quick    # 1 permutation, 3 sets of each kind
 
 ``lr-ada-entropy`` (binary), ``mlr-ada-entropy`` and ``mlr-factored-entropy`` (multiclass) are
-candidates for the default learners, so their defaults are what a user with no tuning gets. Each runs online (the budget
-controller, no look-ahead) at 5 % and 10 % labels over η ∈ {2⁻⁵, …, 2²} × ``damping`` (AdaGrad's δ)
-∈ {0, 0.1, 0.3, 1} × ``normalize`` off / on, on the leaderboard's tuning permutations (seeds from
-:data:`benchmarks.leaderboard.TUNING_SEED`), never its evaluated ones, on every leaderboard set of
-fewer than 100,000 rows of the learner's kind.
+candidates for the default learners, so their defaults are what a user with no tuning gets. Each runs
+online (the budget controller, no look-ahead) at 5 % and 10 % labels over η ∈ {2⁻⁵, …, 2²} ×
+``damping`` (AdaGrad's δ) ∈ {0, 0.1, 0.3, 1} × ``normalize`` off / on, on the leaderboard's tuning
+permutations (seeds from :data:`benchmarks.leaderboard.TUNING_SEED`), never its evaluated ones, on
+every leaderboard set of fewer than 100,000 rows of the learner's kind.
 
 The setting to register is the one with the best mean rank over the (set, budget) cells among those
 that lose no cell to the registered setting by more than :data:`HARM`: a default that ranks better
