@@ -281,11 +281,12 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="budget-broker-") as tmp:
         result = run(records, workdir=Path(tmp))
+    learner = result.pop("learner")  # said once, in the settings
     result.update({"made": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), "commit": commit(),
                    "command": command, "seconds": time.perf_counter() - started,
                    "settings": {"records": result["predicted"] + result["missing"], "target": TARGET,
                                 "kill_at": 0.5, "checkpoint_every_s": CHECKPOINT_EVERY_S, "partitions": 1,
-                                "learner": f"default ({result.pop('learner')})", "client_settings": CLIENTS}})
+                                "learner": f"default ({learner})", "client_settings": CLIENTS}})
     (out / "budget_broker.json").write_text(json.dumps(result, indent=1) + "\n")
     (out / "budget_broker.md").write_text(render(result))
     print(render(result))
