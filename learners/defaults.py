@@ -15,7 +15,7 @@ __all__ = ["DEFAULT_LEARNERS", "KERNEL_MAX_FEATURES", "default_learner"]
 # registry names (tests/unit/learners/test_registry.py checks them): the binary default, the binary
 # default for rows wider than KERNEL_MAX_FEATURES, the multiclass default
 DEFAULT_LEARNERS: dict[str, str] = {"binary": "lr-ada-entropy-rff", "binary, wide rows": "lr-ada-entropy",
-                                    "multiclass": "mlr-ada-entropy"}
+                                    "multiclass": "mlr-factored-entropy"}
 
 # The widest rows the binary default maps: its Ω, (d + 1) × 512 floats, is then made whole (a quarter
 # of MAX_STATE_BYTES, as learners.features keeps it). Past it, on hashed names (d = 2²⁰), most of a

@@ -189,7 +189,7 @@ class SoftmaxRule(_LogLossRule):
     Parameters
     ----------
     eta : float > 0, default 1.0
-        Step size η (``mlr-ada-entropy`` takes 2⁻⁴).
+        Step size η (``mlr-ada-entropy`` takes 2⁻¹).
     step : {"adagrad", "sgd"}, default "adagrad"
         As :class:`LogisticRule`, row by row.
     damping : float ≥ 0, default 0.0

@@ -145,7 +145,7 @@ def test_replay_without_a_learner_takes_the_default_for_the_number_of_classes(tm
     multi, binary = tmp_path / "m.svm", tmp_path / "b.svm"
     multi.write_text("".join(f"{c} {c}:1 4:0.5\n" for c in [1, 2, 3] * 40))
     binary.write_text("".join(f"{c} {(c + 3) // 2}:1 4:0.5\n" for c in [1, -1] * 60))
-    for path, expected in ((multi, "mlr-ada-entropy"), (binary, "lr-ada-entropy-rff")):
+    for path, expected in ((multi, "mlr-factored-entropy"), (binary, "lr-ada-entropy-rff")):
         for order in ([], ["--in-order"]):  # read whole, and streamed
             out = replay("--data", str(path), *order, "--json")
             assert out.returncode == 0, out.stderr

@@ -147,7 +147,7 @@ def test_without_a_learner_the_service_takes_the_default_for_its_classes(tmp_pat
     assert build_learner(load_settings(checkpoint_dir=tmp_path, classes=["ham", "spam"])).name == "lr-ada-entropy"
     assert build_learner(load_settings(checkpoint_dir=tmp_path, n_features=30)).name == "lr-ada-entropy-rff"
     three = build_learner(load_settings(checkpoint_dir=tmp_path, classes=["a", "b", "c"]))
-    assert three.name == "mlr-ada-entropy" and three.multiclass and list(three.classes) == ["a", "b", "c"]
+    assert three.name == "mlr-factored-entropy" and three.multiclass and list(three.classes) == ["a", "b", "c"]
 
 
 def test_learner_errors_name_their_variable():
