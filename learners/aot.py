@@ -42,7 +42,7 @@ __all__ = ["DRIVERS", "KERNELS", "Export", "build", "exports", "main"]
 # the kernels compiled on their own: what the LIBSVM reader, the AUC-ROC and the random Fourier
 # features run, (module, name)
 KERNELS = (("learners.datasets", "_count"), ("learners.datasets", "_parse"), ("learners.datasets", "_scan"),
-           ("learners.evaluation", "_twice_u"), ("learners.evaluation", "_sort_bits"),
+           ("learners.evaluation", "_twice_u"),
            ("learners.evaluation", "_split_by_class"),
            ("learners.features", "_omega_rows"), ("learners.features", "_beta"), ("learners.features", "_project"))
 
