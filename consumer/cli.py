@@ -80,6 +80,11 @@ def _replay(args: argparse.Namespace) -> int:
     # second of CPU taken from the start-up and the reader, for BLAS calls a replay does not make.
     # A user's own setting stands.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    # NumPy asks the kernel for 2 MB pages for every array of 4 MB or more, and the first write to
+    # each such page zeroes 2 MB at once, compacting memory first when 2 MB blocks are scarce: a
+    # stream's margins (8 bytes a row, written once) paid for it in the learner's thread, and the
+    # time it took varied most from run to run. A user's own setting stands.
+    os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
     import numpy as np
     import orjson
 

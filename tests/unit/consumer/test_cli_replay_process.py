@@ -39,17 +39,34 @@ print(os.environ.get("OPENBLAS_NUM_THREADS"), ctypes.CDLL(library).scipy_openbla
 """
 
 
-def test_replay_runs_openblas_on_one_thread_unless_the_user_says_otherwise(tmp_path):
+def probe(source: str, variable: str, tmp_path: Path, **env: str) -> list[str]:
+    """The last line ``source`` prints after a replay in its own process, run with ``variable``
+    unset but for ``env``."""
     data = tmp_path / "rows.svm"
     data.write_bytes(b"+1 1:1 3:0.5\n-1 2:1\n")
     args = ["replay", "--learner", "paa-1", "--in-order", "--json", "--data", str(data)]
+    environ = {k: v for k, v in os.environ.items() if k != variable} | env
+    done = subprocess.run([sys.executable, "-c", source, *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600, env=environ, check=True)
+    return done.stdout.splitlines()[-1].split()
 
-    def probe(**env: str) -> list[str]:
-        environ = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"} | env
-        done = subprocess.run([sys.executable, "-c", BLAS_PROBE, *args], cwd=ROOT, capture_output=True, text=True,
-                              timeout=600, env=environ, check=True)
-        return done.stdout.splitlines()[-1].split()
 
+def test_replay_runs_openblas_on_one_thread_unless_the_user_says_otherwise(tmp_path):
     # idle OpenBLAS workers spin before they sleep, on the cores the reader and the learner use
-    assert probe() == ["1", "1"]
-    assert probe(OPENBLAS_NUM_THREADS="2")[0] == "2"
+    assert probe(BLAS_PROBE, "OPENBLAS_NUM_THREADS", tmp_path) == ["1", "1"]
+    assert probe(BLAS_PROBE, "OPENBLAS_NUM_THREADS", tmp_path, OPENBLAS_NUM_THREADS="2")[0] == "2"
+
+
+HUGEPAGE_PROBE = """
+import os, sys
+from consumer.cli import main
+main(sys.argv[1:])
+import numpy as np
+print(os.environ.get("NUMPY_MADVISE_HUGEPAGE"), np._core.multiarray._get_madvise_hugepage())
+"""
+
+
+def test_replay_asks_numpy_for_small_pages_unless_the_user_says_otherwise(tmp_path):
+    # a 2 MB page is zeroed whole at its first write, in the learner's thread, as it writes the margins
+    assert probe(HUGEPAGE_PROBE, "NUMPY_MADVISE_HUGEPAGE", tmp_path) == ["0", "False"]
+    assert probe(HUGEPAGE_PROBE, "NUMPY_MADVISE_HUGEPAGE", tmp_path, NUMPY_MADVISE_HUGEPAGE="1") == ["1", "True"]
