@@ -710,6 +710,9 @@ _PEER_VERSIONS = (*_OUR_VERSIONS, "river", "vowpalwabbit", "scikit-learn")
 # rules and queries (a learner's own, with what they import of each other), and the choice of default
 _PER_LEARNER = ("learners/rules/", "learners/queries/")
 _NOT_SHARED = frozenset({"learners/registry.py", "learners/defaults.py"})
+# the LIBSVM reader: a row depends on the data it read, which the units are keyed by (content_key), not on
+# the code that read it, so a faster reader keeps every unit
+_READER = frozenset({"learners/datasets.py", "learners/digits.py"})
 
 
 def _root() -> Path:
@@ -741,9 +744,9 @@ def _code_of_file(stamp: tuple[Path, int, int]) -> str:
 
 
 def _shared_files(root: Path) -> list[str]:
-    """The learners' modules every row of ours (and every dataset as loaded) depends on."""
+    """The learners' modules every row of ours depends on (the reader's by the data it read)."""
     files = (path.relative_to(root).as_posix() for path in sorted((root / "learners").rglob("*.py")))
-    return [f for f in files if not f.startswith(_PER_LEARNER) and f not in _NOT_SHARED]
+    return [f for f in files if not f.startswith(_PER_LEARNER) and f not in _NOT_SHARED | _READER]
 
 
 def _imported_files(root: Path, rel: str) -> tuple[str, ...]:
