@@ -4,6 +4,7 @@ own consumer sees; and a consumer it cannot vouch for gets no reader."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import time
 import uuid
@@ -37,9 +38,29 @@ def _records(bootstrap: str, topic: str, n: int) -> list[tuple[int, bytes | None
     return sent
 
 
+# the consumers and readers a test opened, closed at its end if it failed before it closed them
+_OPENED: list[Consumer | batch_reader.BatchReader] = []
+
+
+@pytest.fixture(autouse=True)
+def _closed_at_the_end():
+    """Readers, then consumers: a consumer destroyed with a reader's queue still on it waits on that
+    queue for good, whenever the garbage collector takes it, so a test failing mid-way would hang a
+    later one instead of failing."""
+    yield
+    for reader in [o for o in _OPENED if isinstance(o, batch_reader.BatchReader)]:
+        reader.close()  # a reader closed already has nothing left to close
+    for consumer in [o for o in _OPENED if isinstance(o, Consumer)]:
+        with contextlib.suppress(RuntimeError):  # closed by the test
+            consumer.close()
+    _OPENED.clear()
+
+
 def _consumer(bootstrap: str, client_id: str = "activestream-features") -> Consumer:
-    return Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex, "client.id": client_id,
-                     **CLIENT_SETTINGS, "enable.auto.commit": "false"})
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex, "client.id": client_id,
+                  **CLIENT_SETTINGS, "enable.auto.commit": "false"})
+    _OPENED.append(c)
+    return c
 
 
 def _topic_holding(bootstrap: str, values: list[bytes], stamps: list[int] | None = None) -> str:
@@ -58,6 +79,7 @@ def _reading(bootstrap: str, topic: str, partitions: int = 1) -> tuple[Consumer,
     c = _consumer(bootstrap)
     reader = batch_reader.attach(c, "activestream-features", topic)
     assert reader is not None
+    _OPENED.append(reader)
     reader.warm_up()
     parts = [TopicPartition(topic, p, 0) for p in range(partitions)]
     c.assign(parts)
