@@ -63,19 +63,11 @@ def _consumer(bootstrap: str, client_id: str = "activestream-features") -> Consu
     return c
 
 
-def _topic_holding(bootstrap: str, values: list[bytes], stamps: list[int] | None = None) -> str:
-    """A new one-partition topic holding ``values`` (with these timestamps, ms, if given)."""
-    topic = f"reader-{uuid.uuid4().hex[:6]}"
-    create_topics(bootstrap, [topic])
-    p = Producer({"bootstrap.servers": bootstrap})
-    for i, value in enumerate(values):
-        p.produce(topic, value=value, **({"timestamp": stamps[i]} if stamps else {}))
-    assert p.flush(30) == 0
-    return topic
-
-
 def _reading(bootstrap: str, topic: str, partitions: int = 1) -> tuple[Consumer, batch_reader.BatchReader]:
-    """A consumer assigned every partition of ``topic`` from its start, and its reader."""
+    """A consumer assigned every partition of ``topic`` from its start, and its reader. Records
+    written to the topic before would be fetched between the assignment and the forward on a
+    busy machine, onto the consumer queue (where the service takes them first): the tests write
+    theirs after."""
     c = _consumer(bootstrap)
     reader = batch_reader.attach(c, "activestream-features", topic)
     assert reader is not None
@@ -87,16 +79,26 @@ def _reading(bootstrap: str, topic: str, partitions: int = 1) -> tuple[Consumer,
     return c, reader
 
 
+def _reading_new_topic(bootstrap: str, values: list[bytes], stamps: list[int] | None = None,
+                       ) -> tuple[str, Consumer, batch_reader.BatchReader]:
+    """A new one-partition topic read by a consumer and its reader, then ``values`` written to it
+    (with these timestamps, ms, if given)."""
+    topic = f"reader-{uuid.uuid4().hex[:6]}"
+    create_topics(bootstrap, [topic])
+    c, reader = _reading(bootstrap, topic)
+    p = Producer({"bootstrap.servers": bootstrap})
+    for i, value in enumerate(values):
+        p.produce(topic, value=value, **({"timestamp": stamps[i]} if stamps else {}))
+    assert p.flush(30) == 0
+    return topic, c, reader
+
+
 def test_every_record_once_in_partition_order_with_its_key_value_timestamp_and_headers(kafka_bootstrap):
     topic = f"reader-{uuid.uuid4().hex[:6]}"
     create_topics(kafka_bootstrap, [topic], partitions=3)
-    sent = _records(kafka_bootstrap, topic, 1500)
     c, reader = _reading(kafka_bootstrap, topic, partitions=3)
+    sent = _records(kafka_bootstrap, topic, 1500)
     got: dict[int, list] = {0: [], 1: [], 2: []}
-    # what was fetched between the assignment and the forward (a slow moment of a busy machine) is on
-    # the consumer queue, older than anything the reader gets: the service takes it first, as here
-    for msg in c.consume(len(sent), 0):
-        got[msg.partition()].append((msg.offset(), msg.key(), msg.value(), msg.headers(), msg.timestamp()))
     deadline = time.monotonic() + 30
     while sum(map(len, got.values())) < len(sent) and time.monotonic() < deadline:
         assert c.poll(0) is None  # records go to the reader, not to the consumer queue
@@ -121,8 +123,7 @@ def test_every_record_once_in_partition_order_with_its_key_value_timestamp_and_h
 
 
 def test_times_of_a_batch_fall_back_where_a_message_has_none(kafka_bootstrap):
-    topic = _topic_holding(kafka_bootstrap, [b"{}"] * 3, [1_700_000_000_000 + 1000 * i for i in range(3)])
-    c, reader = _reading(kafka_bootstrap, topic)
+    _, c, reader = _reading_new_topic(kafka_bootstrap, [b"{}"] * 3, [1_700_000_000_000 + 1000 * i for i in range(3)])
     batch = None
     deadline = time.monotonic() + 30
     while batch is None and time.monotonic() < deadline:
@@ -168,8 +169,7 @@ def test_read_memory_reads_mapped_bytes_and_refuses_unmapped_ones():
 
 
 def test_a_read_returns_what_is_there_without_waiting_for_a_full_batch(kafka_bootstrap):
-    topic = _topic_holding(kafka_bootstrap, [f"{i}".encode() for i in range(5)])
-    c, reader = _reading(kafka_bootstrap, topic)
+    _, c, reader = _reading_new_topic(kafka_bootstrap, [f"{i}".encode() for i in range(5)])
     got: list[bytes] = []
     deadline = time.monotonic() + 30
     while len(got) < 5 and time.monotonic() < deadline:
@@ -291,8 +291,7 @@ def test_labels_fetched_before_the_forward_are_applied_first_through_the_consume
 
 
 def test_after_the_reader_closes_its_partitions_come_through_the_consumer_again(kafka_bootstrap):
-    topic = _topic_holding(kafka_bootstrap, [b"before"])
-    c, reader = _reading(kafka_bootstrap, topic)
+    topic, c, reader = _reading_new_topic(kafka_bootstrap, [b"before"])
     got: list[bytes] = []
     deadline = time.monotonic() + 30
     while not got and time.monotonic() < deadline:
