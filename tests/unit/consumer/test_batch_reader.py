@@ -44,15 +44,13 @@ _OPENED: list[Consumer | batch_reader.BatchReader] = []
 
 @pytest.fixture(autouse=True)
 def _closed_at_the_end():
-    """Readers, then consumers: a consumer destroyed with a reader's queue still on it waits on that
-    queue for good, whenever the garbage collector takes it, so a test failing mid-way would hang a
-    later one instead of failing."""
+    """Last opened, first closed (a reader before its consumer): a consumer destroyed with a reader's
+    queue still on it waits on that queue for good, whenever the garbage collector takes it, so a test
+    failing mid-way would hang a later one instead of failing."""
     yield
-    for reader in [o for o in _OPENED if isinstance(o, batch_reader.BatchReader)]:
-        reader.close()  # a reader closed already has nothing left to close
-    for consumer in [o for o in _OPENED if isinstance(o, Consumer)]:
-        with contextlib.suppress(RuntimeError):  # closed by the test
-            consumer.close()
+    for opened in reversed(_OPENED):
+        with contextlib.suppress(RuntimeError):  # a consumer the test closed; a closed reader has nothing left
+            opened.close()
     _OPENED.clear()
 
 
