@@ -23,7 +23,7 @@ from learners.hashing import DEFAULT_DIMENSION
 from learners.inputs import Rows, as_row, as_rows, transform, transform_row
 from learners.kernels import no_label, no_round, ready
 from learners.params import Interval, Options, Parameterized
-from learners.scaling import MODES, SOURCES, Scaler, check_width, rescale_rows
+from learners.scaling import MODES, OBSERVE_ALL, OBSERVE_NONE, SOURCES, Scaler, check_width, choose_mode, rescale_rows
 
 __all__ = ["Decisions", "Learner", "QueryStrategy", "Scores", "UpdateRule"]
 
@@ -341,7 +341,7 @@ class Learner(Parameterized):
         "rff_seed": Interval(0, 2**64 - 1, integer=True),
         "rff_lift": Interval(0, None),
         "rff_keep": Options(True, False),
-        "scale": Options(*MODES),
+        "scale": Options(*MODES, "auto"),
         "scale_from": Options(*SOURCES),
     }
 
@@ -382,6 +382,7 @@ class Learner(Parameterized):
         self.scale, self.scale_from = scale, scale_from
         self._features: RandomFourierFeatures | None = None
         self._scaler: Scaler | None = None
+        self._scale_mode: str | None = None  # what scale="auto" chose
         if classes is None and not rule.multiclass:
             classes = (-1, 1)
         self.classes = None if classes is None else tuple(_jsonable(list(classes)))
@@ -407,13 +408,10 @@ class Learner(Parameterized):
             which = "rff_lift" if self.rff_lift else "rff_keep"
             raise ValueError(f"{which}={getattr(self, which)!r} shapes the random Fourier features, and there are "
                              "none: set rff_components > 0 as well")
-        if self.scale != "none" and (self.rff_components or self.rule.scaling is None):
-            what = (f"random Fourier features (rff_components={self.rff_components})" if self.rff_components
-                    else f"{type(self.rule).__name__}, which keeps examples rather than weights")
-            other = ", or a learner without the map (rff_components=0: lr-ada-entropy for the default's rule)"
-            raise ValueError(f"scale={self.scale!r} cannot keep the scores of {what}: a change of a feature's "
-                             "scale changes them non-linearly; scale the features offline or use scale='none'"
-                             + (other if self.rff_components else ""))
+        if self.scale != "none" and self.rule.scaling is None:
+            raise ValueError(f"scale={self.scale!r} cannot keep the scores of {type(self.rule).__name__}, which "
+                             "keeps examples rather than weights: a change of a feature's scale changes them "
+                             "non-linearly; scale the features offline or use scale='none'")
         shared = set(self.rule.param_names()) & set(self.query.param_names())
         for name in shared:
             if getattr(self.rule, name) != getattr(self.query, name):
@@ -474,12 +472,40 @@ class Learner(Parameterized):
                                                    lift=self.rff_lift, keep=self.rff_keep)
             width = self._features.width
         self.rule.allocate(width + (self.bias != 0.0), len(self.classes))
-        if self.scale != "none":
-            self._scaler = Scaler(self.scale, self.scale_from, self.n_features, self.normalize)
-            self._scaler.bind(self.rule, len(self.classes))
+        if self.scale not in ("none", "auto"):  # "auto" waits for the first batch (_resolve_scale)
+            self._make_scaler(self.scale)
         self._class_array = np.asarray(self.classes)
         self._codes = {c: (2 * i - 1 if not self.multiclass else i) for i, c in enumerate(self.classes)}
         self._tie = 1 if self.tie == "positive" else -1
+
+    def _make_scaler(self, mode: str) -> None:
+        # Before a random feature map the scale is an input transform: no rule state is moved (a
+        # change of scale moves z(x) non-linearly), and it learns from every record scored.
+        source = "scored" if self._features is not None else self.scale_from
+        self._scaler = Scaler(mode, source, self.n_features, self.normalize)
+        if self._features is None:
+            self._scaler.bind(self.rule, len(self.classes))
+
+    def _resolve_scale(self, rows: Rows) -> None:
+        """``scale="auto"``: the mode for the stream's shape, from its first batch (kept in checkpoints)."""
+        if self.scale == "auto" and self._scale_mode is None and rows.n:
+            self._set_scale_mode(choose_mode(rows))
+
+    def _set_scale_mode(self, mode: str) -> None:
+        self._scale_mode = mode
+        if mode != "none":
+            self._make_scaler(mode)
+
+    @property
+    def scale_mode(self) -> str | None:
+        """The scale in force: ``scale``, or what ``"auto"`` chose (None until its first batch)."""
+        return self._scale_mode if self.scale == "auto" else self.scale
+
+    @property
+    def _rule_scaler(self) -> Scaler | None:
+        """The scaler between the rows and the rule, whose drivers run it row by row (None: the rows
+        reach the rule as they are, or scaled before the map by :meth:`_mapped`)."""
+        return self._scaler if self._features is None else None
 
     def _ensure_allocated(self, width: int | None) -> None:
         if not self.rule.is_allocated:
@@ -508,40 +534,58 @@ class Learner(Parameterized):
         codes = np.asarray(codes)
         return self._class_array[(codes + 1) // 2 if not self.multiclass else codes]
 
-    def _rows(self, X) -> Rows:
+    def _rows(self, X, level: int = OBSERVE_NONE) -> Rows:
+        """The rows as the rule reads them; ``level``: how much of them a scale before the map
+        observes (decided records: all; scored or labelled ones: none)."""
         rows = as_rows(X, self.n_features)
         self._ensure_allocated(rows.n_features)
+        self._resolve_scale(rows)
         if self._features is None:  # with a scaler, rows are normalised after scaling, in its drivers
             return transform(rows, normalize=self.normalize and self._scaler is None, bias=self.bias)
-        mapped = self._features.transform(transform(rows, normalize=self.normalize, bias=0.0))
-        return transform(mapped, normalize=False, bias=self.bias)
+        return transform(self._mapped(rows, level), normalize=False, bias=self.bias)
 
-    def _rows_and_intercept(self, X) -> tuple[Rows, float, int]:
+    def _mapped(self, rows: Rows, level: int, order: np.ndarray | None = None) -> Rows:
+        """z(x) (or [x, z(x)]) of raw rows: scaled first if the learner scales (observed at ``level``,
+        in ``order``), else unit-normalised if it normalises."""
+        if self._scaler is not None:
+            return self._features.transform(self._scaler.transform(rows, level, order))
+        return self._features.transform(transform(rows, normalize=self.normalize, bias=0.0))
+
+    def _rows_and_intercept(self, X, order: np.ndarray | None = None) -> tuple[Rows, float, int]:
         """:meth:`_rows` without the intercept coordinate, and (bias, the intercept's index): for the
-        replay drivers, which append it to each row as they reach it instead of to a copy of the batch."""
+        replay drivers, which append it to each row as they reach it instead of to a copy of the batch.
+        With a scale before the map, every row is decided: observed in ``order`` (default: as given)."""
         rows = as_rows(X, self.n_features)
         self._ensure_allocated(rows.n_features)
+        self._resolve_scale(rows)
         if self._features is None:
             view = transform(rows, normalize=self.normalize and self._scaler is None, bias=0.0)
         else:
-            view = self._features.transform(transform(rows, normalize=self.normalize, bias=0.0))
+            view = self._mapped(rows, OBSERVE_ALL, order)
         return view, float(self.bias), view.n_features
 
-    def _row(self, x) -> tuple[np.ndarray, np.ndarray]:
+    @property
+    def scales_before_map(self) -> bool:
+        """Whether rows are scaled before a random feature map, so that a replay's prepared rows
+        depend on the order they are replayed in."""
+        return self._features is not None and self.scale != "none"
+
+    def _row(self, x, level: int = OBSERVE_NONE) -> tuple[np.ndarray, np.ndarray]:
         self._ensure_allocated(self.n_features)
         idx, val = as_row(x, self.n_features)
         if self._features is None:
+            self._resolve_scale(Rows.from_arrays([0, idx.size], idx, val, self.n_features))
             return transform_row(idx, val, self.n_features, normalize=self.normalize and self._scaler is None,
                                  bias=self.bias)
-        idx, val = self._features.transform_row(*transform_row(idx, val, self.n_features,
-                                                               normalize=self.normalize, bias=0.0))
-        return transform_row(idx, val, self._features.width, normalize=False, bias=self.bias)
+        mapped = self._mapped(Rows.from_arrays([0, idx.size], idx, val, self.n_features), level)
+        return transform_row(mapped.indices, mapped.data, self._features.width, normalize=False, bias=self.bias)
 
     # -- batches ---------------------------------------------------------------------------
     def score(self, X) -> Scores:
         """The rule's scores for a batch; nothing changes."""
         rows = self._rows(X)
-        return self.rule.score(rows) if self._scaler is None else self._scaler.score(rows, self.rule)
+        scaler = self._rule_scaler
+        return self.rule.score(rows) if scaler is None else scaler.score(rows, self.rule)
 
     def predict(self, X) -> np.ndarray:
         """Predicted labels for a batch; nothing changes."""
@@ -559,7 +603,8 @@ class Learner(Parameterized):
         budget controller's clock for each record (:func:`learners.budget.advance_clock`),
         default the round numbers; unused without a budget.
         """
-        rows = self._rows(X)
+        rows = self._rows(X, OBSERVE_ALL)
+        scaler = self._rule_scaler
         n = rows.n
         keys = (np.arange(self.rounds_, self.rounds_ + n, dtype=np.uint64) if ids is None
                 else record_keys(ids))
@@ -571,14 +616,14 @@ class Learner(Parameterized):
         if self._budget is not None:
             clock = (np.arange(self.rounds_, self.rounds_ + n, dtype=np.float64) if times is None
                      else np.ascontiguousarray(times, dtype=np.float64))
-            decide = budget_decide_rows if self._scaler is None else self._scaler.budget_decide_rows
+            decide = budget_decide_rows if scaler is None else scaler.budget_decide_rows
             decide(
                 rows.indptr, rows.indices, rows.data, keys, np.uint64(self.seed), self._tie, self.multiclass, clock,
                 *self.rule.kernel_state(), self.rule.score_fn, self.query.qs_, *self.query.kernels[:2],
                 *self._budget.arrays(), yhat, p, gap, v, prob, query,
             )
         else:
-            decide = drivers.decide_rows if self._scaler is None else self._scaler.decide_rows
+            decide = drivers.decide_rows if scaler is None else scaler.decide_rows
             decide(
                 rows.indptr, rows.indices, rows.data, keys, np.uint64(self.seed), self._tie, self.multiclass,
                 *self.rule.kernel_state(), self.rule.score_fn,
@@ -600,7 +645,7 @@ class Learner(Parameterized):
         probability each label was asked with (:attr:`Decisions.probability`), which an
         importance-weighted query turns into the weight 1/q; default 1 (labels not asked for).
         Returns updates made."""
-        rows = self._rows(X)
+        rows = self._rows(X, OBSERVE_NONE if scored else OBSERVE_ALL)
         codes = np.ascontiguousarray(y if encoded else self.encode(y), dtype=np.int64).reshape(-1)
         if codes.size != rows.n:
             raise ValueError(f"{codes.size} labels for {rows.n} records")
@@ -608,8 +653,8 @@ class Learner(Parameterized):
             predicted = self.encode(self.predict(X)) if rows.n else codes
         mistakes = np.ascontiguousarray(np.asarray(predicted) != codes)
         weights = self._weights(probability, rows.n)
-        if self._scaler is not None:
-            changed = self._scaler.learn_rows(rows, codes, mistakes, weights, self.rule, self.query, scored)
+        if self._rule_scaler is not None:
+            changed = self._rule_scaler.learn_rows(rows, codes, mistakes, weights, self.rule, self.query, scored)
         else:
             changed = drivers.learn_rows(
                 rows.indptr, rows.indices, rows.data, np.arange(rows.n, dtype=np.int64), codes, mistakes, weights,
@@ -632,9 +677,9 @@ class Learner(Parameterized):
             row = sp.csr_matrix((val, idx, [0, idx.size]), shape=(1, self.n_features))
             d = self.decide(row, ids=None if record_id is None else [record_id])
             return d.label[0].item(), float(d.probability[0]), bool(d.query[0])
-        idx, val = self._row(x)
-        if self._scaler is not None:
-            idx, val = self._scaler.scaled_row(idx, val, self._scaler.score_level, self.rule)
+        idx, val = self._row(x, OBSERVE_ALL)
+        if (scaler := self._rule_scaler) is not None:
+            idx, val = scaler.scaled_row(idx, val, scaler.score_level, self.rule)
         S, a, P = self.rule.kernel_state()
         qp, qs = self.query.kernel_state()
         p, gap, v, top = self.rule.score_fn(S, a, P, idx, val)
@@ -665,8 +710,8 @@ class Learner(Parameterized):
         code = self._codes.get(_jsonable(y))
         if code is None:
             raise ValueError(f"label {y!r} is not one of the model's classes {list(self.classes)}")
-        if self._scaler is not None:
-            idx, val = self._scaler.scaled_row(idx, val, self._scaler.learn_level, self.rule)
+        if (scaler := self._rule_scaler) is not None:
+            idx, val = scaler.scaled_row(idx, val, scaler.learn_level, self.rule)
         S, a, P = self.rule.kernel_state()
         if predicted is None:
             p, _, _, top = self.rule.score_fn(S, a, P, idx, val)
@@ -675,8 +720,8 @@ class Learner(Parameterized):
             guess = self._codes.get(_jsonable(predicted))
         weight = float(self._weights(None if probability is None else [probability], 1)[0])
         changed = self.rule.update(idx, val, code, weight)
-        if changed and self._scaler is not None:
-            self._scaler.mark_learnt(idx)
+        if changed and self._rule_scaler is not None:
+            self._rule_scaler.mark_learnt(idx)
         self.query.kernels[2](*self.query.kernel_state(), guess != code, weight)
         self._first_update(changed)
         self.labels_ += 1
@@ -713,6 +758,8 @@ class Learner(Parameterized):
             out.update({f"budget.{k}": v for k, v in self._budget.state_dict().items()})
         if self._scaler is not None:
             out.update({f"scale.{k}": v for k, v in self._scaler.state_dict().items()})
+        if self.scale == "auto" and self._scale_mode is not None:
+            out["scale_mode"] = np.array(self._scale_mode)
         return out
 
     def load_state_dict(self, state: Mapping[str, np.ndarray], *, allow_param_change: bool = False) -> None:
@@ -737,6 +784,8 @@ class Learner(Parameterized):
                                f"this {mine['params'].get(k, mine.get(k))!r}" for k in (hard or diff))
             raise ValueError(f"state was made by a differently configured learner ({detail})")
         self._ensure_allocated(theirs["params"]["n_features"])
+        if self.scale == "auto" and self._scale_mode is None and "scale_mode" in state:
+            self._set_scale_mode(str(state["scale_mode"]))
         self.rule.load_state_dict({k[5:]: v for k, v in state.items() if k.startswith("rule.")})
         self.query.load_state_dict({k[6:]: v for k, v in state.items() if k.startswith("query.")})
         if self._budget is not None and "budget.format_version" in state:

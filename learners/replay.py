@@ -82,8 +82,10 @@ class _Prepared:
                          np.concatenate([self.keys, later.keys]), self.bias, self.column)
 
 
-def _prepare(learner: Learner, data: Dataset, first_key: int = 0) -> _Prepared:
-    rows, bias, column = learner._rows_and_intercept(data.rows)
+def _prepare(learner: Learner, data: Dataset, first_key: int = 0, order: np.ndarray | None = None) -> _Prepared:
+    """``order``: the order the rows will be replayed in, which a scale before a random feature map
+    observes them in (every row is decided, so the map's input is the one the round would see)."""
+    rows, bias, column = learner._rows_and_intercept(data.rows, order)
     codes = np.ascontiguousarray(learner.encode(data.labels), dtype=np.int64)
     return _Prepared(rows, codes, np.arange(first_key, first_key + data.n, dtype=np.uint64), bias, column)
 
@@ -137,13 +139,13 @@ def _drive(learner: Learner, prep: _Prepared, order: np.ndarray, delay: int, fir
            out: _Outputs, changed: int = 0) -> int:
     """One call of the learner's replay driver; returns the updates that changed the model
     (``changed``: those of the earlier calls of the same replay, not yet counted by the learner)."""
-    rows = prep.rows
+    rows, scaler = prep.rows, learner._rule_scaler
     head = (rows.indptr, rows.indices, rows.data, order, prep.codes, prep.keys, np.uint64(learner.seed),
             learner._tie, learner.multiclass, int(delay), prep.bias, prep.column, int(first), bool(final),
             learner.query.importance_weighted)
     outputs = (out.yhat, out.p, out.prob, out.queried)
     fresh = learner.updates_ == 0 and changed == 0
-    if learner._scaler is None:  # a driver compiled ahead of time with the learner's kernels in it
+    if scaler is None:  # a driver compiled ahead of time with the learner's kernels in it
         outputs += drivers.scratch(rows.indptr, order.size)
         if learner.budget is None and (twin := compiled.replay_rows(learner)) is not None:
             return int(twin(*head, *learner.rule.kernel_state(), *learner.query.kernel_state(), *outputs))
@@ -152,10 +154,10 @@ def _drive(learner: Learner, prep: _Prepared, order: np.ndarray, delay: int, fir
                                 *learner.budget.arrays(), *outputs))
     tail = (*learner.rule.kernel_state(), learner.rule.score_fn, learner.rule.update_fn)
     if learner.budget is not None:  # the online controller, between probability and coin
-        loop = budget.replay_rows if learner._scaler is None else learner._scaler.budget_replay_rows
+        loop = budget.replay_rows if scaler is None else scaler.budget_replay_rows
         return int(loop(*head, fresh, *tail, learner.query.qs_, *learner.query.kernels, *learner.budget.arrays(),
                         *outputs))
-    loop = drivers.replay_rows if learner._scaler is None else learner._scaler.replay_rows
+    loop = drivers.replay_rows if scaler is None else scaler.replay_rows
     return int(loop(*head, *tail, *learner.query.kernel_state(), *learner.query.kernels, *outputs))
 
 
@@ -179,9 +181,8 @@ def replay(learner: Learner, data: Dataset, *, order: np.ndarray | None = None, 
     """
     if delay < 0:
         raise ValueError(f"delay must be ≥ 0, got {delay}")
-    prep = _prepare(learner, data)
     order = np.arange(data.n, dtype=np.int64) if order is None else np.ascontiguousarray(order, dtype=np.int64)
-    return _replay_prepared(learner, prep, order, delay)
+    return _replay_prepared(learner, _prepare(learner, data, order=order), order, delay)
 
 
 def _stream(learner: Learner, chunks: Iterable[Dataset], delay: int,
@@ -406,7 +407,10 @@ def run(learner: Learner, data: Dataset, *, permutations: int = 1, seed: int = 0
     for k, order in enumerate(_orders(data.n, permutations, seed, shuffle and not data.ordered)):
         fresh = learner.clone(seed=learner.seed + k)
         fresh._ensure_allocated(template.n_features)
-        trace = _replay_prepared(fresh, prep, order, delay)
+        fresh._resolve_scale(data.rows)  # "auto": the mode the template chose on the same rows
+        # a scale before the map depends on the order: each permutation maps its rows anew
+        here = _prepare(fresh, data, order=order) if template.scales_before_map else prep
+        trace = _replay_prepared(fresh, here, order, delay)
         metrics.append(trace.after(warmup).metrics(fresh, **(costs or {})))
         seconds.append(trace.seconds)
         windows.append(budget.max_window_query_ratio(trace.queried))

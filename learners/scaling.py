@@ -68,12 +68,17 @@ from learners.kernels import IDX, LABEL_FN, PROB_FN, ROUND_FN, SCORE_FN, STATE, 
 __all__ = [
     "MODES",
     "MOVE_FACTOR",
+    "OBSERVE_ALL",
+    "OBSERVE_NONE",
     "RESCALE_SIG",
     "SOURCES",
+    "SPARSE_DENSITY",
+    "SPREAD",
     "STANDARD_LIMIT",
     "WARMUP",
     "Scaler",
     "check_width",
+    "choose_mode",
     "rescale_dual_averaging",
     "rescale_full",
     "rescale_lasec_diag",
@@ -86,6 +91,10 @@ _STANDARD = MODES["standard"]
 # Widest input "standard" accepts: it makes every row dense (O(n_features) per row and per update),
 # which is the cost of a prepared dense file, not of a hashed or one-hot sparse stream.
 STANDARD_LIMIT = 4096
+# Below this share of non-zero entries a batch is sparse for ``scale="auto"`` (:func:`choose_mode`).
+SPARSE_DENSITY = 0.5
+# Column scales this many times apart make a stream raw for ``scale="auto"``: it needs a scale per feature.
+SPREAD = 100.0
 # A variance below this fraction of the mean square (around the first value) is the rounding of
 # Σx²/n − μ², not a spread: the feature is constant so far (σ read as 1: x̃ = x − μ ≈ 0, not noise/noise).
 _CANCELLED = 1e-10
@@ -100,6 +109,7 @@ WARMUP = 10
 
 # How much of a row the statistics read: nothing (pure scoring), the coordinates never seen, all.
 _OBSERVE_NONE, _OBSERVE_UNSEEN, _OBSERVE_ALL = 0, 1, 2
+OBSERVE_NONE, OBSERVE_ALL = _OBSERVE_NONE, _OBSERVE_ALL
 
 # rescale(S, a, P, R, idx, ratio): move the rule's state of coordinates idx to new units,
 # r = s'/s per coordinate; R is the rule's packed description of its layout (powers of r).
@@ -538,6 +548,54 @@ def replay_scaled_rows(
     return n_changed
 
 
+@jit
+def scale_batch(indptr, indices, data, order, level, Z, zs, zp, out_indptr, out_indices, out_data):
+    """x̃ of every row, the rows observed at ``level`` in ``order`` (each scaled with the statistics of
+    the rows before it in that order and its own), into CSR arrays whose ``out_indptr`` is set: the
+    row's own coordinates (sparse modes) or every coordinate ("standard"). Scaling before a random
+    feature map: no rule state is bound, so nothing is moved. O(nnz) a row, O(n_features) "standard"."""
+    width = widest(indptr) + 1
+    changed, ratio = np.empty(width, dtype=np.int32), np.empty(width)
+    for t in range(order.size):
+        i = order[t]
+        lo, hi, at = indptr[i], indptr[i + 1], out_indptr[i]
+        idx, val = indices[lo:hi], data[lo:hi]
+        if zp[0] == _STANDARD:
+            n = standardise(Z, zs, zp, level, idx, val, out_data[at : out_indptr[i + 1]])
+            for j in range(n):
+                out_indices[at + j] = j
+        else:
+            observe(Z, zs, zp, level, idx, val, changed, ratio)
+            scale_values(Z, zp, idx, val, out_data[at : at + hi - lo])
+            out_indices[at : at + hi - lo] = idx
+
+
+def choose_mode(rows: Any) -> str:
+    """``scale="auto"``: the mode for a stream whose first batch is ``rows`` (docs/raw-features.md,
+    "auto"), from its shape, measured on the leaderboard's sets raw and prepared:
+
+    * columns whose scales differ by :data:`SPREAD` or more (amounts beside rates, run lengths beside
+      frequencies): "standard", or "rms" above :data:`STANDARD_LIMIT` features (centring would make
+      the rows dense);
+    * dense rows (:data:`SPARSE_DENSITY`) otherwise: "standard", the online twin of a standardised
+      file (it moves a prepared one little);
+    * sparse rows on one scale (term counts, one-hot flags, a file scaled offline): "none": a
+      per-feature scale there re-weights the terms, and measured worse than the rows as they are.
+    """
+    if rows.nnz == 0:
+        return "none"
+    column = rows.indices.astype(np.int64)
+    count = np.bincount(column, minlength=rows.n_features)
+    seen = count > 0
+    rms = np.sqrt(np.bincount(column, weights=rows.data * rows.data, minlength=rows.n_features)[seen] / count[seen])
+    rms = rms[rms > 0.0]
+    spread = rms.size > 0 and rms.max() >= SPREAD * rms.min()
+    if rows.n_features > STANDARD_LIMIT:
+        return "rms" if spread else "none"
+    dense = rows.nnz >= SPARSE_DENSITY * rows.n * rows.n_features
+    return "standard" if spread or dense else "none"
+
+
 # -- the object a learner holds --------------------------------------------------------------------
 def check_width(scale: str, n_features: int) -> None:
     """Refuse "standard" on inputs too wide to make dense (:data:`STANDARD_LIMIT`)."""
@@ -651,6 +709,19 @@ class Scaler:
         """x̃ of one row, after observing it at ``level`` (and moving the rule's state); for
         "standard" the dense x̃ of :meth:`scaled_row`."""
         return self.scaled_row(idx, val, level, rule)[1]
+
+    def transform(self, rows: Any, level: int, order: np.ndarray | None = None) -> Any:
+        """x̃ of a batch, observed at ``level`` row by row in ``order`` (default: as given): the
+        scale before a random feature map (:func:`scale_batch`), with no rule state to move."""
+        from learners.inputs import Rows
+
+        dense = self.scale == "standard"  # every coordinate of a row
+        indptr = np.arange(rows.n + 1, dtype=np.int64) * self.n_features if dense else rows.indptr
+        indices, data = np.empty(int(indptr[-1]), dtype=np.int32), np.empty(int(indptr[-1]))
+        order = np.arange(rows.n, dtype=np.int64) if order is None else order
+        scale_batch(rows.indptr, rows.indices, rows.data, order, level, self.Z, self.zs, self.zp, indptr, indices,
+                    data)
+        return Rows(indptr, indices, data, rows.n_features)
 
     def mark_learnt(self, idx: np.ndarray) -> None:
         """Record that an update changed the rule's state at ``idx`` (one record's ``learn``)."""

@@ -90,9 +90,11 @@ def test_scales_learnt_from_scored_records_need_role_all(tmp_path, role):
         service_for(settings, clients=FakeClients(LocalBroker()), serve_http=False)
 
 
-@pytest.mark.parametrize("role", ["scorer", "trainer"])
-def test_standardisation_learnt_from_scored_records_needs_role_all(tmp_path, role):
+@pytest.mark.parametrize(("role", "decides"), [("scorer", True), ("trainer", False)])
+def test_split_roles_standardise_from_the_trainers_labelled_rows(tmp_path, role, decides):
+    # a trainer never decided on the rows it learns: they update its statistics when learnt, and the
+    # scorers follow its model
     settings = load_settings(role=role, checkpoint_dir=tmp_path, n_features=4, learner="lr-ada-entropy",
                              learner_params={"scale": "standard"})
-    with pytest.raises(ConfigError, match="ACTIVESTREAM_LEARNER_PARAMS: scale=standard"):
-        service_for(settings, clients=FakeClients(LocalBroker()), serve_http=False)
+    service = service_for(settings, clients=FakeClients(LocalBroker()), serve_http=False)
+    assert service.decides is decides

@@ -171,10 +171,12 @@ def test_learner_with_rff_keep_learns_on_the_row_and_the_map():
         make("lr-ada-entropy", n_features=3, rff_components=4, rff_lift=-1.0)
 
 
-def test_learner_with_rff_lift_and_keep_one_record_at_a_time_equals_replay_and_checkpoint():
+@pytest.mark.parametrize("scale", ["none", "standard", "rms"])
+def test_learner_with_rff_lift_and_keep_one_record_at_a_time_equals_replay_and_checkpoint(scale):
     X = np.random.default_rng(8).standard_normal((120, 2)) * np.array([50.0, 0.02])
     y = np.where(np.hypot(X[:, 0] / 50.0, X[:, 1] / 0.02) < 1.0, 1, -1)
-    params = {"n_features": 2, "rff_components": 24, "rff_gamma": 4.0, "rff_lift": 1.0, "rff_keep": True}
+    params = {"n_features": 2, "rff_components": 24, "rff_gamma": 4.0, "rff_lift": 1.0, "rff_keep": True,
+              "scale": scale}
     a = make("lr-ada-entropy", **params)
     asked = _one_record_at_a_time(a, X, y)
     b = make("lr-ada-entropy", **params)
