@@ -291,6 +291,9 @@ class Service:
 
     keeps_pending = True  # a scorer's requests are joined with their labels by the trainer
     pins_outputs = False  # a scorer sends the outputs of features partition p to partition p (consumer.scorer)
+    # whether this process decided on the records whose labels it learns; a trainer did not, so an
+    # online scale learns from the labelled rows there (and the scorers follow its model)
+    decides = True
 
     def __init__(self, settings: Settings, *, clock: Clock | None = None, clients: Any = None,
                  serve_http: bool = True) -> None:
@@ -355,10 +358,6 @@ class Service:
         self._publish_settings()
         self._initialise_series()
         params = self.learner.get_params()
-        if s.role != "all" and params.get("scale", "none") == "standard":
-            raise ConfigError("ACTIVESTREAM_LEARNER_PARAMS: scale=standard learns its mean and deviation from scored "
-                              f"records, which a {s.role} does not share with the other role; use scale=rms, or "
-                              "ACTIVESTREAM_ROLE=all")
         if s.role != "all" and params.get("scale", "none") != "none" and params.get("scale_from") == "scored":
             raise ConfigError("ACTIVESTREAM_LEARNER_PARAMS: scale_from=scored learns the scales from scored records, "
                               f"which a {s.role} does not share with the other role; use scale_from=labelled, "
@@ -965,7 +964,7 @@ class Service:
         rows = Rows.gather(column.rows, column.row, self.settings.n_features)
         predicted = np.array(column.predicted, dtype=np.int64)
         codes = self.learner.encode(values)
-        self.learner.learn_many(rows, codes, predicted=predicted, encoded=True,
+        self.learner.learn_many(rows, codes, predicted=predicted, encoded=True, scored=self.decides,
                                 probability=np.array(column.probability, dtype=np.float64))
         costs = self.costs.of_many(values, np.array(stated, dtype=np.float64))  # None (no cost stated): NaN
         weights = 1.0 / np.array(column.probability)

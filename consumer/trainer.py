@@ -49,6 +49,8 @@ _PARKED_EVERY_S = 1.0
 class Trainer(Service):
     """The trainer role (see the module docstring)."""
 
+    decides = False
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.publisher: ModelPublisher | None = None
