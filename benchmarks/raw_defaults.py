@@ -33,7 +33,7 @@ from learners.budget import backtest_controller
 from learners.defaults import default_learner
 from learners.replay import run
 
-__all__ = ["Cell", "main", "measure"]
+__all__ = ["Cell", "board_sets", "main", "measure"]
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BUDGETS, QUICK_BUDGETS = (0.05, 0.10), (0.10,)
@@ -53,6 +53,11 @@ class Cell:
     std: float
     query: float
     mode: str  # what the scale ran as ("auto": the mode it chose)
+
+
+def board_sets() -> list[tuple[str, lb.BoardData]]:
+    """(regime, set): the raw sets, then the prepared ones but the large."""
+    return [("raw", s) for s in lbs.SETS.values()] + [("prepared", s) for s in lb.DATASETS.values() if not s.large]
 
 
 def measure(spec: lb.BoardData, data, scale: str, budget: float, permutations: int, regime: str) -> Cell:
@@ -119,9 +124,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     permutations = args.permutations or (QUICK_PERMUTATIONS if args.quick else PERMUTATIONS)
     command = "python -m benchmarks.raw_defaults " + " ".join(argv if argv is not None else sys.argv[1:])
     commit, started = reproduce.commit(), time.perf_counter()
-    sets = [("raw", s) for s in lbs.SETS.values()] + [("prepared", s) for s in lb.DATASETS.values() if not s.large]
     cells: list[Cell] = []
-    for regime, spec in sets:
+    for regime, spec in board_sets():
         data = spec.load()
         for budget in budgets:
             for scale in SCALES:

@@ -49,7 +49,11 @@ def controller_for(settings: Any, classes: Sequence[Any]) -> BudgetController | 
         return None
     class_costs = None
     if labels.cost_budget is not None:
-        class_costs = [labels.cost_per_class.get(str(c), labels.cost_per_request) for c in classes]
+        if not classes and labels.cost_per_class:
+            raise ValueError("a cost per class needs the classes in advance (ACTIVESTREAM_CLASSES): they are "
+                             "otherwise learnt from the labels")
+        # classes learnt from the labels (none yet): a binary model's two, at the cost per request
+        class_costs = [labels.cost_per_class.get(str(c), labels.cost_per_request) for c in classes or (0, 1)]
         if min(class_costs) <= 0:
             raise ValueError("a cost budget needs every class to cost more than 0 "
                              "(ACTIVESTREAM_LABELS__COST_PER_REQUEST / __COST_PER_CLASS)")

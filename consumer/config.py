@@ -148,7 +148,8 @@ class Settings(BaseSettings):
                                 f"{DEFAULT_LEARNERS['multiclass']} for more classes")
     learner_params: dict[str, Any] = Field(default_factory=dict,
                                            description="hyper-parameter overrides, e.g. __DELTA=0.5")
-    classes: list[Any] | None = Field(None, description="binary: [negative, positive]; multiclass: all classes")
+    classes: list[Any] | None = Field(None, description="binary: [negative, positive]; multiclass: all classes; unset: "
+                                      "a binary model's two classes, learnt from the labels")
     n_features: int = Field(2**20, gt=0, lt=2**31 - 1,
                             description="model dimension; named features are hashed into it")
     query_seed: int = Field(0, ge=0, lt=2**64, description="seed of the query coin, drawn from (seed, record id)")

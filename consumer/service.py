@@ -84,6 +84,12 @@ LABEL_OUTCOMES = ("applied", "duplicate", "expired", "unknown", "defaulted")
 _MAX_CLASSES_INITIALISED = 20  # labelled records: one series per (class, predicted) pair, k² of them
 
 
+def learns_classes(spec: Any) -> bool:
+    """Whether a registry entry learns its classes from the labels when ACTIVESTREAM_CLASSES is unset:
+    a binary rule that can swap its two classes. The others keep [-1, 1] (multiclass ones need the list)."""
+    return not spec.rule.multiclass and spec.rule.scaling is not None and spec.rule.symmetric
+
+
 def build_learner(settings: Settings):
     """The configured learner; a wrong name, parameter or class list is a :class:`ConfigError`."""
     try:
@@ -101,6 +107,8 @@ def build_learner(settings: Settings):
             raise ConfigError(f"ACTIVESTREAM_LEARNER_PARAMS: set {fixed} with {env}, not here")
     if settings.classes is not None:
         params["classes"] = settings.classes
+    elif learns_classes(spec):
+        params["classes"] = []  # learnt from the labels (learners.base.Learner.adopt)
     try:
         learner = make(name, **params, n_features=settings.n_features, seed=settings.query_seed)
     except (ValueError, TypeError) as exc:
@@ -362,6 +370,9 @@ class Service:
             raise ConfigError("ACTIVESTREAM_LEARNER_PARAMS: scale_from=scored learns the scales from scored records, "
                               f"which a {s.role} does not share with the other role; use scale_from=labelled, "
                               "or ACTIVESTREAM_ROLE=all")
+        if s.labels.on_expiry == "default" and self.learner.learns_classes:
+            raise ConfigError("ACTIVESTREAM_LABELS__EXPIRY_LABEL needs ACTIVESTREAM_CLASSES: the classes are "
+                              "otherwise learnt from the labels, and the default label must be one of them")
         if s.labels.on_expiry == "default" and s.labels.expiry_label not in self.learner._codes:
             raise ConfigError(f"ACTIVESTREAM_LABELS__EXPIRY_LABEL: {s.labels.expiry_label!r} is not one of "
                               f"the classes {list(self.learner.classes)}")
@@ -919,7 +930,10 @@ class Service:
         if not good:
             return
         now = self.clock.now()
-        decoded = steps.decode_labels(good, self.learner._codes, now)
+        if self.learner.learns_classes and len(self.learner.classes) < 2:  # the labels define the classes
+            decoded = steps.decode_labels(good, steps.ANY_CLASS, now, adopt=self.learner.adopt)
+        else:
+            decoded = steps.decode_labels(good, self.learner._codes, now)
         for msg, err in decoded.rejected:
             self.emitter.send(self.settings.topics.dead_letters, *steps.dead_letter(msg, err))
             self.totals.add(f"dead_letters.{msg.topic()}.{err.reason}")

@@ -6,7 +6,7 @@ They take messages with confluent-kafka's interface (``topic()``, ``partition()`
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
@@ -134,10 +134,40 @@ def _located(msgs: Sequence[Any], rejected: list[tuple[int, InvalidRecord]]) -> 
     return out
 
 
-def decode_labels(msgs: Sequence[Any], classes: Mapping[Any, int], now: float) -> Decoded:
-    """Labels of a batch, in order; invalid ones are set aside with their reason."""
+class _AnyClass(Mapping):
+    """The classes of a model still learning them: every label is let through the decoding, and
+    :func:`adopt_classes` then takes those that fit."""
+
+    def __contains__(self, label: object) -> bool:
+        return True
+
+    def __getitem__(self, label: object) -> int:
+        raise KeyError(label)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+ANY_CLASS: Mapping[Any, int] = _AnyClass()
+
+
+def decode_labels(msgs: Sequence[Any], classes: Mapping[Any, int], now: float,
+                  adopt: Callable[[list[Any]], list[bool]] | None = None) -> Decoded:
+    """Labels of a batch, in order; invalid ones are set aside with their reason. ``adopt``: which
+    labels a model learning its classes takes (:meth:`learners.base.Learner.adopt`), with
+    ``classes`` :data:`ANY_CLASS`; the others are set aside as ``unknown_class``."""
     values, joined = values_of(msgs)
-    labels, _, rejected = decode_label_batch(values, classes, _times_of(msgs, now), joined)
+    labels, positions, rejected = decode_label_batch(values, classes, _times_of(msgs, now), joined)
+    if adopt is not None:
+        taken = adopt([lab.label for lab in labels])
+        refused = [(k, InvalidRecord("unknown_class", f"label {lab.label!r:.60} is not one of the classes learnt "
+                                     "from the labels, a binary model's two: set ACTIVESTREAM_CLASSES for more"))
+                   for lab, k, ok in zip(labels, positions, taken, strict=True) if not ok]
+        labels = [lab for lab, ok in zip(labels, taken, strict=True) if ok]
+        rejected = sorted(rejected + refused, key=itemgetter(0))
     return Decoded(labels, _located(msgs, rejected))
 
 

@@ -81,6 +81,10 @@ class UpdateRule(Parameterized):
     # per named state array, read by ``rescale_kernel``; None: no move keeps the scores (refused).
     scaling: ClassVar[Mapping[str, int] | None] = {"w": 1}
     rescale_kernel: ClassVar[Any] = rescale_rows
+    # False for rules that treat the two classes unequally (cost-sensitive ones): their model cannot
+    # swap its classes (:meth:`flip_sign`), so they cannot learn the classes from the labels
+    symmetric: ClassVar[bool] = True
+    signed: ClassVar[tuple[str, ...]] = ("w",)  # the state arrays whose sign follows the labels'
 
     S_: np.ndarray | None = None
     a_: np.ndarray | None = None
@@ -124,6 +128,17 @@ class UpdateRule(Parameterized):
 
     def _keeps_2d(self, name: str) -> bool:
         return self.multiclass
+
+    def flip_sign(self) -> None:
+        """Swap a binary model's two classes: every score p becomes −p, as if each label it learnt
+        had been the other class: the arrays that change sign with the labels (``signed``: weights,
+        means, sums of y·x) are negated; second-order ones (covariances, sums of squares) are not.
+        Refused where ``scaling`` is None (support vectors) or the rule treats the classes unequally
+        (``symmetric``)."""
+        if self.scaling is None or not self.symmetric:
+            raise ValueError(f"{type(self).__name__} cannot swap its classes: give the classes in advance")
+        for name in self.signed:
+            getattr(self, name + "_")[...] *= -1.0
 
     @property
     def is_allocated(self) -> bool:
@@ -264,6 +279,24 @@ class Decisions:
             return np.where(self.query, 1.0 / self.probability, 0.0)
 
 
+# a first class whose spelling says "positive" takes the code +1 until the second class arrives
+_POSITIVE_WORDS = frozenset({"1", "true", "t", "yes", "y", "positive", "pos"})
+
+
+def _is_class(label: Any) -> bool:
+    """A label that can be a class: a string or a number (never a boolean, never NaN)."""
+    return isinstance(label, (str, int, float)) and not isinstance(label, bool) and label == label
+
+
+def _class_order(label: Any) -> tuple[int, Any]:
+    """The order of two learnt classes: numbers by value, then strings; the greater is positive."""
+    return (1, label) if isinstance(label, str) else (0, float(label))
+
+
+def _looks_positive(label: Any) -> bool:
+    return label.strip().lower() in _POSITIVE_WORDS if isinstance(label, str) else label > 0
+
+
 def _jsonable(v: Any) -> Any:
     if isinstance(v, np.generic):
         return v.item()
@@ -292,8 +325,10 @@ class Learner(Parameterized):
     n_features : int or None
         Input dimension d. None: fixed by the first batch (or 2**20 for named features).
     classes : sequence or None
-        Binary: ``(negative_label, positive_label)``, default ``(-1, 1)``. Multiclass: the class
-        list, required.
+        Binary: ``(negative_label, positive_label)``, default ``(-1, 1)``; ``[]``: learnt from the
+        labels (:meth:`adopt`), the greater of the two positive (numbers by value, strings in
+        order: 0/1, -1/1, "false"/"true", "no"/"yes", "ham"/"spam"); a third class is refused.
+        Multiclass: the class list, required.
     name : str or None
         Registry name, recorded in checkpoints.
     rff_components : int, default 0
@@ -310,7 +345,7 @@ class Learner(Parameterized):
     rff_keep : bool, default False
         The rule learns on [x, z(x)], the row's own features beside the map: every linear model
         of x, plus the kernel's.
-    scale : {"none", "maxabs", "rms", "standard"}, default "none"
+    scale : {"none", "maxabs", "rms", "standard", "auto"}, default "none"
         Online per-feature scaling (:mod:`learners.scaling`): the rule learns on x_i / s_i, s_i the
         largest |x_i| seen (``maxabs``, Ross, Mineiro & Langford 2013) or the root mean square of
         its non-zero values (``rms``); when s_i changes, the rule's state is moved to the new
@@ -318,7 +353,9 @@ class Learner(Parameterized):
         the running mean and deviation over every row, zeros included; rows become dense, so it
         is for dense inputs (refused above ``learners.scaling.STANDARD_LIMIT`` features; ``rms``
         suits sparse ones). Applied before ``normalize``; the intercept is not scaled.
-        Refused with random Fourier features and support-vector rules.
+        ``auto``: one of them (or none) chosen from the first batch's shape
+        (:func:`learners.scaling.choose_mode`), kept in the state. With random Fourier features
+        the scale is applied before the map and moves no state. Refused with support-vector rules.
     scale_from : {"labelled", "scored"}, default "labelled"
         Records whose values update the scale: only labelled ones (measured equal or better on the
         paper sets, ``benchmarks/results/scaling.md``), or every record decided on. ``standard``
@@ -385,8 +422,11 @@ class Learner(Parameterized):
         self._scale_mode: str | None = None  # what scale="auto" chose
         if classes is None and not rule.multiclass:
             classes = (-1, 1)
+        self.learns_classes = classes is not None and len(classes) == 0
         self.classes = None if classes is None else tuple(_jsonable(list(classes)))
+        self._provisional = -1  # the code of the first learnt class while it is the only one
         self._validate()
+        self._index_classes()
         self.rounds_ = self.labels_ = self.updates_ = 0
         self._budget = None
         if n_features is not None and classes is not None:
@@ -396,7 +436,14 @@ class Learner(Parameterized):
     def _check_params(self) -> None:
         if self.n_features is not None:
             Interval(1, 2**31 - 2, integer=True).check("n_features", self.n_features)
-        if self.classes is not None:
+        if self.learns_classes:
+            if self.rule.multiclass:
+                raise ValueError("classes=[] (learnt from the labels) is for binary learners: a multiclass "
+                                 "learner needs its class list")
+            if self.rule.scaling is None or not self.rule.symmetric:
+                raise ValueError(f"classes=[]: {type(self.rule).__name__} cannot learn its classes from the labels "
+                                 "(it cannot swap them when the second class shows which is positive); give them")
+        elif self.classes is not None:
             if len(set(self.classes)) != len(self.classes):
                 raise ValueError(f"classes must be distinct, got {list(self.classes)}")
             want = "at least 2" if self.rule.multiclass else "exactly 2"
@@ -421,6 +468,8 @@ class Learner(Parameterized):
     def get_params(self) -> dict[str, Any]:
         """Learner-level, rule and query hyper-parameters in one flat mapping."""
         own = {k: getattr(self, k) for k in _OWN}
+        if self.learns_classes:
+            own["classes"] = ()  # the parameter; the classes learnt so far are state
         return {**self.rule.get_params(), **self.query.get_params(), **own}
 
     def clone(self, **overrides: Any) -> Learner:
@@ -429,7 +478,7 @@ class Learner(Parameterized):
         if unknown:
             raise ValueError(f"unknown parameters {sorted(unknown)}; known: {sorted(self.get_params())}")
         pick = lambda part: {k: v for k, v in overrides.items() if k in part.param_names()}  # noqa: E731
-        own = {k: overrides.get(k, getattr(self, k)) for k in _OWN}
+        own = {k: overrides.get(k, v) for k, v in self.get_params().items() if k in _OWN}
         out = Learner(self.rule.clone(**pick(self.rule)), self.query.clone(**pick(self.query)),
                       name=self.name, **own)
         out.budget = None if self._budget is None else self._budget.clone()
@@ -471,12 +520,54 @@ class Learner(Parameterized):
                                                    seed=self.rff_seed, n_features=self.n_features,
                                                    lift=self.rff_lift, keep=self.rff_keep)
             width = self._features.width
-        self.rule.allocate(width + (self.bias != 0.0), len(self.classes))
+        self.rule.allocate(width + (self.bias != 0.0), 2 if self.learns_classes else len(self.classes))
         if self.scale not in ("none", "auto"):  # "auto" waits for the first batch (_resolve_scale)
             self._make_scaler(self.scale)
-        self._class_array = np.asarray(self.classes)
-        self._codes = {c: (2 * i - 1 if not self.multiclass else i) for i, c in enumerate(self.classes)}
+        self._index_classes()
         self._tie = 1 if self.tie == "positive" else -1
+
+    def _index_classes(self) -> None:
+        """The code of each known class, and the label each code decodes to (while a learner learns
+        its classes: the one class known for both codes, or None before any)."""
+        known = self.classes or ()
+        if self.multiclass or len(known) == 2:
+            self._codes = {c: (2 * i - 1 if not self.multiclass else i) for i, c in enumerate(known)}
+            self._class_array = np.asarray(known)
+        elif known:
+            self._codes = {known[0]: self._provisional}
+            self._class_array = np.asarray(known * 2)
+        else:
+            self._codes = {}
+            self._class_array = np.array([None, None], dtype=object)
+
+    def adopt(self, labels: Sequence[Any]) -> list[bool]:
+        """Whether each of ``labels`` is one of the model's classes, taking new ones in order while the
+        learner learns its classes (``classes=[]``) and knows fewer than two.
+
+        The first class gets a provisional code (+1 if it reads as positive: a number above 0, "1",
+        "true", "yes", ...); when the second arrives the two are ordered, the greater positive, and
+        if that contradicts the provisional code the rule swaps its classes (:meth:`UpdateRule.flip_sign`),
+        so that what it learnt from the first class is kept."""
+        out = []
+        for label in labels:
+            label = _jsonable(label)
+            known = _is_class(label) and label in self._codes
+            if not known and self.learns_classes and len(self.classes) < 2 and _is_class(label):
+                self._add_class(label)
+                known = True
+            out.append(known)
+        return out
+
+    def _add_class(self, label: Any) -> None:
+        if not self.classes:
+            self.classes = (label,)
+            self._provisional = 1 if _looks_positive(label) else -1
+        else:
+            first = self.classes[0]
+            self.classes = tuple(sorted((first, label), key=_class_order))
+            if (1 if self.classes[1] == first else -1) != self._provisional and self.rule.is_allocated:
+                self.rule.flip_sign()
+        self._index_classes()
 
     def _make_scaler(self, mode: str) -> None:
         # Before a random feature map the scale is an input transform: no rule state is moved (a
@@ -515,6 +606,10 @@ class Learner(Parameterized):
         """User labels → internal codes (±1 or class index); unknown labels raise ``ValueError``."""
         arr = np.asarray(labels)
         flat = arr.reshape(-1)
+        if self.learns_classes and len(self.classes) < 2:
+            self.adopt(list(dict.fromkeys(flat.tolist())))
+            if len(self.classes) < 2:  # codes by the dictionary: one class (or none) known
+                return np.array([self._code_of(label) for label in flat.tolist()], dtype=np.int64).reshape(arr.shape)
         if not self.multiclass and arr.dtype.kind in "iuf":
             # a stream's labels: two comparisons instead of a sort (np.unique) when all are known
             is_positive = flat == self.classes[1]
@@ -523,11 +618,16 @@ class Learner(Parameterized):
         uniq, inverse = np.unique(flat, return_inverse=True)
         codes = np.empty(uniq.size, dtype=np.int64)
         for k, label in enumerate(uniq.tolist()):
-            code = self._codes.get(label)
-            if code is None:
-                raise ValueError(f"label {label!r} is not one of the model's classes {list(self.classes)}")
-            codes[k] = code
+            codes[k] = self._code_of(label)
         return codes[inverse].reshape(arr.shape)
+
+    def _code_of(self, label: Any) -> int:
+        code = self._codes.get(_jsonable(label))
+        if code is None:
+            raise ValueError(f"label {label!r} is not one of the model's classes {list(self.classes)}"
+                             + (" (learnt from the labels: a binary model; give every class for a multiclass one)"
+                                if self.learns_classes else ""))
+        return code
 
     def decode(self, codes: np.ndarray) -> np.ndarray:
         """Internal codes → user labels."""
@@ -707,9 +807,8 @@ class Learner(Parameterized):
         (default: the current model's); ``probability`` the query probability it was asked with
         (see :meth:`learn_many`). True if the model changed."""
         idx, val = self._row(x)
-        code = self._codes.get(_jsonable(y))
-        if code is None:
-            raise ValueError(f"label {y!r} is not one of the model's classes {list(self.classes)}")
+        self.adopt([y])
+        code = self._code_of(y)
         if (scaler := self._rule_scaler) is not None:
             idx, val = scaler.scaled_row(idx, val, scaler.learn_level, self.rule)
         S, a, P = self.rule.kernel_state()
@@ -760,6 +859,9 @@ class Learner(Parameterized):
             out.update({f"scale.{k}": v for k, v in self._scaler.state_dict().items()})
         if self.scale == "auto" and self._scale_mode is not None:
             out["scale_mode"] = np.array(self._scale_mode)
+        if self.learns_classes:
+            out["learnt_classes"] = np.array(json.dumps({"classes": list(self.classes),
+                                                         "provisional": self._provisional}))
         return out
 
     def load_state_dict(self, state: Mapping[str, np.ndarray], *, allow_param_change: bool = False) -> None:
@@ -784,6 +886,10 @@ class Learner(Parameterized):
                                f"this {mine['params'].get(k, mine.get(k))!r}" for k in (hard or diff))
             raise ValueError(f"state was made by a differently configured learner ({detail})")
         self._ensure_allocated(theirs["params"]["n_features"])
+        if self.learns_classes and "learnt_classes" in state:
+            learnt = json.loads(str(state["learnt_classes"]))
+            self.classes, self._provisional = tuple(learnt["classes"]), int(learnt["provisional"])
+            self._index_classes()
         if self.scale == "auto" and self._scale_mode is None and "scale_mode" in state:
             self._set_scale_mode(str(state["scale_mode"]))
         self.rule.load_state_dict({k[5:]: v for k, v in state.items() if k.startswith("rule.")})

@@ -190,6 +190,7 @@ class DualAveragingRule(_AdaptiveRule):
     score_kernel = _da_score
     update_kernel = _da_update
     scaling: ClassVar = {"g_sum": -1, "s": -1}  # kept as w_i → r_i w_i, √G_i → √G_i/r_i: see the kernel
+    signed: ClassVar = ("g_sum",)
     rescale_kernel = rescale_dual_averaging
 
     def layout(self, n_features: int, n_classes: int) -> dict[str, int]:

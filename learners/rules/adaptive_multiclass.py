@@ -188,6 +188,7 @@ class MulticlassDualAveragingRule(_MulticlassAdaptiveRule):
     score_kernel = _mda_score
     update_kernel = _mda_update
     scaling: ClassVar = {"g_sum": -1, "s": -1}  # one row per class; see rescale_dual_averaging
+    signed: ClassVar = ("g_sum",)
     rescale_kernel = rescale_dual_averaging
 
     def layout(self, n_features: int, n_classes: int) -> dict[str, int]:

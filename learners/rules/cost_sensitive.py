@@ -136,6 +136,7 @@ class _CostSensitiveRule(UpdateRule):
 
     _constraints: ClassVar = {"objective": Options("sum", "cost")}
     scalars: ClassVar = ("positives", "negatives")
+    symmetric: ClassVar = False  # ρ weighs the positive class
     score_kernel = binary_margin
 
     objective: str

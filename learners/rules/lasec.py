@@ -234,6 +234,7 @@ class LASECRule(_LASECParams, FullMatrixRule):
     score_kernel = _full_score
     update_kernel = _full_update
     scaling: ClassVar = {"mu": 1, "sigma": 1}  # μ → Dμ, Σ + c⁻¹I → D(Σ + c⁻¹I)D
+    signed: ClassVar = ("mu",)
     rescale_kernel = rescale_lasec_full
 
     def __init__(self, *, b: float = 1.0, c: float = 1000.0, max_matrix_mb: float = 1024.0) -> None:
@@ -301,6 +302,7 @@ class LASECDiagRule(_LASECParams, UpdateRule):
     score_kernel = _diag_score
     update_kernel = _diag_update
     scaling: ClassVar = {"mu": 1, "sigma": 2, "last": 0}  # the lazy drift is settled first
+    signed: ClassVar = ("mu",)
     rescale_kernel = rescale_lasec_diag
 
     def __init__(self, *, b: float = 1.0, c: float = 1000.0) -> None:

@@ -140,6 +140,7 @@ class GaussianRule(FullMatrixRule):
     reports v = xᵀΣx. Subclasses give the update kernel, their parameters and the diagonal twin."""
 
     scaling: ClassVar = {"mu": 1, "sigma": 1}  # μ → Dμ, Σ → DΣD
+    signed: ClassVar = ("mu",)
     provides: ClassVar = frozenset({"p", "v"})
     matrix: ClassVar = "sigma"
     score_kernel = mean_full_score
@@ -155,6 +156,7 @@ class GaussianDiagRule(UpdateRule):
     """The same with diag(Σ) only, Σ_1 = I: O(nnz) to score and to update."""
 
     scaling: ClassVar = {"mu": 1, "sigma": 2}  # μ_i → r_i μ_i, Σ_ii → r_i² Σ_ii
+    signed: ClassVar = ("mu",)
     provides: ClassVar = frozenset({"p", "v"})
     score_kernel = mean_diag_score
 

@@ -95,6 +95,7 @@ class RLSRule(FullMatrixRule):
     score_kernel = _score
     update_kernel = _update
     scaling: ClassVar = {"mu": 1, "sigma": 1}  # μ → Dμ, Σ = (aI + Σxxᵀ)⁻¹ → DΣD
+    signed: ClassVar = ("mu",)
 
     def __init__(self, *, a: float = 1.0, max_matrix_mb: float = 1024.0) -> None:
         self.a = a

@@ -217,6 +217,7 @@ class SOPDiagRule(UpdateRule):
     score_kernel = _diag_score
     update_kernel = _diag_update
     scaling: ClassVar = {"v": -1, "A": -2}  # v = Σ y x → v_i/r_i, A_ii = a + Σ x_i² → A_ii/r_i²
+    signed: ClassVar = ("v",)
 
     def __init__(self, *, a: float = 1.0) -> None:
         self.a = a

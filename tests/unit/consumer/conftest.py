@@ -23,7 +23,7 @@ class Harness:
         self.clock = ManualClock()
         self.tmp_path = tmp_path
         params = {"checkpoint_dir": tmp_path / "ckpt", "n_features": 4, "metrics_port": 0,
-                  "learner": "paa-1", "learner_params": {"delta": 1.0}, **overrides}
+                  "learner": "paa-1", "learner_params": {"delta": 1.0}, "classes": [-1, 1], **overrides}
         self.settings = load_settings(**params)
         self.clients = FakeClients(self.broker)
         self.service = self.new_service()
