@@ -23,7 +23,17 @@ from learners.hashing import DEFAULT_DIMENSION
 from learners.inputs import Rows, as_row, as_rows, transform, transform_row
 from learners.kernels import no_label, no_round, ready
 from learners.params import Interval, Options, Parameterized
-from learners.scaling import MODES, OBSERVE_ALL, OBSERVE_NONE, SOURCES, Scaler, check_width, choose_mode, rescale_rows
+from learners.scaling import (
+    AUTO_ROWS,
+    MODES,
+    OBSERVE_ALL,
+    OBSERVE_NONE,
+    SOURCES,
+    Scaler,
+    check_width,
+    choose_mode,
+    rescale_rows,
+)
 
 __all__ = ["Decisions", "Learner", "QueryStrategy", "Scores", "UpdateRule"]
 
@@ -420,6 +430,7 @@ class Learner(Parameterized):
         self._features: RandomFourierFeatures | None = None
         self._scaler: Scaler | None = None
         self._scale_mode: str | None = None  # what scale="auto" chose
+        self._auto_sample: list[Rows] = []  # the rows decided on before it chose
         if classes is None and not rule.multiclass:
             classes = (-1, 1)
         self.learns_classes = classes is not None and len(classes) == 0
@@ -577,10 +588,23 @@ class Learner(Parameterized):
         if self._features is None:
             self._scaler.bind(self.rule, len(self.classes))
 
-    def _resolve_scale(self, rows: Rows) -> None:
-        """``scale="auto"``: the mode for the stream's shape, from its first batch (kept in checkpoints)."""
-        if self.scale == "auto" and self._scale_mode is None and rows.n:
-            self._set_scale_mode(choose_mode(rows))
+    def _resolve_scale(self, rows: Rows, final: bool) -> None:
+        """``scale="auto"``: the mode for the stream's shape (kept in checkpoints), chosen once
+        :data:`AUTO_ROWS` rows have been decided on, or at the first label (``final``), from the
+        rows seen by then. Until then nothing is learnt, so the model is the prior in any units and
+        no state has to move; the rows decided before are observed as the mode then would have."""
+        if self.scale != "auto" or self._scale_mode is not None or not (rows.n or self._auto_sample):
+            return
+        earlier = self._auto_sample
+        seen = sum(r.n for r in earlier) + rows.n
+        if not final and seen < AUTO_ROWS:
+            earlier.append(rows)
+            return
+        self._auto_sample = []
+        self._set_scale_mode(choose_mode(Rows.vstack([*earlier, rows]) if earlier else rows))
+        scaler = self._scaler
+        if earlier and scaler is not None and (self._features is not None or scaler.score_level == OBSERVE_ALL):
+            scaler.transform(Rows.vstack(earlier), OBSERVE_ALL)
 
     def _set_scale_mode(self, mode: str) -> None:
         self._scale_mode = mode
@@ -634,12 +658,14 @@ class Learner(Parameterized):
         codes = np.asarray(codes)
         return self._class_array[(codes + 1) // 2 if not self.multiclass else codes]
 
-    def _rows(self, X, level: int = OBSERVE_NONE) -> Rows:
+    def _rows(self, X, level: int = OBSERVE_NONE, *, labelled: bool = False) -> Rows:
         """The rows as the rule reads them; ``level``: how much of them a scale before the map
-        observes (decided records: all; scored or labelled ones: none)."""
+        observes (decided records: all; scored or labelled ones: none); ``labelled``: rows about to
+        be learnt (``scale="auto"`` chooses by then)."""
         rows = as_rows(X, self.n_features)
         self._ensure_allocated(rows.n_features)
-        self._resolve_scale(rows)
+        if level == OBSERVE_ALL or labelled:
+            self._resolve_scale(rows, labelled)
         if self._features is None:  # with a scaler, rows are normalised after scaling, in its drivers
             return transform(rows, normalize=self.normalize and self._scaler is None, bias=self.bias)
         return transform(self._mapped(rows, level), normalize=False, bias=self.bias)
@@ -657,7 +683,7 @@ class Learner(Parameterized):
         With a scale before the map, every row is decided: observed in ``order`` (default: as given)."""
         rows = as_rows(X, self.n_features)
         self._ensure_allocated(rows.n_features)
-        self._resolve_scale(rows)
+        self._resolve_scale(rows, True)
         if self._features is None:
             view = transform(rows, normalize=self.normalize and self._scaler is None, bias=0.0)
         else:
@@ -670,11 +696,12 @@ class Learner(Parameterized):
         depend on the order they are replayed in."""
         return self._features is not None and self.scale != "none"
 
-    def _row(self, x, level: int = OBSERVE_NONE) -> tuple[np.ndarray, np.ndarray]:
+    def _row(self, x, level: int = OBSERVE_NONE, *, labelled: bool = False) -> tuple[np.ndarray, np.ndarray]:
         self._ensure_allocated(self.n_features)
         idx, val = as_row(x, self.n_features)
+        if level == OBSERVE_ALL or labelled:
+            self._resolve_scale(Rows.from_arrays([0, idx.size], idx, val, self.n_features), labelled)
         if self._features is None:
-            self._resolve_scale(Rows.from_arrays([0, idx.size], idx, val, self.n_features))
             return transform_row(idx, val, self.n_features, normalize=self.normalize and self._scaler is None,
                                  bias=self.bias)
         mapped = self._mapped(Rows.from_arrays([0, idx.size], idx, val, self.n_features), level)
@@ -745,7 +772,7 @@ class Learner(Parameterized):
         probability each label was asked with (:attr:`Decisions.probability`), which an
         importance-weighted query turns into the weight 1/q; default 1 (labels not asked for).
         Returns updates made."""
-        rows = self._rows(X, OBSERVE_NONE if scored else OBSERVE_ALL)
+        rows = self._rows(X, OBSERVE_NONE if scored else OBSERVE_ALL, labelled=True)
         codes = np.ascontiguousarray(y if encoded else self.encode(y), dtype=np.int64).reshape(-1)
         if codes.size != rows.n:
             raise ValueError(f"{codes.size} labels for {rows.n} records")
@@ -806,7 +833,7 @@ class Learner(Parameterized):
         """Apply one label. ``predicted`` is the prediction made when the label was asked for
         (default: the current model's); ``probability`` the query probability it was asked with
         (see :meth:`learn_many`). True if the model changed."""
-        idx, val = self._row(x)
+        idx, val = self._row(x, labelled=True)
         self.adopt([y])
         code = self._code_of(y)
         if (scaler := self._rule_scaler) is not None:

@@ -407,7 +407,7 @@ def run(learner: Learner, data: Dataset, *, permutations: int = 1, seed: int = 0
     for k, order in enumerate(_orders(data.n, permutations, seed, shuffle and not data.ordered)):
         fresh = learner.clone(seed=learner.seed + k)
         fresh._ensure_allocated(template.n_features)
-        fresh._resolve_scale(data.rows)  # "auto": the mode the template chose on the same rows
+        fresh._resolve_scale(data.rows, True)  # "auto": the mode the template chose on the same rows
         # a scale before the map depends on the order: each permutation maps its rows anew
         here = _prepare(fresh, data, order=order) if template.scales_before_map else prep
         trace = _replay_prepared(fresh, here, order, delay)

@@ -66,6 +66,7 @@ from learners.jit import jit, signature
 from learners.kernels import IDX, LABEL_FN, PROB_FN, ROUND_FN, SCORE_FN, STATE, UPDATE_FN, VAL, VEC, kernel
 
 __all__ = [
+    "AUTO_ROWS",
     "MODES",
     "MOVE_FACTOR",
     "OBSERVE_ALL",
@@ -86,13 +87,17 @@ __all__ = [
     "rescale_rows",
 ]
 
-MODES = {"none": 0.0, "maxabs": 1.0, "rms": 2.0, "standard": 3.0}
-_STANDARD = MODES["standard"]
+MODES = {"none": 0.0, "maxabs": 1.0, "rms": 2.0, "standard": 3.0, "sparse-standard": 4.0}
+_STANDARD, _PRESENT = MODES["standard"], MODES["sparse-standard"]
+# the modes that standardise (a running mean and deviation, no state moved) rather than divide by a scale
+_CENTRED = ("standard", "sparse-standard")
 # Widest input "standard" accepts: it makes every row dense (O(n_features) per row and per update),
 # which is the cost of a prepared dense file, not of a hashed or one-hot sparse stream.
 STANDARD_LIMIT = 4096
 # Below this share of non-zero entries a batch is sparse for ``scale="auto"`` (:func:`choose_mode`).
 SPARSE_DENSITY = 0.5
+# Rows decided on before ``scale="auto"`` chooses its mode (unless a label comes first).
+AUTO_ROWS = 64
 # Column scales this many times apart make a stream raw for ``scale="auto"``: it needs a scale per feature.
 SPREAD = 100.0
 # A variance below this fraction of the mean square (around the first value) is the rounding of
@@ -379,6 +384,45 @@ def standardise(Z, zs, zp, level, idx, val, out):
     return width
 
 
+@jit
+def standardise_present(Z, zs, zp, level, idx, val, out):
+    """"sparse-standard": observe the row's non-zeros (if ``level`` is all), then x̃ on them in
+    ``out``: (x_i − μ_i)/σ_i, μ_i and σ_i over the rows where feature i was present, so that absent
+    features stay absent (zeros cost nothing). A feature constant where present so far (a one-hot
+    flag, or a feature seen once) is divided by its value instead: a flag stays 1. The intercept
+    is copied. O(nnz)."""
+    n_scaled = zp[1]
+    observing = level == _OBSERVE_ALL
+    sq = 0.0
+    for j in range(idx.size):
+        i, x = idx[j], val[j]
+        if i >= n_scaled or x == 0.0:
+            out[j] = x  # the intercept, an explicit zero
+            continue
+        if observing:
+            old = _spread(Z, i)
+            if Z[_COUNT, i] == 0.0:
+                Z[_SHIFT, i] = x
+            Z[_COUNT, i] += 1.0
+            Z[_SUM, i] += x - Z[_SHIFT, i]
+            Z[_STAT, i] += (x - Z[_SHIFT, i]) ** 2
+            sigma = _spread(Z, i)
+            if old > 0.0 and sigma != old and Z[_COUNT, i] > zp[3]:
+                _track_move(Z, zs, i, old, sigma)
+        else:
+            sigma = _spread(Z, i)
+        if sigma > 0.0:
+            out[j] = (x - _mean(Z, i)) / sigma
+        else:
+            out[j] = x / abs(Z[_SHIFT, i] if Z[_COUNT, i] > 0.0 else x)
+        sq += out[j] * out[j]
+    if zp[2] != 0.0 and sq > 0.0:
+        norm = math.sqrt(sq)
+        for j in range(idx.size):
+            if idx[j] < n_scaled:
+                out[j] /= norm
+
+
 @jit(inline="always")
 def _scaled(Z, zs, zp, level, idx, val, S, a, P, R, rescale, changed, ratio, out, dense):
     """One row through the scaler, as (coordinates, x̃) for the rule: the row's own coordinates
@@ -387,6 +431,9 @@ def _scaled(Z, zs, zp, level, idx, val, S, a, P, R, rescale, changed, ratio, out
         width = standardise(Z, zs, zp, level, idx, val, out)
         return dense[:width], out[:width]
     x = out[: idx.size]
+    if zp[0] == _PRESENT:
+        standardise_present(Z, zs, zp, level, idx, val, x)
+        return idx, x
     _prepare(Z, zs, zp, level, idx, val, S, a, P, R, rescale, changed, ratio, x)
     return idx, x
 
@@ -414,7 +461,10 @@ def score_scaled_rows(indptr, indices, data, Z, zs, zp, S, a, P, score, out_p, o
             p, gap, v, top = score(S, a, P, dense[:width], out[:width])
         else:
             x = out[: hi - lo]
-            scale_values(Z, zp, indices[lo:hi], data[lo:hi], x)
+            if zp[0] == _PRESENT:
+                standardise_present(Z, zs, zp, _OBSERVE_NONE, indices[lo:hi], data[lo:hi], x)
+            else:
+                scale_values(Z, zp, indices[lo:hi], data[lo:hi], x)
             p, gap, v, top = score(S, a, P, indices[lo:hi], x)
         out_p[i] = p
         out_gap[i] = gap
@@ -428,6 +478,9 @@ def scale_one_row(idx, val, level, Z, zs, zp, S, a, P, R, rescale, out):
     Returns x̃'s length: the row's (sparse modes) or the dense width ("standard")."""
     if zp[0] == _STANDARD:
         return standardise(Z, zs, zp, level, idx, val, out)
+    if zp[0] == _PRESENT:
+        standardise_present(Z, zs, zp, level, idx, val, out)
+        return idx.size
     changed = np.empty(max(idx.size, 1), dtype=np.int32)
     ratio = np.empty(max(idx.size, 1))
     _prepare(Z, zs, zp, level, idx, val, S, a, P, R, rescale, changed, ratio, out)
@@ -565,20 +618,26 @@ def scale_batch(indptr, indices, data, order, level, Z, zs, zp, out_indptr, out_
             for j in range(n):
                 out_indices[at + j] = j
         else:
-            observe(Z, zs, zp, level, idx, val, changed, ratio)
-            scale_values(Z, zp, idx, val, out_data[at : at + hi - lo])
+            if zp[0] == _PRESENT:
+                standardise_present(Z, zs, zp, level, idx, val, out_data[at : at + hi - lo])
+            else:
+                observe(Z, zs, zp, level, idx, val, changed, ratio)
+                scale_values(Z, zp, idx, val, out_data[at : at + hi - lo])
             out_indices[at : at + hi - lo] = idx
 
 
 def choose_mode(rows: Any) -> str:
-    """``scale="auto"``: the mode for a stream whose first batch is ``rows`` (docs/raw-features.md,
-    "auto"), from its shape, measured on the leaderboard's sets raw and prepared:
+    """``scale="auto"``: the mode for a stream whose first rows are ``rows`` (docs/raw-features.md,
+    "auto"), from their shape, measured on the leaderboard's sets raw and prepared and on named
+    tabular streams:
 
-    * columns whose scales differ by :data:`SPREAD` or more (amounts beside rates, run lengths beside
-      frequencies): "standard", or "rms" above :data:`STANDARD_LIMIT` features (centring would make
-      the rows dense);
-    * dense rows (:data:`SPARSE_DENSITY`) otherwise: "standard", the online twin of a standardised
-      file (it moves a prepared one little);
+    * rows that carry most of the columns they use between them (a table, named features
+      included: :data:`SPARSE_DENSITY` of the columns seen, on 2 rows or more): standardised,
+      "standard" up to :data:`STANDARD_LIMIT` features, "sparse-standard" (over the rows where a
+      feature is present, so that hashed rows stay sparse) above;
+    * sparse rows whose columns' scales differ by :data:`SPREAD` or more (amounts beside rates, run
+      lengths beside frequencies): "standard", or "rms" above :data:`STANDARD_LIMIT` features
+      (centring would make the rows dense, and centring only the values present inverts counts);
     * sparse rows on one scale (term counts, one-hot flags, a file scaled offline): "none": a
       per-feature scale there re-weights the terms, and measured worse than the rows as they are.
     """
@@ -590,10 +649,10 @@ def choose_mode(rows: Any) -> str:
     rms = np.sqrt(np.bincount(column, weights=rows.data * rows.data, minlength=rows.n_features)[seen] / count[seen])
     rms = rms[rms > 0.0]
     spread = rms.size > 0 and rms.max() >= SPREAD * rms.min()
+    table = rows.n >= 2 and rows.nnz >= SPARSE_DENSITY * rows.n * int(seen.sum())
     if rows.n_features > STANDARD_LIMIT:
-        return "rms" if spread else "none"
-    dense = rows.nnz >= SPARSE_DENSITY * rows.n * rows.n_features
-    return "standard" if spread or dense else "none"
+        return "sparse-standard" if table else "rms" if spread else "none"
+    return "standard" if table or spread else "none"
 
 
 # -- the object a learner holds --------------------------------------------------------------------
@@ -653,7 +712,7 @@ class Scaler:
     def __init__(self, scale: str, scale_from: str, n_features: int, normalize: bool) -> None:
         self.scale, self.scale_from, self.n_features = scale, scale_from, int(n_features)
         check_width(scale, self.n_features)
-        rows = _ROWS + 2 if scale == "standard" else _ROWS
+        rows = _ROWS + 2 if scale in _CENTRED else _ROWS
         self.Z = np.zeros((rows, self.n_features), dtype=np.float64)
         self.zs = np.zeros(2, dtype=np.float64)
         self.zp = np.array([MODES[scale], float(n_features), float(bool(normalize)), float(WARMUP)])
@@ -762,13 +821,13 @@ class Scaler:
     def score_level(self) -> int:
         """How much of a decided (scored and queried) record the statistics read: all of it under
         ``scale_from="scored"`` and always for "standard" (its statistics are those of the stream)."""
-        return _OBSERVE_ALL if self.scale_from == "scored" or self.scale == "standard" else _OBSERVE_NONE
+        return _OBSERVE_ALL if self.scale_from == "scored" or self.scale in _CENTRED else _OBSERVE_NONE
 
     @property
     def learn_level(self) -> int:
         """How much of a labelled record the statistics read. "standard" counts rows, so a row
         scored (and observed) first is not observed again when its label comes."""
-        if self.scale == "standard":
+        if self.scale in _CENTRED:
             return _OBSERVE_NONE
         return _OBSERVE_UNSEEN if self.scale_from == "scored" else _OBSERVE_ALL
 
@@ -779,14 +838,14 @@ class Scaler:
             return self.Z[_STAT].copy()
         n = self.Z[_COUNT]
         mean_sq = np.divide(self.Z[_STAT], n, out=np.zeros_like(n), where=n > 0)
-        if self.scale != "standard":
+        if self.scale not in _CENTRED:
             return np.sqrt(mean_sq)
         var = mean_sq - np.divide(self.Z[_SUM], n, out=np.zeros_like(n), where=n > 0) ** 2
         return np.sqrt(np.where(var > _CANCELLED * mean_sq, var, 0.0))
 
     def means(self) -> np.ndarray:
         """μ_i per feature for "standard" (0 before any row); zeros for the other modes."""
-        if self.scale != "standard":
+        if self.scale not in _CENTRED:
             return np.zeros(self.n_features)
         n = self.Z[_COUNT]
         return self.Z[_SHIFT] + np.divide(self.Z[_SUM], n, out=np.zeros_like(n), where=n > 0)

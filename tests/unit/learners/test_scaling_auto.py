@@ -11,7 +11,8 @@ from learners import make
 from learners.datasets import Dataset
 from learners.inputs import as_rows
 from learners.replay import replay, run
-from learners.scaling import STANDARD_LIMIT, choose_mode
+from learners.hashing import DEFAULT_DIMENSION, hash_features
+from learners.scaling import AUTO_ROWS, STANDARD_LIMIT, choose_mode
 
 
 def _accuracy(trace) -> float:
@@ -56,14 +57,40 @@ def test_auto_mode_follows_the_stream_shape(X, mode):
     assert choose_mode(as_rows(X)) == mode
 
 
-def test_auto_resolves_on_the_first_batch_and_keeps_its_choice():
+def _named_table(n=100, d=20, seed=0):
+    """Named numeric columns hashed into 2²⁰ coordinates, on scales 10⁻¹ … 10³ with offsets."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) * 10.0 ** np.linspace(-1, 3, d) + 10.0 ** np.linspace(0, 3, d)
+    rows = [hash_features({f"col{j}": float(v) for j, v in enumerate(x)}, DEFAULT_DIMENSION) for x in X]
+    return as_rows(sp.csr_matrix(([v for _, vals in rows for v in vals], [i for idx, _ in rows for i in idx],
+                                  np.arange(n + 1) * d), shape=(n, DEFAULT_DIMENSION)))
+
+
+def test_a_named_table_is_standardised_where_its_features_are_present():
+    assert choose_mode(_named_table()) == "sparse-standard"
+    assert choose_mode(_named_table(n=1)) == "rms"  # one row cannot tell a table from a document
+
+
+def test_auto_chooses_after_its_first_rows_and_keeps_its_choice():
     X = _dense_raw()
     learner = make("lr-ada-entropy", scale="auto", n_features=X.shape[1])
-    assert learner.scale_mode is None
-    learner.decide(X[:1])
+    learner.decide(X[:AUTO_ROWS - 1])
+    assert learner.scale_mode is None  # one row short
+    learner.decide(X[AUTO_ROWS - 1 : 100])
     assert learner.scale_mode == "standard" and learner.scaler.scale == "standard"
-    learner.decide(X[1:] / 1e6)  # a later batch of another shape changes nothing
+    # the rows decided before the choice count in the statistics
+    np.testing.assert_allclose(learner.scaler.means(), X[:100].mean(axis=0), rtol=1e-10)
+    learner.decide(X[100:] / 1e6)  # later rows of another shape change nothing
     assert learner.scale_mode == "standard"
+
+
+def test_auto_chooses_at_the_first_label_with_the_rows_seen_by_then():
+    X = _dense_raw()
+    learner = make("lr-ada-entropy", scale="auto", n_features=X.shape[1])
+    learner.decide(X[:5])
+    learner.learn_many(X[:1], [1])
+    assert learner.scale_mode == "standard"
+    np.testing.assert_allclose(learner.scaler.means(), X[:5].mean(axis=0), rtol=1e-10)
 
 
 def test_auto_choice_is_restored_from_a_checkpoint():
