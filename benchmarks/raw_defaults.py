@@ -69,7 +69,7 @@ def measure(spec: lb.BoardData, data, scale: str, budget: float, permutations: i
     metric = "accuracy" if spec.multiclass else "f1"
     result = run(learner, data, permutations=permutations, seed=0)
     probe = learner.clone()
-    probe._resolve_scale(data.rows)
+    probe._resolve_scale(data.rows, True)
     return Cell(regime, spec.name, name, scale, budget, metric, result.mean(metric), result.std(metric),
                 result.mean("query_ratio"), probe.scale_mode)
 

@@ -30,7 +30,7 @@ def settings_for(bootstrap: str, topics: dict[str, str], checkpoint_dir: Path, *
     return load_settings(**{
         "bootstrap_servers": bootstrap, "topics": topics, "checkpoint_dir": checkpoint_dir,
         "group_id": f"g-{uuid.uuid4().hex[:8]}", "kafka_consumer": CLIENT_SETTINGS, "metrics_port": 0,
-        "n_features": 8, "learner": "paa-1", "learner_params": {"delta": 0.3}, **overrides,
+        "n_features": 8, "learner": "paa-1", "learner_params": {"delta": 0.3}, "classes": [-1, 1], **overrides,
     })
 
 
