@@ -35,11 +35,13 @@ RUN useradd --system --uid 10001 --user-group --no-create-home --home-dir /nonex
  && install -d -o 10001 -g 10001 /var/lib/activestream /var/cache/activestream/numba
 COPY --from=build /opt/activestream /opt/activestream
 USER 10001:10001
-# Compile the learners' numba kernels into NUMBA_CACHE_DIR by running the demo once (embedded
-# broker, 400 records): the image is smoke-tested at build time and a container starts without a
-# compile pause. The cache loads read-only too (readOnlyRootFilesystem); a different CPU model only
-# recompiles in memory at start.
-RUN activestream demo --records 400 --rate 0 --label-delay 0 --json > /dev/null
+# Compile the learners' numba kernels into NUMBA_CACHE_DIR by running the demo (embedded broker,
+# 400 records): the image is smoke-tested at build time and a container starts without a compile
+# pause. Twice: with the demo's query-rate target and without one, whose decisions take other
+# kernels (a service with ACTIVESTREAM_QUERY_RATE_TARGET and one without). The cache loads
+# read-only too (readOnlyRootFilesystem); a different CPU model only recompiles in memory at start.
+RUN activestream demo --records 400 --rate 0 --label-delay 0 --json > /dev/null \
+ && activestream demo --records 400 --rate 0 --label-delay 0 --query-rate-target none --json > /dev/null
 VOLUME ["/var/lib/activestream"]
 EXPOSE 9108
 # SIGTERM: stop consuming, flush (at most 20 s), checkpoint, commit, exit 0 — inside Kubernetes'

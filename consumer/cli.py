@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from consumer.demo import QUERY_RATE_TARGET
+
 # NumPy, orjson and the learners are imported by the commands that use them: `--help` and the
 # service's other commands do not pay for them.
 
@@ -59,6 +61,37 @@ def _boost(text: str) -> float | str:
     if not value >= 1:
         raise argparse.ArgumentTypeError(f"a multiple of the rate of at least 1, or every; got {text!r}")
     return value
+
+
+def _target(text: str) -> float | None:
+    """``demo --query-rate-target``: a share of the records in (0, 1], or none."""
+    if text == "none":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"a share of the records in (0, 1], or none; got {text!r}")
+    return value
+
+
+# Where a help text names the registry's default learners; filled in when the help is shown.
+_DEFAULT_LEARNERS = "{default learners}"
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Names the registry's default learners in a help text when that help is shown, so that building
+    the parser imports no learner (``activestream --help``'s start-up: benchmarks.startup)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = super()._get_help_string(action)
+        if text and _DEFAULT_LEARNERS in text:
+            from learners.defaults import DEFAULT_LEARNERS
+
+            text = text.replace(_DEFAULT_LEARNERS, ", ".join(f"{name} ({kind})" for kind, name in
+                                                             DEFAULT_LEARNERS.items()))
+        return text
 
 
 def _params(pairs: list[str]) -> dict[str, Any]:
@@ -331,6 +364,7 @@ def _healthcheck(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     import orjson
 
+    from consumer.demo.report import ratio_and_target
     from consumer.demo.run import DemoOptions, run_demo
     from consumer.errors import ConfigError
 
@@ -353,7 +387,7 @@ def _demo(args: argparse.Namespace) -> int:
     print(f"activestream demo: {report['learner']} on {report['data']}")
     rows = [
         ("records / predictions", f"{report['records']} / {report['predictions']}"),
-        ("label requests (query ratio)", f"{report['label_requests']} ({report['query_ratio']:.1%})"),
+        ("label requests (query ratio)", f"{report['label_requests']} ({ratio_and_target(report)})"),
         ("labels applied / late (expired)", f"{report['labels_applied']} / {report['labels_expired']}"),
         ("labelling cost", f"{report['labelling_cost']:.1f}"),
         ("online accuracy / F1 vs truth", f"{report['accuracy']:.4f} / {report['f1']:.4f}"),
@@ -382,9 +416,10 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run the service (configured by ACTIVESTREAM_* environment variables)")
     run.set_defaults(func=_run)
 
-    demo = sub.add_parser("demo", help="run the whole loop locally: embedded broker, service, simulated annotator")
+    demo = sub.add_parser("demo", help="run the whole loop locally: embedded broker, service, simulated annotator",
+                          formatter_class=_HelpFormatter)
     demo.add_argument("--data", action="append", help="LIBSVM file(s) to stream (default: a synthetic drifting stream)")
-    demo.add_argument("--learner", help="registry name (default: paa-1 for two classes, mpaa-1 for more)")
+    demo.add_argument("--learner", help=f"registry name; default: the registry's for the stream: {_DEFAULT_LEARNERS}")
     demo.add_argument("--records", type=int, default=10_000, help="records to stream (default 10000)")
     demo.add_argument("--annotator", choices=("simulated", "label-studio"), default="simulated",
                       help="who answers the label requests: the simulated annotator (the truth after --label-delay), "
@@ -395,9 +430,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="records per second fed (default 1000; 0: all at once). Labels come back after "
                            "--label-delay, so rate × delay records are scored before their labels can help")
     demo.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a learner hyper-parameter")
-    demo.add_argument("--query-rate-target", type=float, metavar="R",
+    demo.add_argument("--query-rate-target", type=_target, default=QUERY_RATE_TARGET, metavar="R|none",
                       help="the service's ACTIVESTREAM_QUERY_RATE_TARGET: ask for labels on this fraction of records, "
-                           "from the first record on (default: none, the learner's own δ decides)")
+                           f"from the first record on (default {QUERY_RATE_TARGET:g}; none: no target, the learner's "
+                           "own query decides; with --service, the running service's own target holds)")
     demo.add_argument("--positive", help="the positive label of a binary dataset (default: 1)")
     demo.add_argument("--port", type=int, help="embedded broker port (default: a free one)")
     demo.add_argument("--bootstrap", metavar="HOST:PORT", help="use this Kafka instead of the embedded broker")
@@ -429,9 +465,10 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("path", help="a checkpoint file, or a directory (its newest checkpoint)")
     inspect.set_defaults(func=_inspect)
 
-    rp = sub.add_parser("replay", help="run a dataset through a learner offline and report prequential metrics")
+    rp = sub.add_parser("replay", help="run a dataset through a learner offline and report prequential metrics",
+                        formatter_class=_HelpFormatter)
     rp.add_argument("--learner", help="registry name, e.g. paa-1, pea, rpa-2 (see learners.ALGORITHMS); default: "
-                    "paa-1 for two classes, mpaa-1 for more (--json names it)")
+                    f"the registry's for the data's classes and width, which --json names: {_DEFAULT_LEARNERS}")
     source = rp.add_mutually_exclusive_group(required=True)
     source.add_argument("--data", action="append",
                         help="LIBSVM file (plain/.xz/.gz/.bz2) or synthetic:KIND?k=v; repeat to concatenate in order")

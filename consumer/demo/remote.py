@@ -2,7 +2,7 @@
 --service URL`` reports on when it only feeds records and answers label requests.
 
 Counts are taken relative to the first reading, so the report covers this demo run, not whatever
-the service did before it.
+the service did before it. The query-rate target is the service's own, as last read.
 """
 
 from __future__ import annotations
@@ -33,11 +33,13 @@ def _key(name: str, labels: dict[str, str]) -> str | None:
 
 
 class RemoteTotals:
-    """Totals-like view (``get``, ``values``, ``estimated_error_rate``) of a service's /metrics."""
+    """Totals-like view (``get``, ``values``, ``estimated_error_rate``) of a service's /metrics, and
+    its ``query_rate_target`` (None when it has none)."""
 
     def __init__(self, url: str, timeout_s: float = 5.0) -> None:
         self.url = url.rstrip("/") + ("" if url.rstrip("/").endswith("/metrics") else "/metrics")
         self._timeout_s = timeout_s
+        self.query_rate_target: float | None = None
         self._baseline = self._read()
         self.values: dict[str, float] = {}
 
@@ -47,6 +49,10 @@ class RemoteTotals:
         found: dict[str, float] = {}
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
+                if sample.name == "activestream_query_rate_target":  # a setting: its value, not a difference
+                    # NaN when the service has no target (0 before it set the gauge)
+                    self.query_rate_target = sample.value if sample.value > 0 else None
+                    continue
                 key = _key(sample.name, sample.labels)
                 if key is not None:
                     found[key] = found.get(key, 0.0) + sample.value

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RunningF1", "Sample", "Series", "line_chart", "render_report", "write_report"]
+__all__ = ["RunningF1", "Sample", "Series", "line_chart", "ratio_and_target", "render_report", "write_report"]
 
 _WIDTH, _HEIGHT = 720, 300
 _LEFT, _RIGHT, _TOP, _BOTTOM = 64, 16, 52, 42
@@ -22,7 +22,8 @@ _COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e")
 _SVG_STYLE = (
     "text { font-family: system-ui, sans-serif; fill: #444; } .title { font-size: 15px; font-weight: 600; "
     "fill: #222; } .tick, .legend { font-size: 11px; } .axis { font-size: 12px; } "
-    ".frame { fill: none; stroke: #999; } .grid { stroke: #e4e4e4; } .line { fill: none; stroke-width: 1.8; }"
+    ".frame { fill: none; stroke: #999; } .grid { stroke: #e4e4e4; } .line { fill: none; stroke-width: 1.8; } "
+    ".target { stroke: #555; stroke-width: 1.2; stroke-dasharray: 6 4; } .target-label { font-size: 11px; }"
 )
 
 
@@ -93,10 +94,11 @@ def _label(value: float) -> str:
 
 
 def line_chart(title: str, series: Sequence[Series], x_label: str, y_label: str,
-               y_range: tuple[float, float] | None = None, percent: bool = False) -> str:
-    """An SVG line chart; NaN points break a line rather than drawing it to zero."""
+               y_range: tuple[float, float] | None = None, percent: bool = False, target: float | None = None) -> str:
+    """An SVG line chart; NaN points break a line rather than drawing it to zero. ``target``: a
+    dashed horizontal line at that value, labelled, under the series."""
     xs = [x for s in series for x in s.x if math.isfinite(x)]
-    ys = [y for s in series for y in s.y if math.isfinite(y)]
+    ys = [y for s in series for y in s.y if math.isfinite(y)] + ([] if target is None else [target])
     x0, x1 = (min(xs), max(xs)) if xs else (0.0, 1.0)
     y0, y1 = y_range or ((min(ys), max(ys)) if ys else (0.0, 1.0))
     if y_range is None and y0 > 0 and y0 < 0.5 * y1:
@@ -129,6 +131,11 @@ def line_chart(title: str, series: Sequence[Series], x_label: str, y_label: str,
                f'{html.escape(x_label)}</text>')
     out.append(f'<text x="14" y="{_TOP + plot_h / 2}" class="axis" text-anchor="middle" '
                f'transform="rotate(-90 14 {_TOP + plot_h / 2})">{html.escape(y_label)}</text>')
+    if target is not None and y0 <= target <= y1:
+        text = f"{100 * target:.6g}%" if percent else _label(target)
+        out.append(f'<line x1="{_LEFT}" x2="{_LEFT + plot_w}" y1="{py(target):.1f}" y2="{py(target):.1f}" '
+                   f'class="target"/><text x="{_LEFT + plot_w - 4}" y="{py(target) - 5:.1f}" class="target-label" '
+                   f'text-anchor="end">target {text}</text>')
     legend_x = float(_LEFT)
     for k, s in enumerate(series):
         color = _COLORS[k % len(_COLORS)]
@@ -159,7 +166,7 @@ def _rolling(samples: Sequence[Sample], numerator, denominator, window: float) -
     return out
 
 
-def charts(samples: Sequence[Sample], records: int) -> list[str]:
+def charts(samples: Sequence[Sample], records: int, target: float | None = None) -> list[str]:
     window = max(200.0, records / 10)
     x = [float(s.predicted) for s in samples]
     accuracy = _rolling(samples, lambda s: s.correct, lambda s: s.predicted, window)
@@ -173,7 +180,7 @@ def charts(samples: Sequence[Sample], records: int) -> list[str]:
                                                   Series("service's importance-weighted estimate", x, estimated)],
                    "records predicted", "accuracy", y_range=(0.0, 1.0), percent=True),
         line_chart("Query ratio over time", [Series(w, x, query_ratio), Series("since the start", x, overall)],
-                   "records predicted", "label requests / records", percent=True),
+                   "records predicted", "label requests / records", percent=True, target=target),
         line_chart("F-measure against query ratio, as the run goes", [Series("online F1 so far", overall,
                                                                              [s.f1 for s in samples])],
                    "label requests / records so far", "F1", y_range=(0.0, 1.0), percent=True),
@@ -193,9 +200,16 @@ td, th { padding: 0.2em 0.8em; border-bottom: 1px solid #ddd; text-align: left; 
 svg { width: 100%; height: auto; margin: 0.8em 0; } p.note { color: #555; font-size: 0.9em; }
 """
 
+
+def ratio_and_target(report: dict[str, Any]) -> str:
+    """The realised query ratio beside the service's query-rate target, as the summaries show them."""
+    target = report.get("query_rate_target")
+    return f"{report['query_ratio']:.1%}, " + ("no target" if target is None else f"target {100 * target:.6g}%")
+
+
 _ROWS = (
     ("records / predictions", lambda r: f"{r['records']:,} / {r['predictions']:,}"),
-    ("label requests (query ratio)", lambda r: f"{r['label_requests']:,} ({r['query_ratio']:.1%})"),
+    ("label requests (query ratio)", lambda r: f"{r['label_requests']:,} ({ratio_and_target(r)})"),
     ("labels applied / late (expired)", lambda r: f"{r['labels_applied']:,} / {r['labels_expired']:,}"),
     ("labelling cost", lambda r: f"{r['labelling_cost']:,.1f}"),
     ("online accuracy / F1 against the truth", lambda r: f"{r['accuracy']:.4f} / {r['f1']:.4f}"),
@@ -236,7 +250,10 @@ def _given_row(given: dict[str, Any]) -> str:
 def render_report(report: dict[str, Any], samples: Sequence[Sample]) -> str:
     rows = "\n".join(f"<tr><th>{html.escape(name)}</th><td class=n>{html.escape(show(report))}</td></tr>"
                      for name, show in _ROWS)
-    body = "\n".join(charts(samples, report["records"])) if len(samples) >= 2 else "<p>Too short to plot.</p>"
+    if len(samples) >= 2:
+        body = "\n".join(charts(samples, report["records"], report.get("query_rate_target")))
+    else:
+        body = "<p>Too short to plot.</p>"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>activestream demo: {html.escape(report['learner'])}</title>

@@ -3,12 +3,13 @@
 It starts an embedded broker, creates the five topics, runs the service, streams a dataset into the
 features topic, answers label requests with a simulated annotator (ground truth after a delay, at a
 cost), follows the predictions to score them against the ground truth, shows progress, and ends with
-a report: records, query ratio, labels, cost, online accuracy/F1 against the truth and the
-service's own importance-weighted accuracy estimate beside it.
+a report: records, query ratio beside its target, labels, cost, online accuracy/F1 against the
+truth and the service's own importance-weighted accuracy estimate beside it. The service holds a
+query-rate target of :data:`consumer.demo.QUERY_RATE_TARGET` unless the options set another or none.
 
 With ``--bootstrap`` it uses that Kafka instead of the embedded broker; with ``--service URL`` it
 runs no service of its own but feeds and answers one that already runs (``activestream run``) and
-reads that service's totals from its ``/metrics`` (the compose demo in ``deploy/compose``).
+reads that service's totals and target from its ``/metrics`` (the compose demo in ``deploy/compose``).
 
 With ``--annotator label-studio`` people answer instead, in the user's Label Studio
 (:mod:`consumer.demo.people`): the demo runs until every request is answered or expired, until its
@@ -34,6 +35,7 @@ from confluent_kafka import Consumer
 
 from consumer.annotate.config import load_annotate_settings
 from consumer.config import Settings, load_settings
+from consumer.demo import QUERY_RATE_TARGET
 from consumer.demo.annotator import Annotator
 from consumer.demo.broker import CLIENT_SETTINGS, LABEL_LOOP_FETCH, Broker, create_topics
 from consumer.demo.feed import DemoStream, Feeder, drifting_stream, from_dataset
@@ -69,7 +71,7 @@ class DemoOptions:
     bootstrap: str | None = None  # an existing Kafka instead of the embedded broker
     service_url: str | None = None  # a running service to feed (its metrics endpoint), instead of our own
     clients: dict[str, str] | None = None  # the demo's own consumers' properties (default: by broker)
-    query_rate_target: float | None = None  # ACTIVESTREAM_QUERY_RATE_TARGET of the demo's service
+    query_rate_target: float | None = QUERY_RATE_TARGET  # ACTIVESTREAM_QUERY_RATE_TARGET of our service (None: none)
     annotator: str = "simulated"  # or "label-studio": people label in the user's Label Studio
     label_studio: Any = None  # the Label Studio client (default: ACTIVESTREAM_ANNOTATE__URL's)
 
@@ -329,21 +331,26 @@ def _report(opts: DemoOptions, stream: DemoStream, learner: str, t: Any, board: 
     predicted = np.array([board.predicted[k] for k in ids], dtype=object)
     classes = list(stream.classes)
     no_queries = np.zeros(len(ids), dtype=bool)
+    # A prediction outside the stream's classes (None: a running service that has not learnt its
+    # classes from the labels yet) is a mistake: scored as a class other than the truth.
     if len(classes) == 2:
         codes = {classes[0]: -1, classes[1]: 1}
-        m = binary_metrics(np.array([codes[v] for v in truth]), np.array([codes[v] for v in predicted]), no_queries)
+        y = np.array([codes[v] for v in truth])
+        m = binary_metrics(y, np.array([codes.get(g, -c) for g, c in zip(predicted, y, strict=True)]), no_queries)
     else:
         index = {c: i for i, c in enumerate(classes)}
-        m = multiclass_metrics(np.array([index[v] for v in truth]), np.array([index[v] for v in predicted]),
-                               no_queries, len(classes))
+        y = np.array([index[v] for v in truth])
+        guesses = [index.get(g, (i + 1) % len(classes)) for g, i in zip(predicted, y, strict=True)]
+        m = multiclass_metrics(y, np.array(guesses), no_queries, len(classes))
     scored = t.get("records_scored")
+    target = t.query_rate_target if opts.service_url else opts.query_rate_target  # a running service's own
     dead = sum(v for k, v in t.values.items() if k.startswith("dead_letters."))
     return {
         "data": stream.name, "learner": learner, "records": len(stream.values),
         "predictions": len(board.predicted), "label_requests": int(t.get("label_requests")),
         "labels_applied": int(t.get("labels.applied")), "labels_expired": int(t.get("labels.expired")),
         "requests_expired": int(t.get("label_requests_expired")),
-        "query_ratio": t.get("label_requests") / scored if scored else 0.0,
+        "query_ratio": t.get("label_requests") / scored if scored else 0.0, "query_rate_target": target,
         "labelling_cost": t.get("labelling_cost"), "accuracy": m.accuracy, "f1": m.f1,
         "estimated_accuracy": 1.0 - t.estimated_error_rate(), "dead_letters": int(dead),
         "annotator": opts.annotator, "label_delay_s": opts.label_delay_s, "seconds": seconds,

@@ -58,6 +58,16 @@ def test_the_service_is_built_from_the_repository_and_runs_with_settings_it_acce
     assert "activestream-data:/var/lib/activestream" in service["volumes"]
 
 
+def test_no_service_pins_a_learner_so_each_runs_the_registrys_default(monkeypatch, tmp_path):
+    for name, service in services().items():
+        environment = service.get("environment", {})
+        assert not {"ACTIVESTREAM_LEARNER", "ACTIVESTREAM_LEARNER_PARAMS"} & set(environment), name
+    set_environment(monkeypatch, services()["activestream"]["environment"])
+    monkeypatch.setenv("ACTIVESTREAM_CHECKPOINT_DIR", str(tmp_path))
+    settings = load_settings()
+    assert settings.learner is None and settings.learner_params == {}
+
+
 def roles(config: dict, profiles: set[str]) -> dict[str, str]:
     """The role of every activestream process the configuration starts with these profiles."""
     return {name: s["environment"]["ACTIVESTREAM_ROLE"] for name, s in config["services"].items()

@@ -127,6 +127,14 @@ def test_settings_in_the_manifests_are_accepted_by_the_service(monkeypatch):
     assert conf["group.instance.id"] == "activestream-0-features" and conf["session.timeout.ms"] == "60000"
 
 
+def test_no_manifest_pins_a_learner_so_the_service_runs_the_registrys_default():
+    pinned = {"ACTIVESTREAM_LEARNER", "ACTIVESTREAM_LEARNER_PARAMS"}
+    for doc in documents() + kustomization_documents(K8S / "scale-out"):
+        assert not pinned & set(doc.get("data", {})), doc["metadata"]["name"]
+        for each in doc.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
+            assert not pinned & {e["name"] for e in each.get("env", [])}, doc["metadata"]["name"]
+
+
 def test_the_pod_disruption_budget_and_servicemonitor_select_the_pods():
     labels = one("StatefulSet")["spec"]["template"]["metadata"]["labels"]
     assert one("PodDisruptionBudget")["spec"]["selector"]["matchLabels"].items() <= labels.items()

@@ -56,6 +56,9 @@ window.addEventListener("load", () => {
       return {text: t.textContent, anchor: t.getAttribute("text-anchor"),
               at: onPage(t, b.x + b.width / 2, b.y + b.height / 2)}; }),
     grid: [...svg.querySelectorAll("line.grid")].map((l) => onPage(l, l.x1.baseVal.value, l.y1.baseVal.value)),
+    targets: [...svg.querySelectorAll("line.target")].map((l) => ({
+      from: onPage(l, l.x1.baseVal.value, l.y1.baseVal.value), to: onPage(l, l.x2.baseVal.value, l.y2.baseVal.value),
+      stroke: getComputedStyle(l).stroke})),
     lines: [...svg.querySelectorAll("polyline")].map((p) => ({
       stroke: getComputedStyle(p).stroke, length: p.getTotalLength(), points: p.points.numberOfItems,
       drawn: Array.from({length: p.points.numberOfItems}, (_, k) => onPage(p, p.points.getItem(k).x,
@@ -122,10 +125,11 @@ PLOT_X, PLOT_Y, PLOT_W, PLOT_H = 64, 52, 720 - 64 - 16, 300 - 52 - 42
 
 @pytest.fixture(scope="module")
 def demo_report(tmp_path_factory) -> Path:
-    """A report written by a short demo run: the service, the broker and the annotator all real."""
+    """A report written by a short demo run without a query-rate target: the service, the broker and
+    the annotator all real."""
     page = tmp_path_factory.mktemp("report") / "report.html"
     out = subprocess.run([sys.executable, "-m", "consumer", "demo", "--records", "3000", "--rate", "1500",
-                          "--label-delay", "0.5", "--report", str(page), "--json"],
+                          "--label-delay", "0.5", "--query-rate-target", "none", "--report", str(page), "--json"],
                          capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert out.returncode == 0, out.stderr[-2000:]
     return page
@@ -226,12 +230,17 @@ def axis(positions: list[float], labels: list[str]) -> np.poly1d:
     return fit
 
 
+def y_axis(chart: dict) -> np.poly1d:
+    """Value at a page height, from the chart's grid lines and their tick labels."""
+    y_ticks = [t for t in chart["ticks"] if t["anchor"] == "end"]  # one per grid line, in the same order
+    return axis([g["y"] for g in chart["grid"]], [t["text"] for t in y_ticks])
+
+
 def drawn_series(chart: dict, name: str) -> list[tuple[float, float, dict]]:
     """(records, value, the point on the page) of each point of series ``name`` as the browser drew it."""
     x_ticks = [t for t in chart["ticks"] if t["anchor"] == "middle"]
-    y_ticks = [t for t in chart["ticks"] if t["anchor"] == "end"]  # one per grid line, in the same order
     x_of = axis([t["at"]["x"] for t in x_ticks], [t["text"] for t in x_ticks])
-    y_of = axis([g["y"] for g in chart["grid"]], [t["text"] for t in y_ticks])
+    y_of = y_axis(chart)
     stroke = next(s["stroke"] for s in chart["legend"] if s["name"] == name)
     return [(float(x_of(p["x"])), float(y_of(p["y"])), p) for line in chart["lines"]
             if line["stroke"] == stroke for p in line["drawn"]]
@@ -265,6 +274,22 @@ def test_with_a_target_the_drawn_query_ratio_is_flat_after_the_first_1000_record
     for x, y, at in rolling:
         near = shot[int(at["y"]) - 3:int(at["y"]) + 4, int(at["x"]) - 3:int(at["x"]) + 4]
         assert pixels_near(near, (0x1F, 0x77, 0xB4)) >= 1, f"({x:.0f}, {y:.3f}) not painted at {at}"
+
+
+def test_the_query_ratio_chart_shows_the_target_as_a_line_at_its_height(budget_report, tmp_path):
+    chart, shot = query_ratio_chart(budget_report, tmp_path)
+    (target,) = chart["targets"]
+    start, end = target["from"], target["to"]
+    assert start["y"] == pytest.approx(end["y"]) and end["x"] - start["x"] > 0.8 * chart["box"]["w"]
+    assert y_axis(chart)(start["y"]) == pytest.approx(TARGET, abs=0.002)  # read back through the axis
+    # painted across the plot, dashed: its colour on a good part of the row it lies on
+    row = shot[int(start["y"]) - 2:int(start["y"]) + 3, int(start["x"]):int(end["x"])]
+    assert pixels_near(row, css_rgb(target["stroke"]), tolerance=30) >= 0.3 * (end["x"] - start["x"])
+
+
+def test_a_run_without_a_target_draws_no_target_line(demo_report, tmp_path):
+    chart, _ = query_ratio_chart(demo_report, tmp_path)
+    assert chart["targets"] == []
 
 
 def test_the_flatness_check_fails_for_a_run_without_a_target(demo_report, tmp_path):

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 
 REPORT_KEYS = {"records", "predictions", "label_requests", "labels_applied", "labels_expired", "query_ratio",
-               "labelling_cost", "accuracy", "f1", "estimated_accuracy", "dead_letters", "seconds"}
+               "query_rate_target", "labelling_cost", "accuracy", "f1", "estimated_accuracy", "dead_letters", "seconds"}
 
 
 def demo(*args: str) -> subprocess.CompletedProcess:
@@ -40,10 +40,12 @@ def test_demo_streams_a_libsvm_file(tmp_path):
     path = tmp_path / "toy.svm"
     path.write_text("".join(f"{label} " + " ".join(f"{j + 1}:{v:.4f}" for j, v in enumerate(x)) + "\n"
                             for x, label in zip(X, y, strict=True)))
-    out = demo("--data", str(path), "--learner", "pa-2", "--rate", "1000", "--label-delay", "0", "--json")
+    out = demo("--data", str(path), "--learner", "pa-2", "--rate", "1000", "--label-delay", "0",
+               "--query-rate-target", "none", "--json")
     assert out.returncode == 0, out.stderr[-2000:]
     report = json.loads(out.stdout)
     assert report["predictions"] == 1500 and report["query_ratio"] == 1.0  # pa-2 asks for every label
+    assert report["query_rate_target"] is None
     assert report["accuracy"] > 0.75
 
 
@@ -51,6 +53,7 @@ def test_demo_human_output_is_a_summary():
     out = demo("--records", "1000", "--rate", "0", "--label-delay", "0")
     assert out.returncode == 0, out.stderr[-2000:]
     assert "online accuracy / F1 vs truth" in out.stdout and "estimated accuracy (service)" in out.stdout
+    assert "%, target 10%)" in out.stdout  # the query ratio, and the target beside it
 
 
 def test_demo_report_writes_a_self_contained_page_with_its_curves(tmp_path):
@@ -61,6 +64,7 @@ def test_demo_report_writes_a_self_contained_page_with_its_curves(tmp_path):
     text = page.read_text()
     assert text.count("<svg") == 5 and text.count("<polyline") >= 7
     assert f"{report['accuracy']:.4f}" in text and "<script" not in text
+    assert report["query_rate_target"] == 0.1 and f"{report['query_ratio']:.1%}, target 10%" in text
     # the F-measure-vs-query-ratio path ends at the run's own query ratio and F1
     chart = text[text.index("F-measure against query ratio"):]
     chart = chart[: chart.index("</svg>")]
@@ -91,6 +95,7 @@ def test_demo_feeds_a_running_service_and_reports_only_its_own_run(tmp_path):
             service.request_stop()
             runner.join(60)
     for report in reports:
+        assert report["query_rate_target"] is None  # the running service's, which has none; not the option's
         assert report["records"] == report["predictions"] == 1500
         assert report["labels_applied"] == report["label_requests"] > 0
         assert report["query_ratio"] == report["label_requests"] / 1500
@@ -113,13 +118,13 @@ def _port(service) -> int:
     return service.http.port
 
 
-def test_demo_with_a_query_rate_target_realises_it(tmp_path):
-    """`demo --query-rate-target 0.1`: a fresh model whose labels come back a second late still asks
-    for 10 % ± 1 % of 10,000 records (the report's chart is checked in tests/docs/test_browser.py)."""
+def test_demo_without_options_realises_its_default_query_rate_target(tmp_path):
+    """`demo` with no option holds a 10 % target: a fresh model whose labels come back a second late
+    still asks for 10 % ± 1 % of 10,000 records (the report's chart is checked in tests/docs/test_browser.py)."""
     page = tmp_path / "report.html"
-    out = demo("--records", "10000", "--query-rate-target", "0.1", "--json", "--report", str(page))
+    out = demo("--json", "--report", str(page))
     assert out.returncode == 0, out.stderr[-2000:]
     report = json.loads(out.stdout)
-    assert report["records"] == report["predictions"] == 10_000
+    assert report["records"] == report["predictions"] == 10_000 and report["query_rate_target"] == 0.1
     assert 0.09 <= report["query_ratio"] <= 0.11, report["query_ratio"]
     assert report["labels_applied"] == report["label_requests"] and "Query ratio over time" in page.read_text()

@@ -1,4 +1,5 @@
-"""RemoteTotals: a running service's totals read from its /metrics, relative to the first reading."""
+"""RemoteTotals: a running service's totals read from its /metrics, relative to the first reading, and
+its query-rate target."""
 
 from __future__ import annotations
 
@@ -31,3 +32,17 @@ def test_remote_totals_match_the_services_own_counted_from_the_first_reading():
     assert remote.get("label_requests") == 12 and remote.get("labels.expired") == 2
     assert remote.get("labelling_cost") == 5.5 and remote.get("dead_letters.features.bad_index") == 3
     assert remote.estimated_error_rate() == 0.25
+
+
+def test_remote_totals_read_the_services_own_query_rate_target():
+    metrics = Metrics()
+    server = HealthServer(Health(ManualClock(), 30), metrics.registry, port=0, host="127.0.0.1").start()
+    try:
+        metrics.query_rate_target.set(math.nan)  # the service without a target
+        remote = RemoteTotals(f"http://127.0.0.1:{server.port}")
+        assert remote.query_rate_target is None
+        metrics.query_rate_target.set(0.3)
+        remote.refresh()
+    finally:
+        server.close()
+    assert remote.query_rate_target == 0.3

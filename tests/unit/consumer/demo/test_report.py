@@ -14,8 +14,8 @@ from learners.evaluation import binary_metrics, multiclass_metrics
 
 REPORT = {"data": "synthetic drifting stream (400 records)", "learner": "paa-1", "records": 400, "predictions": 400,
           "label_requests": 120, "labels_applied": 110, "labels_expired": 4, "query_ratio": 0.3,
-          "labelling_cost": 55.0, "accuracy": 0.8125, "f1": 0.7, "estimated_accuracy": 0.79, "dead_letters": 2,
-          "seconds": 4.0, "records_per_second": 100.0, "label_delay_s": 0.5}
+          "query_rate_target": 0.1, "labelling_cost": 55.0, "accuracy": 0.8125, "f1": 0.7, "estimated_accuracy": 0.79,
+          "dead_letters": 2, "seconds": 4.0, "records_per_second": 100.0, "label_delay_s": 0.5}
 
 
 def samples(n: int = 9) -> list[Sample]:
@@ -63,8 +63,30 @@ def test_report_is_one_self_contained_page_with_the_summary_and_its_charts():
     assert not [a for _, a in parser.tags if "src" in a or "href" in a], "an external reference"
     assert set(re.findall(r"https?://[^\"' ]+", page)) == {"http://www.w3.org/2000/svg"}  # the SVG namespace only
     assert "<script" not in page
-    for shown in ("0.8125 / 0.7000", "120 (30.0%)", "110 / 4", "0.7900", "paa-1"):
+    for shown in ("0.8125 / 0.7000", "120 (30.0%, target 10%)", "110 / 4", "0.7900", "paa-1"):
         assert shown in page
+
+
+def query_ratio_chart(page: str) -> str:
+    chart = page[page.index('aria-label="Query ratio over time"'):]
+    return chart[: chart.index("</svg>")]
+
+
+def test_the_query_ratio_chart_draws_the_target_as_a_dashed_line_at_its_height():
+    chart = query_ratio_chart(render_report(REPORT, samples()))
+    line = re.search(r'<line x1="[\d.]+" x2="[\d.]+" y1="(?P<y1>[\d.]+)" y2="(?P<y2>[\d.]+)" class="target"/>', chart)
+    assert line and line["y1"] == line["y2"] and "target 10%" in chart
+    # the axis through the grid lines' heights and their tick labels: the line sits at 10 %
+    grid = [float(y) for y in re.findall(r'y1="([\d.]+)" y2="[\d.]+" class="grid"', chart)]
+    ticks = [float(t) / 100 for t in re.findall(r'class="tick" text-anchor="end">([\d.]+)%<', chart)]
+    slope, offset = np.polyfit(grid, ticks, 1)
+    assert slope * float(line["y1"]) + offset == pytest.approx(0.1, abs=1e-3)
+    assert chart.index('class="target"') < chart.index("<polyline")  # under the series
+
+
+def test_without_a_target_the_report_says_so_and_draws_no_target_line():
+    page = render_report({**REPORT, "query_rate_target": None}, samples())
+    assert "120 (30.0%, no target)" in page and 'class="target"' not in page
 
 
 def test_a_demo_too_short_to_plot_still_reports():
