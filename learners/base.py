@@ -355,16 +355,18 @@ class Learner(Parameterized):
     rff_keep : bool, default False
         The rule learns on [x, z(x)], the row's own features beside the map: every linear model
         of x, plus the kernel's.
-    scale : {"none", "maxabs", "rms", "standard", "auto"}, default "none"
+    scale : {"none", "maxabs", "rms", "standard", "sparse-standard", "auto"}, default "none"
         Online per-feature scaling (:mod:`learners.scaling`): the rule learns on x_i / s_i, s_i the
         largest |x_i| seen (``maxabs``, Ross, Mineiro & Langford 2013) or the root mean square of
         its non-zero values (``rms``); when s_i changes, the rule's state is moved to the new
         units so scores stay consistent. ``standard``: online standardisation (x_i − μ_i)/σ_i with
         the running mean and deviation over every row, zeros included; rows become dense, so it
         is for dense inputs (refused above ``learners.scaling.STANDARD_LIMIT`` features; ``rms``
-        suits sparse ones). Applied before ``normalize``; the intercept is not scaled.
-        ``auto``: one of them (or none) chosen from the first batch's shape
-        (:func:`learners.scaling.choose_mode`), kept in the state. With random Fourier features
+        suits sparse ones). ``sparse-standard``: standardised over the rows where each feature
+        is present, absent ones left absent (named tables hashed wide). Applied before
+        ``normalize``; the intercept is not scaled. ``auto``: one of them (or none) chosen
+        from the first rows' shape (:func:`learners.scaling.choose_mode`,
+        :data:`learners.scaling.AUTO_ROWS`), kept in the state. With random Fourier features
         the scale is applied before the map and moves no state. Refused with support-vector rules.
     scale_from : {"labelled", "scored"}, default "labelled"
         Records whose values update the scale: only labelled ones (measured equal or better on the
@@ -758,6 +760,10 @@ class Learner(Parameterized):
                 yhat, p, gap, v, prob, query,
             )
         self.rounds_ += n
+        if self.learns_classes and len(self.classes) < 2:
+            # the class predicted is the one known (its code), or none (0, which no label has): so a
+            # label for such a record counts as the mistake or the hit the prediction was
+            yhat[:] = self._provisional if self.classes else 0
         scores = Scores(p, gap if "gap" in self.rule.provides else None,
                         v if "v" in self.rule.provides else None, yhat if self.multiclass else None)
         return Decisions(scores, yhat, self.decode(yhat), prob, query)

@@ -90,3 +90,16 @@ def test_learnt_classes_are_restored_with_the_state():
 def test_learnt_classes_are_refused_where_they_cannot_work(name, message):
     with pytest.raises(ValueError, match=message):
         make(name, classes=[])
+
+
+def test_decisions_before_two_classes_predict_the_class_known_or_none():
+    """So that a label for such a record is scored against what was predicted: none (a mistake) or the
+    one class known."""
+    X, _ = _stream()
+    learner = make("lr-ada-entropy", classes=[], n_features=6)
+    d = learner.decide(X[:10])
+    assert list(d.predicted) == [0] * 10 and list(d.label) == [None] * 10
+    assert (learner.encode([7]) != d.predicted[:1]).all()  # whatever the label, a mistake
+    learner.learn_many(X[:3], [7, 7, 7])
+    d = learner.decide(X[10:20])
+    assert list(d.label) == [7] * 10 and (d.predicted == learner.encode([7] * 10)).all()

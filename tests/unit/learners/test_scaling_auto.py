@@ -9,9 +9,9 @@ import scipy.sparse as sp
 
 from learners import make
 from learners.datasets import Dataset
+from learners.hashing import DEFAULT_DIMENSION, hash_features
 from learners.inputs import as_rows
 from learners.replay import replay, run
-from learners.hashing import DEFAULT_DIMENSION, hash_features
 from learners.scaling import AUTO_ROWS, STANDARD_LIMIT, choose_mode
 
 
