@@ -62,7 +62,7 @@ def measure(data, classes, name: str, target: float, variant: str, permutations:
             dataset: str, share: float = BACKTEST_WARMUP_SHARE) -> Cell:
     """One learner at ``target``, online, with the warm-up ``variant`` of ``share`` of the budget, over
     the tuning permutations."""
-    learner = lb.build(name, data, classes, {"scale": "none"})  # measured on prepared files as they are
+    learner = lb.build(name, data, classes, lb.untuned(name))
     warmup = 0 if variant == "off" else backtest_warmup(target, data.n, share=share)
     learner.budget = BudgetController(target=target, warmup=warmup,
                                       warmup_boost=None if variant == "off" else VARIANTS[variant])

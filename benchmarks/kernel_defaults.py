@@ -73,9 +73,7 @@ def params(setting: Setting) -> dict[str, object]:
 def measure(data, classes, setting: Setting, target: float, permutations: int, dataset: str) -> Cell:
     """One setting at ``target``, online, over the tuning permutations."""
     started = time.perf_counter()
-    # the map's settings on the prepared files as they are: the online scale is chosen apart
-    # (benchmarks.raw_defaults)
-    learner = lb.build(LEARNER, data, classes, {**params(setting), "scale": "none"})
+    learner = lb.build(LEARNER, data, classes, {**params(setting), **lb.untuned(LEARNER)})
     learner.budget = backtest_controller(target, data.n)
     result = run(learner, data, permutations=permutations, seed=lb.TUNING_SEED)
     return Cell(dataset, setting[0], setting[1], target, result.mean("f1"), result.mean("query_ratio"),

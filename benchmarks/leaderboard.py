@@ -239,6 +239,14 @@ def build(name: str, data: Dataset, classes: Sequence, params: Mapping[str, Any]
     return make(name, n_features=data.rows.n_features, classes=list(classes), **params)
 
 
+def untuned(name: str) -> dict[str, Any]:
+    """What the tuning benchmarks (logistic_defaults, kernel_defaults, budget_warmup) measured a rule's
+    settings with: the prepared files as they are and no forgetting, whatever the registry now adds
+    (the online scale and the forgetting are chosen apart: raw_defaults, drift_defaults)."""
+    params = make(name).get_params()
+    return {k: v for k, v in {"scale": "none", "beta": 1.0, "lam": 0.0}.items() if k in params}
+
+
 def tuned_param(name: str) -> str | None:
     """The rule parameter the tuned regime picks for ``name`` (None: it has none of them)."""
     takes = set(ALGORITHMS[name].rule.param_names()) - set(ALGORITHMS[name].fixed)

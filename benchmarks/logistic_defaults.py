@@ -73,9 +73,8 @@ def measure(data, classes, name: str, setting: Setting, target: float, permutati
             metric: str, dataset: str) -> Cell:
     """One setting at ``target``, online, over the tuning permutations."""
     eta, normalize, damping = setting
-    # the rule's settings on the prepared files as they are: the online scale is chosen apart
-    # (benchmarks.raw_defaults)
-    learner = lb.build(name, data, classes, {"eta": eta, "normalize": normalize, "damping": damping, "scale": "none"})
+    learner = lb.build(name, data, classes, {"eta": eta, "normalize": normalize, "damping": damping,
+                                             **lb.untuned(name)})
     learner.budget = backtest_controller(target, data.n)
     result = run(learner, data, permutations=permutations, seed=lb.TUNING_SEED)
     return Cell(dataset, name, eta, normalize, target, result.mean(metric), result.mean("query_ratio"), damping)

@@ -47,7 +47,8 @@ _STRUCTURAL = ("rule", "query", "n_features", "classes", "bias", "rff_components
                "rff_lift", "rff_keep", "scale")
 # What a checkpoint written before a parameter existed was made with (a rule's parameter: for the
 # rules that have it).
-_ABSENT = {"scale": "none", "scale_from": "labelled", "damping": 0.0, "rff_lift": 0.0, "rff_keep": False}
+_ABSENT = {"scale": "none", "scale_from": "labelled", "damping": 0.0, "rff_lift": 0.0, "rff_keep": False,
+           "beta": 1.0, "lam": 0.0}
 
 
 @dataclass(frozen=True, slots=True)

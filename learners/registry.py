@@ -204,14 +204,18 @@ ALGORITHMS: dict[str, Spec] = {
     # δ and mlr-ada-entropy's unit-norm rows chosen on the tuning permutations (benchmarks.logistic_defaults)
     "lr-entropy": Spec(LogisticRule, EntropyQuery, fixed={"step": "sgd"}, defaults={"eta": 0.01, "discount": 3.0},
                        cite=f"SGD step of {_LOG}; entropy query H₂(σ(p))^k after {_ENTROPY}"),
+    # the defaults' forgetting (β of the sums, λ of the weights): the best rank on drifting streams among the
+    # settings that lose no stationary set more than 0.01 to AdaGrad (benchmarks.drift_defaults)
     "lr-ada-entropy": Spec(LogisticRule, EntropyQuery, fixed={"step": "adagrad"},
-                           defaults={"eta": 0.5, "damping": 0.1, "discount": 3.0, "scale": "auto"},
+                           defaults={"eta": 0.5, "damping": 0.1, "discount": 3.0, "scale": "auto", "beta": 0.999,
+                                     "lam": 0.003},
                            cite=f"{_ADAGRAD} step of {_LOG}; entropy query H₂(σ(p))^k after {_ENTROPY}"),
     # lr-ada-entropy on [x, z(u)]: the row beside random Fourier features of the row lifted onto the
     # sphere, u = [x, 1]/‖[x, 1]‖; m and γ chosen on the tuning permutations (benchmarks.kernel_defaults)
     "lr-ada-entropy-rff": Spec(LogisticRule, EntropyQuery, fixed={"step": "adagrad"},
                                defaults={"eta": 0.5, "damping": 0.1, "discount": 3.0, "rff_components": 512,
-                                         "rff_gamma": 4.0, "rff_lift": 1.0, "rff_keep": True, "scale": "auto"},
+                                         "rff_gamma": 4.0, "rff_lift": 1.0, "rff_keep": True, "scale": "auto",
+                                         "lam": 0.002},
                                cite=f"{_ADAGRAD} step of {_LOG} on the row and {_RFF} of the row lifted onto the "
                                     f"unit sphere; entropy query H₂(σ(p))^k after {_ENTROPY}"),
     "paa-1-entropy": Spec(PARule, EntropyQuery, fixed={"mode": 1}, defaults={"C": _C_PA1, "discount": 3.0},
@@ -254,7 +258,8 @@ ALGORITHMS: dict[str, Spec] = {
     # mlr-ada-entropy with AdaGrad's k·D sums factored into one per class and one per feature; η and
     # the unit-norm rows chosen on the tuning permutations (benchmarks.logistic_defaults)
     "mlr-factored-entropy": Spec(FactoredSoftmaxRule, GapEntropyQuery,
-                                 defaults={"eta": 0.5, "normalize": True, "discount": 3.0, "scale": "auto"},
+                                 defaults={"eta": 0.5, "normalize": True, "discount": 3.0, "scale": "auto",
+                                           "beta": 0.999},
                                  cite=f"AdaGrad step of softmax {_LOG} with the sums of squared gradients "
                                       f"factored as Adafactor's (Shazeer & Stern, ICML 2018, Sect. 3); entropy "
                                       f"query H₂(σ(gap))^k, gap = the top-1 − top-2 log-odds, after {_ENTROPY}"),

@@ -15,7 +15,9 @@ a row moves by its share of the feature's gradient, the feature's scale still se
 and a class whose gradients have been large steps less than one whose have been small.
 
 Every row moves at each label, as in :class:`~learners.rules.logistic.SoftmaxRule`; the state is the
-k·D weights, D column sums and k row sums.
+k·D weights, D column sums and k row sums. The two forgettings of :mod:`learners.rules.logistic`
+apply here too: both sums discounted by β at each of their updates (Adafactor's β̂₂ < 1, as
+RMSProp's), the weights shrunk by (1 − λ) on the coordinates of x.
 """
 
 from __future__ import annotations
@@ -36,12 +38,13 @@ __all__ = ["FactoredSoftmaxRule", "factored_softmax_update"]
 
 
 @jit
-def factored_softmax_update(W, C, R, idx, val, y, eta, weight, delta):
+def factored_softmax_update(W, C, R, idx, val, y, eta, weight, delta, beta=1.0, lam=0.0):
     """One step on ω·(−log π_y), π = softmax(W x): row r's gradient is g_r = c_r x with
-    c_r = ω (π_r − 1[r = y]), and with the factored sums (Sect. 3, summed over the stream)
+    c_r = ω (π_r − 1[r = y]), and with the factored sums (Sect. 3, discounted by β; β = 1 sums over
+    the stream)
 
-    R_r ← R_r + Σ_i g_ri² = R_r + c_r² ‖x‖²,   C_i ← C_i + Σ_r g_ri² = C_i + x_i² Σ_r c_r²,
-    W_ri ← W_ri − η g_ri / (δ + √(R_r C_i / Σ_s R_s)) where that root is > 0.
+    R_r ← β R_r + Σ_i g_ri² = β R_r + c_r² ‖x‖²,   C_i ← β C_i + Σ_r g_ri² = β C_i + x_i² Σ_r c_r²,
+    W_ri ← (1 − λ) W_ri − η g_ri / (δ + √(R_r C_i / Σ_s R_s)), the step where that root is > 0.
 
     O(k·nnz). Returns False for an all-zero x."""
     k = W.shape[0]
@@ -53,7 +56,7 @@ def factored_softmax_update(W, C, R, idx, val, y, eta, weight, delta):
     rows = 0.0  # Σ_s R_s
     for r in range(k):
         cc += c[r] * c[r]
-        R[r] += c[r] * c[r] * xx
+        R[r] = beta * R[r] + c[r] * c[r] * xx
         rows += R[r]
     share = np.zeros(k)  # √(R_r / Σ_s R_s), so that √(R_r C_i / Σ_s R_s) = share_r √C_i
     if rows > 0.0:
@@ -61,9 +64,10 @@ def factored_softmax_update(W, C, R, idx, val, y, eta, weight, delta):
             share[r] = math.sqrt(R[r] / rows)
     for j in range(idx.size):
         i = idx[j]
-        C[i] += cc * val[j] * val[j]
+        C[i] = beta * C[i] + cc * val[j] * val[j]
         root = math.sqrt(C[i])
         for r in range(k):
+            W[r, i] *= 1.0 - lam  # λ = 0 keeps W_ri
             v = share[r] * root
             if v > 0.0:
                 W[r, i] -= eta * c[r] * val[j] / (delta + v)
@@ -73,7 +77,7 @@ def factored_softmax_update(W, C, R, idx, val, y, eta, weight, delta):
 @kernel(UPDATE_SIG)
 def _factored(S, a, P, idx, val, y, weight):
     k = S.shape[0] - 1
-    return factored_softmax_update(S[:k], S[k], a, idx, val, y, P[0], weight, P[1])
+    return factored_softmax_update(S[:k], S[k], a, idx, val, y, P[0], weight, P[1], P[2], P[3])
 
 
 @kernel(SCORE_SIG)
@@ -93,17 +97,23 @@ class FactoredSoftmaxRule(UpdateRule):
         Step size η.
     damping : float ≥ 0, default 0.0
         AdaGrad's δ (Duchi et al. 2011, Fig. 1), added to the root.
+    beta : float in (0, 1], default 1.0
+        Forgetting of both sums, C ← β C + …, R ← β R + … (as RMSProp's); 1 sums over the stream.
+    lam : float in [0, 1), default 0.0
+        Forgetting of the weights, W_ri ← (1 − λ) W_ri on the coordinates of x before each step
+        (NORMA's shrinkage, decoupled as AdamW's); 0 keeps them.
 
     State
     -----
     w_ : float64 (k, D)
         One weight row per class; π = softmax(W x).
     C_ : float64 (D,)
-        Per feature, the sum over the stream and the classes of the squared gradients.
+        Per feature, the sum over the stream and the classes of the squared gradients, discounted by β.
     R_ : float64 (k,)
-        Per class, the sum over the stream and the features of the squared gradients. They mix the
-        features, so online feature scaling (:mod:`learners.scaling`) leaves them as they are: the
-        scores stay exact, and the steps after a rescale use sums gathered on the old scale.
+        Per class, the sum over the stream and the features of the squared gradients, discounted by β.
+        They mix the features, so online feature scaling (:mod:`learners.scaling`) leaves them as
+        they are: the scores stay exact, and the steps after a rescale use sums gathered on the old
+        scale.
 
     Complexity
     ----------
@@ -123,11 +133,14 @@ class FactoredSoftmaxRule(UpdateRule):
     References
     ----------
     Shazeer & Stern, "Adafactor: Adaptive learning rates with sublinear memory cost", ICML 2018,
-    Sect. 3. Duchi, Hazan & Singer, JMLR 12:2121-2159, 2011.
+    Sect. 3. Duchi, Hazan & Singer, JMLR 12:2121-2159, 2011. Tieleman & Hinton, Lecture 6.5, 2012.
+    Kivinen, Smola & Williamson, IEEE Trans. Signal Processing 52(8):2165-2176, 2004. Loshchilov &
+    Hutter, ICLR 2019.
     """
 
     _constraints: ClassVar = {"eta": Interval(0, None, closed="neither"),
-                              "damping": Interval(0, None, closed="left")}
+                              "damping": Interval(0, None, closed="left"),
+                              "beta": Interval(0, 1, closed="right"), "lam": Interval(0, 1, closed="left")}
     importance_weights: ClassVar = True  # ω multiplies the gradient
     # w_i → r_i w_i keeps the scores; C_i, a sum of squared gradients in units of 1/s_i, → C_i / r_i²
     scaling: ClassVar = {"w": 1, "C": -2}
@@ -136,14 +149,16 @@ class FactoredSoftmaxRule(UpdateRule):
     score_kernel = _factored_scores
     update_kernel = _factored
 
-    def __init__(self, *, eta: float = 0.5, damping: float = 0.0) -> None:
+    def __init__(self, *, eta: float = 0.5, damping: float = 0.0, beta: float = 1.0, lam: float = 0.0) -> None:
         self.eta = eta
         self.damping = damping
+        self.beta = beta
+        self.lam = lam
         self._validate()
         self._n_classes = 0  # set by allocate: the length of R
 
     def packed_params(self) -> np.ndarray:
-        return np.array([self.eta, self.damping], dtype=np.float64)
+        return np.array([self.eta, self.damping, self.beta, self.lam], dtype=np.float64)
 
     def layout(self, n_features: int, n_classes: int) -> dict[str, int]:
         return {"w": n_classes, "C": 1}

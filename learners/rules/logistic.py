@@ -15,6 +15,21 @@ probabilities from it. Two steps:
   the scale of x, and a coordinate's first step is η·sign(g) whatever |g| is; δ > 0 makes a first
   small gradient a small step.
 
+AdaGrad's step shrinks like 1/√G: after thousands of labels the model barely moves, and a concept that
+changes is not followed. Two forgettings, off by default (β = 1, λ = 0 is the step above exactly):
+
+- of the sums, G ← β G + g ⊙ g: the exponentially weighted sum whose mean RMSProp divides by
+  (Tieleman & Hinton, COURSERA "Neural networks for machine learning", Lecture 6.5, 2012); G is
+  RMSProp's average times 1/(1 − β), so the step stops shrinking after ~1/(1 − β) updates;
+- of the weights, w ← (1 − λ) w before each step: NORMA's shrinkage (Kivinen, Smola & Williamson,
+  "Online learning with kernels", IEEE Trans. Signal Processing 52(8), 2004), which gives the model a
+  memory of ~1/λ updates and lets it track a drifting target, decoupled from the adaptive step as in
+  AdamW (Loshchilov & Hutter, "Decoupled weight decay regularization", ICLR 2019, Algorithm 2, line
+  12, with η_t = 1).
+
+Both touch only the coordinates of x, as the step does: O(nnz), and a coordinate forgets over its own
+updates, so a rare feature is not erased while it is absent.
+
 The multiclass rule is softmax (multinomial) regression: one row w^r per class, π = softmax(W x),
 and the gradient of −log π_y for row r is (π_r − 1[r = y]) x, every row moving at each label.
 
@@ -41,19 +56,21 @@ _SGD, _ADAGRAD = 0, 1
 
 
 @jit(inline="always")
-def _step(w, G, i, g, eta, mode, delta):
-    """w_i ← w_i − η g_i (SGD) or, with G_i ← G_i + g_i², w_i − η g_i / (δ + √G_i) (AdaGrad)."""
+def _step(w, G, i, g, eta, mode, delta, beta, lam):
+    """w_i ← (1 − λ) w_i, then w_i − η g_i (SGD) or, with G_i ← β G_i + g_i², w_i − η g_i / (δ + √G_i)
+    (AdaGrad)."""
+    w[i] *= 1.0 - lam  # NORMA's shrinkage, decoupled from the step; λ = 0 keeps w_i
     if mode == _SGD:
         w[i] -= eta * g
     else:
-        G[i] += g * g
+        G[i] = beta * G[i] + g * g  # RMSProp's sum; β = 1 is AdaGrad's
         if G[i] > 0.0:
             w[i] -= eta * g / (delta + math.sqrt(G[i]))
 
 
 @jit
-def logistic_update(w, G, idx, val, y, eta, mode, weight, delta):
-    """One step on the log loss of (x, y), y = ±1, weighted by ω. O(nnz).
+def logistic_update(w, G, idx, val, y, eta, mode, weight, delta, beta=1.0, lam=0.0):
+    """One step on the log loss of (x, y), y = ±1, weighted by ω, forgetting by β and λ. O(nnz).
 
     Returns False when the gradient is zero: an all-zero x, or a margin so large that σ(−y p)
     underflows to 0.
@@ -64,7 +81,7 @@ def logistic_update(w, G, idx, val, y, eta, mode, weight, delta):
         return False
     c = -weight * y * s  # g = −ω y σ(−y p) x
     for j in range(idx.size):
-        _step(w, G, idx[j], c * val[j], eta, mode, delta)
+        _step(w, G, idx[j], c * val[j], eta, mode, delta, beta, lam)
     return True
 
 
@@ -86,28 +103,28 @@ def softmax_residuals(W, idx, val, y, weight):
 
 
 @jit
-def softmax_update(W, G, idx, val, y, eta, mode, weight, delta):
-    """One step on −log π_y, π = softmax(W x), weighted by ω: row r moves along ω (π_r − 1[r = y]) x.
-    O(k·nnz). Returns False for an all-zero x."""
+def softmax_update(W, G, idx, val, y, eta, mode, weight, delta, beta=1.0, lam=0.0):
+    """One step on −log π_y, π = softmax(W x), weighted by ω: row r moves along ω (π_r − 1[r = y]) x,
+    forgetting by β and λ. O(k·nnz). Returns False for an all-zero x."""
     if sq_norm(val) == 0.0:
         return False
     c = softmax_residuals(W, idx, val, y, weight)
     for r in range(W.shape[0]):
         if c[r] != 0.0:
             for j in range(idx.size):
-                _step(W[r], G[r], idx[j], c[r] * val[j], eta, mode, delta)
+                _step(W[r], G[r], idx[j], c[r] * val[j], eta, mode, delta, beta, lam)
     return True
 
 
 @kernel(UPDATE_SIG)
 def _logistic(S, a, P, idx, val, y, weight):
-    return logistic_update(S[0], S[1], idx, val, y, P[0], int(P[1]), weight, P[2])
+    return logistic_update(S[0], S[1], idx, val, y, P[0], int(P[1]), weight, P[2], P[3], P[4])
 
 
 @kernel(UPDATE_SIG)
 def _softmax(S, a, P, idx, val, y, weight):
     k = S.shape[0] // 2
-    return softmax_update(S[:k], S[k:], idx, val, y, P[0], int(P[1]), weight, P[2])
+    return softmax_update(S[:k], S[k:], idx, val, y, P[0], int(P[1]), weight, P[2], P[3], P[4])
 
 
 @kernel(SCORE_SIG)
@@ -118,24 +135,33 @@ def _softmax_scores(S, a, P, idx, val):
 
 
 _CONSTRAINTS = {"eta": Interval(0, None, closed="neither"), "step": Options("adagrad", "sgd"),
-                "damping": Interval(0, None, closed="left")}
+                "damping": Interval(0, None, closed="left"), "beta": Interval(0, 1, closed="right"),
+                "lam": Interval(0, 1, closed="left")}
 _MODES = {"sgd": _SGD, "adagrad": _ADAGRAD}
 
 
 class _LogLossRule(UpdateRule):
     _constraints: ClassVar = _CONSTRAINTS
     importance_weights: ClassVar = True  # ω multiplies the gradient
-    # w_i → r_i w_i keeps the scores; g_i is in units of 1/s_i, so G_i = Σ g_i² → G_i / r_i²
+    # w_i → r_i w_i keeps the scores; g_i is in units of 1/s_i, so G_i = Σ β^k g_i² → G_i / r_i²
     scaling: ClassVar = {"w": 1, "G": -2}
 
-    def __init__(self, *, eta: float = 1.0, step: str = "adagrad", damping: float = 0.0) -> None:
+    def __init__(self, *, eta: float = 1.0, step: str = "adagrad", damping: float = 0.0, beta: float = 1.0,
+                 lam: float = 0.0) -> None:
         self.eta = eta
         self.step = step
         self.damping = damping
+        self.beta = beta
+        self.lam = lam
         self._validate()
 
+    def _check_params(self) -> None:
+        if self.step == "sgd" and self.beta != 1.0:
+            raise ValueError(f"beta={self.beta!r} forgets AdaGrad's sums, which step='sgd' does not keep; "
+                             "leave beta at 1 (lam forgets the weights of either step)")
+
     def packed_params(self) -> np.ndarray:
-        return np.array([self.eta, _MODES[self.step], self.damping], dtype=np.float64)
+        return np.array([self.eta, _MODES[self.step], self.damping, self.beta, self.lam], dtype=np.float64)
 
 
 class LogisticRule(_LogLossRule):
@@ -150,13 +176,19 @@ class LogisticRule(_LogLossRule):
     damping : float ≥ 0, default 0.0
         AdaGrad's δ (Duchi et al. 2011, Fig. 1), added to √G: 0 makes a coordinate's first step
         η·sign(g) whatever the size of g.
+    beta : float in (0, 1], default 1.0
+        Forgetting of AdaGrad's sums, G ← β G + g ⊙ g (RMSProp's average times 1/(1 − β)); 1 is
+        AdaGrad. AdaGrad only.
+    lam : float in [0, 1), default 0.0
+        Forgetting of the weights, w ← (1 − λ) w before each step (NORMA's shrinkage, decoupled as
+        AdamW's); 0 keeps them.
 
     State
     -----
     w_ : float64 (D,)
         The weights; p = w·x is the log-odds of the positive class.
     G_ : float64 (D,)
-        AdaGrad's sum of squared gradients per coordinate (unused by SGD).
+        AdaGrad's sum of squared gradients per coordinate, discounted by β (unused by SGD).
 
     Complexity
     ----------
@@ -173,7 +205,9 @@ class LogisticRule(_LogLossRule):
 
     References
     ----------
-    Zhang, ICML 2004. Duchi, Hazan & Singer, JMLR 12:2121-2159, 2011.
+    Zhang, ICML 2004. Duchi, Hazan & Singer, JMLR 12:2121-2159, 2011. Tieleman & Hinton, Lecture 6.5,
+    2012. Kivinen, Smola & Williamson, IEEE Trans. Signal Processing 52(8):2165-2176, 2004. Loshchilov &
+    Hutter, ICLR 2019.
     """
 
     score_kernel = binary_margin
@@ -194,13 +228,17 @@ class SoftmaxRule(_LogLossRule):
         As :class:`LogisticRule`, row by row.
     damping : float ≥ 0, default 0.0
         AdaGrad's δ, as :class:`LogisticRule`.
+    beta : float in (0, 1], default 1.0
+        Forgetting of AdaGrad's sums, as :class:`LogisticRule`.
+    lam : float in [0, 1), default 0.0
+        Forgetting of the weights, as :class:`LogisticRule`: every row, on the coordinates of x.
 
     State
     -----
     w_ : float64 (k, D)
         One weight row per class; π = softmax(W x).
     G_ : float64 (k, D)
-        AdaGrad's sums of squared gradients.
+        AdaGrad's sums of squared gradients, discounted by β.
 
     Complexity
     ----------
@@ -217,7 +255,9 @@ class SoftmaxRule(_LogLossRule):
 
     References
     ----------
-    Duchi, Hazan & Singer, JMLR 12:2121-2159, 2011.
+    Duchi, Hazan & Singer, JMLR 12:2121-2159, 2011. Tieleman & Hinton, Lecture 6.5, 2012. Kivinen,
+    Smola & Williamson, IEEE Trans. Signal Processing 52(8):2165-2176, 2004. Loshchilov & Hutter,
+    ICLR 2019.
     """
 
     multiclass: ClassVar = True

@@ -142,13 +142,16 @@ def test_scale_before_the_map_observes_the_decided_records_only():
 
 
 def test_replay_permutations_scale_in_their_own_order():
-    """Each permutation observes its rows in the order it replays them: the same as a replay of the
-    permuted file, with no look-ahead into rows the permutation has not reached."""
+    """Each permutation observes its rows in the order it replays them: no round reads the statistics
+    of a row the permutation has not reached (an outlier replayed last changes no earlier round)."""
     X = _dense_raw()
     y = np.where(X[:, 1] > X[:, 1].mean(), 1, -1)
     learner = make("lr-ada-entropy-rff", scale="standard", n_features=6)
-    data = Dataset(as_rows(X), y)
-    got = run(learner, data, permutations=2, seed=5)
     order = np.random.default_rng(6).permutation(len(y))
-    want = replay(learner.clone(seed=learner.seed + 1), Dataset(as_rows(X[order]), y[order]))
+    got = run(learner, Dataset(as_rows(X), y), permutations=2, seed=5)
+    want = replay(learner.clone(seed=learner.seed + 1), Dataset(as_rows(X), y), order=order)
     assert got.metrics[1].accuracy == _accuracy(want)
+    outlier = X.copy()
+    outlier[order[-1]] *= 1e9
+    late = replay(learner.clone(seed=learner.seed + 1), Dataset(as_rows(outlier), y), order=order)
+    np.testing.assert_array_equal(late.p[:-1], want.p[:-1])

@@ -1,5 +1,7 @@
 """The factored-AdaGrad softmax rule against a dense transcription of its step."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -8,30 +10,62 @@ from learners.rules.logistic import SoftmaxRule
 from tests.unit.learners.rules._streams import sparse, stream
 
 
-def factored_dense(W, R, C, x, y, eta, weight, damping):
-    """The k × D gradient g = c xᵀ, c_r = ω (π_r − 1[r = y]); R += its row sums of g², C += its column
-    sums; W −= η g / (δ + √(R Cᵀ / ΣR)) where that root is > 0."""
+def factored_dense(W, R, C, x, y, eta, weight, damping, beta=1.0, lam=0.0):
+    """The k × D gradient g = c xᵀ, c_r = ω (π_r − 1[r = y]); R ← β R + its row sums of g², C ← β C +
+    its column sums (where x ≠ 0); W ← (1 − λ) W where x ≠ 0, then W −= η g / (δ + √(R Cᵀ / ΣR)) where
+    that root is > 0."""
     z = W @ x
     pi = np.exp(z - z.max())
     pi /= pi.sum()
     c = weight * (pi - (np.arange(W.shape[0]) == y))
     g = np.outer(c, x)
-    R, C = R + (g * g).sum(axis=1), C + (g * g).sum(axis=0)
+    R, C = beta * R + (g * g).sum(axis=1), np.where(x != 0, beta * C + (g * g).sum(axis=0), C)
     root = np.sqrt(np.outer(R, C) / R.sum()) if R.sum() > 0 else np.zeros_like(W)
     step = np.where(root > 0, eta * g / (damping + np.where(root > 0, root, 1.0)), 0.0)
-    return W - step, R, C
+    return np.where(x != 0, (1.0 - lam) * W, W) - step, R, C
 
 
-@pytest.mark.parametrize("damping", [0.0, 0.5])
+def factored_scalar(W, C, R, idx, val, y, eta, weight, delta):
+    """The factored step as it was before the forgettings, operation by operation."""
+    k = W.shape[0]
+    xx = 0.0
+    for v in val:
+        xx += v * v
+    c = [0.0] * k
+    for r in range(k):
+        for j in range(idx.size):
+            c[r] += W[r, idx[j]] * val[j]
+    top, total = max(c), 0.0
+    for r in range(k):
+        c[r] = math.exp(c[r] - top)
+        total += c[r]
+    cc = rows = 0.0
+    for r in range(k):
+        c[r] = weight * (c[r] / total - (1.0 if r == y else 0.0))
+        cc += c[r] * c[r]
+        R[r] += c[r] * c[r] * xx
+        rows += R[r]
+    share = [math.sqrt(R[r] / rows) if rows > 0.0 else 0.0 for r in range(k)]
+    for j in range(idx.size):
+        i = idx[j]
+        C[i] += cc * val[j] * val[j]
+        root = math.sqrt(C[i])
+        for r in range(k):
+            v = share[r] * root
+            if v > 0.0:
+                W[r, i] -= eta * c[r] * val[j] / (delta + v)
+
+
+@pytest.mark.parametrize("damping, beta, lam", [(0.0, 1.0, 0.0), (0.5, 1.0, 0.0), (0.5, 0.9, 0.01)])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_the_update_matches_the_dense_step_on_a_random_stream(damping, weighted):
+def test_the_update_matches_the_dense_step_on_a_random_stream(damping, beta, lam, weighted):
     rng = np.random.default_rng(5)
-    rule = FactoredSoftmaxRule(eta=0.3, damping=damping)
+    rule = FactoredSoftmaxRule(eta=0.3, damping=damping, beta=beta, lam=lam)
     rule.allocate(7, n_classes=4)
     W, R, C = np.zeros((4, 7)), np.zeros(4), np.zeros(7)
     for x, y in stream(11, 300, 7, density=0.6, classes=4):
         weight = float(rng.uniform(1, 20)) if weighted else 1.0
-        W, R, C = factored_dense(W, R, C, x, y, 0.3, weight, damping)
+        W, R, C = factored_dense(W, R, C, x, y, 0.3, weight, damping, beta, lam)
         assert rule.update(*sparse(x), y, weight)
         np.testing.assert_allclose(rule.w_, W, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(rule.R_, R, rtol=1e-10, atol=1e-12)
@@ -91,7 +125,42 @@ def test_the_state_round_trips_through_state_dict():
     np.testing.assert_array_equal(other.a_, rule.a_)
 
 
-@pytest.mark.parametrize("bad", [{"eta": 0.0}, {"eta": float("nan")}, {"damping": -0.1}])
+def test_default_forgetting_is_the_factored_step_bit_for_bit():
+    rng = np.random.default_rng(14)
+    rule = FactoredSoftmaxRule(eta=0.5)
+    rule.allocate(20, n_classes=4)
+    W, C, R = np.zeros((4, 20)), np.zeros(20), np.zeros(4)
+    for _ in range(2000):
+        idx = np.sort(rng.choice(20, int(rng.integers(1, 8)), replace=False)).astype(np.int32)
+        val, weight, y = 3.0 * rng.standard_normal(idx.size), float(rng.uniform(1, 5)), int(rng.integers(4))
+        rule.update(idx, val, y, weight)
+        factored_scalar(W, C, R, idx, val, y, 0.5, weight, 0.0)
+        assert np.array_equal(rule.w_, W) and np.array_equal(rule.C_, C) and np.array_equal(rule.R_, R)
+
+
+def _flipped_classes(rule, before, after, seed=0, d=5, k=3):
+    """Prequential accuracy over the last 200 of ``before`` labels argmax W* x and of the ``after``
+    labels that follow, each class moved to the next, every label learnt."""
+    rng = np.random.default_rng(seed)
+    W_star, idx, right = rng.standard_normal((k, d)), np.arange(d, dtype=np.int32), []
+    rule.allocate(d, n_classes=k)
+    for t in range(before + after):
+        x = rng.standard_normal(d)
+        y = (int(np.argmax(W_star @ x)) + (t >= before)) % k
+        right.append(int(np.argmax(rule.w_ @ x)) == y)
+        rule.update(idx, x, y)
+    return np.mean(right[before - 200:before]), np.mean(right[-200:])
+
+
+def test_forgetting_recovers_flipped_classes_that_the_factored_sums_do_not():
+    _, summed = _flipped_classes(FactoredSoftmaxRule(eta=0.5), 5000, 500)
+    before, forgetting = _flipped_classes(FactoredSoftmaxRule(eta=0.5, beta=0.999, lam=0.003), 5000, 500)
+    assert summed < 0.75
+    assert forgetting > 0.85 and forgetting > before - 0.05
+
+
+@pytest.mark.parametrize("bad", [{"eta": 0.0}, {"eta": float("nan")}, {"damping": -0.1}, {"beta": 0.0},
+                                 {"beta": 1.01}, {"lam": 1.0}, {"lam": -0.01}])
 def test_bad_parameters_are_refused_naming_them(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
         FactoredSoftmaxRule(**bad)
