@@ -364,7 +364,7 @@ def _healthcheck(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     import orjson
 
-    from consumer.demo.report import ratio_and_target
+    from consumer.demo.report import drift_summary, ratio_and_target
     from consumer.demo.run import DemoOptions, run_demo
     from consumer.errors import ConfigError
 
@@ -392,6 +392,7 @@ def _demo(args: argparse.Namespace) -> int:
         ("labelling cost", f"{report['labelling_cost']:.1f}"),
         ("online accuracy / F1 vs truth", f"{report['accuracy']:.4f} / {report['f1']:.4f}"),
         ("estimated accuracy (service)", f"{report['estimated_accuracy']:.4f}"),
+        ("the change of concept", drift_summary(report)),
         ("dead letters", str(report["dead_letters"])),
         ("time", f"{report['seconds']:.1f} s ({report['records_per_second']:,.0f} records/s)"),
     ]

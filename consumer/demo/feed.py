@@ -30,6 +30,7 @@ class DemoStream:
     classes: list  # binary: [negative, positive]
     n_features: int
     name: str
+    change_at: int | None = None  # the record at which the concept jumps (the bundled stream's)
 
 
 def drifting_stream(n: int, seed: int = 0, id_prefix: str = "r") -> DemoStream:
@@ -51,7 +52,7 @@ def drifting_stream(n: int, seed: int = 0, id_prefix: str = "r") -> DemoStream:
         truth[rid] = 1 if margin > 0 else -1
         record = {f"f{k}": float(X[i, k]) for k in range(d)} | {"segment": str(seg[i])}
         values.append(orjson.dumps({"id": rid, "features": record}))
-    return DemoStream(values, truth, [-1, 1], 2**20, f"synthetic drifting stream ({n} records)")
+    return DemoStream(values, truth, [-1, 1], 2**20, f"synthetic drifting stream ({n} records)", 2 * n // 3)
 
 
 def from_dataset(data: Dataset, classes: list, limit: int | None = None, id_prefix: str = "r") -> DemoStream:

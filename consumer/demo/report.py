@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 __all__ = ["RunningF1", "Sample", "Series", "line_chart", "ratio_and_target", "render_report", "write_report"]
 
 _WIDTH, _HEIGHT = 720, 300
@@ -23,8 +25,12 @@ _SVG_STYLE = (
     "text { font-family: system-ui, sans-serif; fill: #444; } .title { font-size: 15px; font-weight: 600; "
     "fill: #222; } .tick, .legend { font-size: 11px; } .axis { font-size: 12px; } "
     ".frame { fill: none; stroke: #999; } .grid { stroke: #e4e4e4; } .line { fill: none; stroke-width: 1.8; } "
-    ".target { stroke: #555; stroke-width: 1.2; stroke-dasharray: 6 4; } .target-label { font-size: 11px; }"
+    ".target { stroke: #555; stroke-width: 1.2; stroke-dasharray: 6 4; } .target-label { font-size: 11px; } "
+    ".mark { stroke: #b33; stroke-width: 2; stroke-dasharray: 5 3; }"
 )
+# The accuracy around a change of concept: windows of this many records, and how close to the
+# accuracy before the change a window after it must come to count as recovered
+CHANGE_WINDOW, RECOVERED_WITHIN = 500, 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +100,11 @@ def _label(value: float) -> str:
 
 
 def line_chart(title: str, series: Sequence[Series], x_label: str, y_label: str,
-               y_range: tuple[float, float] | None = None, percent: bool = False, target: float | None = None) -> str:
+               y_range: tuple[float, float] | None = None, percent: bool = False, target: float | None = None,
+               marks: Sequence[tuple[float, str]] = ()) -> str:
     """An SVG line chart; NaN points break a line rather than drawing it to zero. ``target``: a
-    dashed horizontal line at that value, labelled, under the series."""
+    dashed horizontal line at that value, labelled, under the series; ``marks``: (x, label) vertical
+    lines, labelled, under the series."""
     xs = [x for s in series for x in s.x if math.isfinite(x)]
     ys = [y for s in series for y in s.y if math.isfinite(y)] + ([] if target is None else [target])
     x0, x1 = (min(xs), max(xs)) if xs else (0.0, 1.0)
@@ -136,6 +144,13 @@ def line_chart(title: str, series: Sequence[Series], x_label: str, y_label: str,
         out.append(f'<line x1="{_LEFT}" x2="{_LEFT + plot_w}" y1="{py(target):.1f}" y2="{py(target):.1f}" '
                    f'class="target"/><text x="{_LEFT + plot_w - 4}" y="{py(target) - 5:.1f}" class="target-label" '
                    f'text-anchor="end">target {text}</text>')
+    for k, (x, text) in enumerate(marks):
+        if x0 <= x <= x1:
+            # the label beside its line, on the side with room, each a line above the one before
+            right = px(x) < _LEFT + 0.6 * plot_w
+            out.append(f'<line x1="{px(x):.1f}" x2="{px(x):.1f}" y1="{_TOP}" y2="{_TOP + plot_h}" class="mark"/>'
+                       f'<text x="{px(x) + (4 if right else -4):.1f}" y="{_TOP + plot_h - 6 - 14 * k}" '
+                       f'class="target-label" text-anchor="{"start" if right else "end"}">{html.escape(text)}</text>')
     legend_x = float(_LEFT)
     for k, s in enumerate(series):
         color = _COLORS[k % len(_COLORS)]
@@ -153,6 +168,23 @@ def line_chart(title: str, series: Sequence[Series], x_label: str, y_label: str,
     return "\n".join(out)
 
 
+def recovery(hits: Sequence[bool], change_at: int, window: int = CHANGE_WINDOW,
+             within: float = RECOVERED_WITHIN) -> dict[str, Any]:
+    """How the predictions in stream order (``hits``: right or not) fared around the change of concept
+    at record ``change_at``: accuracy over the ``window`` records before it, the lowest over a window
+    after it, and ``recovered_after``: the records after the change at which the first window wholly
+    after it is back within ``within`` of the accuracy before (None: never, in the stream)."""
+    right = np.asarray(hits, dtype=np.float64)
+    run = np.concatenate([[0.0], np.cumsum(right)])
+    before = (run[change_at] - run[max(change_at - window, 0)]) / min(window, change_at)
+    ends = np.arange(change_at + window, right.size + 1)
+    after = (run[ends] - run[ends - window]) / window
+    back = np.flatnonzero(after >= before - within)
+    return {"change_at": change_at, "window": window, "before": float(before),
+            "lowest_after": float(after.min()) if after.size else None,
+            "recovered_after": int(ends[back[0]] - change_at) if back.size else None}
+
+
 def _rolling(samples: Sequence[Sample], numerator, denominator, window: float) -> list[float]:
     """numerator / denominator over the last ``window`` records predicted, at each sample."""
     out, start = [], 0
@@ -166,7 +198,24 @@ def _rolling(samples: Sequence[Sample], numerator, denominator, window: float) -
     return out
 
 
-def charts(samples: Sequence[Sample], records: int, target: float | None = None) -> list[str]:
+def _drift_chart(hits: Sequence[bool], drift: dict[str, Any]) -> str:
+    """Accuracy over each window of records in stream order, the change of concept marked."""
+    window = drift["window"]
+    right = np.asarray(hits, dtype=np.float64)
+    run = np.concatenate([[0.0], np.cumsum(right)])
+    ends = np.arange(window, right.size + 1, max(1, window // 10))
+    back = drift["recovered_after"]
+    marks = [(drift["change_at"], "the concept changes")]
+    if back is not None:
+        marks.append((drift["change_at"] + back, f"back within {RECOVERED_WITHIN:.0%} (+{back:,})"))
+    return line_chart(f"Accuracy around the change of concept (each {window:,} records, in stream order)",
+                      [Series("against the ground truth", [float(e) for e in ends],
+                              list((run[ends] - run[ends - window]) / window))],
+                      "record", "accuracy", y_range=(0.0, 1.0), percent=True, marks=marks)
+
+
+def charts(samples: Sequence[Sample], records: int, target: float | None = None,
+           hits: Sequence[bool] | None = None, drift: dict[str, Any] | None = None) -> list[str]:
     window = max(200.0, records / 10)
     x = [float(s.predicted) for s in samples]
     accuracy = _rolling(samples, lambda s: s.correct, lambda s: s.predicted, window)
@@ -190,7 +239,7 @@ def charts(samples: Sequence[Sample], records: int, target: float | None = None)
                    "records predicted", "labels (cumulative)"),
         line_chart("Labelling cost", [Series("cost of labels applied", x, [s.cost for s in samples])],
                    "records predicted", "cost (cumulative)"),
-    ]
+    ] + ([_drift_chart(hits, drift)] if hits is not None and drift is not None else [])
 
 
 _STYLE = """
@@ -215,8 +264,20 @@ _ROWS = (
     ("online accuracy / F1 against the truth", lambda r: f"{r['accuracy']:.4f} / {r['f1']:.4f}"),
     ("estimated accuracy (service)", lambda r: f"{r['estimated_accuracy']:.4f}"),
     ("dead letters", lambda r: f"{r['dead_letters']:,}"),
+    ("the change of concept", lambda r: drift_summary(r)),
     ("time", lambda r: f"{r['seconds']:.1f} s ({r['records_per_second']:,.0f} records/s)"),
 )
+
+
+def drift_summary(report: dict[str, Any]) -> str:
+    """The accuracy before the change of concept and how soon it came back, as the summaries show it."""
+    drift = report.get("drift")
+    if drift is None:
+        return "none in this stream"
+    back = drift["recovered_after"]
+    when = "not within the stream" if back is None else f"{back:,} records after it"
+    return (f"at record {drift['change_at']:,}: {drift['before']:.1%} before, lowest {drift['lowest_after']:.1%} "
+            f"after; back within {RECOVERED_WITHIN:.0%} {when}")
 
 
 def _who(report: dict[str, Any]) -> str:
@@ -247,11 +308,12 @@ def _given_row(given: dict[str, Any]) -> str:
     return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + f"<td class=n>{cost}</td></tr>"
 
 
-def render_report(report: dict[str, Any], samples: Sequence[Sample]) -> str:
+def render_report(report: dict[str, Any], samples: Sequence[Sample], hits: Sequence[bool] | None = None) -> str:
     rows = "\n".join(f"<tr><th>{html.escape(name)}</th><td class=n>{html.escape(show(report))}</td></tr>"
                      for name, show in _ROWS)
     if len(samples) >= 2:
-        body = "\n".join(charts(samples, report["records"], report.get("query_rate_target")))
+        body = "\n".join(charts(samples, report["records"], report.get("query_rate_target"), hits,
+                                report.get("drift")))
     else:
         body = "<p>Too short to plot.</p>"
     return f"""<!DOCTYPE html>
@@ -270,7 +332,8 @@ only the labels it asked for, each weighted by 1/(its query probability).</p>
 """
 
 
-def write_report(path: str | Path, report: dict[str, Any], samples: Sequence[Sample]) -> Path:
+def write_report(path: str | Path, report: dict[str, Any], samples: Sequence[Sample],
+                 hits: Sequence[bool] | None = None) -> Path:
     path = Path(path)
-    path.write_text(render_report(report, samples), encoding="utf-8")
+    path.write_text(render_report(report, samples, hits), encoding="utf-8")
     return path

@@ -41,13 +41,14 @@ from consumer.demo.broker import CLIENT_SETTINGS, LABEL_LOOP_FETCH, Broker, crea
 from consumer.demo.feed import DemoStream, Feeder, drifting_stream, from_dataset
 from consumer.demo.people import LabelStudioAnnotators, connector_settings
 from consumer.demo.remote import RemoteTotals
-from consumer.demo.report import RunningF1, Sample, write_report
+from consumer.demo.report import RunningF1, Sample, recovery, write_report
 from consumer.service import Service
 from learners.evaluation import binary_metrics, multiclass_metrics
 
 __all__ = ["ANNOTATORS", "DemoOptions", "run_demo"]
 
 _SAMPLE_EVERY_S = 0.25  # the report's curves: a point every quarter second
+_MISSING = object()  # a record the scoreboard saw no prediction for: never right
 
 TOPICS = {"features": "features", "predictions": "predictions", "label_requests": "label-requests",
           "labels": "labels", "dead_letters": "dead-letters"}
@@ -206,12 +207,15 @@ def run_demo(opts: DemoOptions, progress=sys.stderr) -> dict[str, Any]:
                 runner.join(60)
             board.close()
     report = _report(opts, stream, learner, totals, board, time.monotonic() - started)
+    hits = [board.predicted.get(k, _MISSING) == v for k, v in stream.truth.items()]  # in stream order
+    if stream.change_at is not None:
+        report["drift"] = recovery(hits, stream.change_at)
     if isinstance(annotator, LabelStudioAnnotators):
         given = annotator.summary()
         report["people"] = {"project_url": annotator.url, "labels": given,
                             "agreeing": sum(g["label"] == g["truth"] for g in given) / len(given) if given else None}
     if opts.report:
-        write_report(opts.report, report, samples)
+        write_report(opts.report, report, samples, hits)
     return report
 
 

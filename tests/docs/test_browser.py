@@ -59,6 +59,9 @@ window.addEventListener("load", () => {
     targets: [...svg.querySelectorAll("line.target")].map((l) => ({
       from: onPage(l, l.x1.baseVal.value, l.y1.baseVal.value), to: onPage(l, l.x2.baseVal.value, l.y2.baseVal.value),
       stroke: getComputedStyle(l).stroke})),
+    marks: [...svg.querySelectorAll("line.mark")].map((l) => ({
+      from: onPage(l, l.x1.baseVal.value, l.y1.baseVal.value), to: onPage(l, l.x2.baseVal.value, l.y2.baseVal.value),
+      stroke: getComputedStyle(l).stroke, label: l.nextElementSibling.textContent})),
     lines: [...svg.querySelectorAll("polyline")].map((p) => ({
       stroke: getComputedStyle(p).stroke, length: p.getTotalLength(), points: p.points.numberOfItems,
       drawn: Array.from({length: p.points.numberOfItems}, (_, k) => onPage(p, p.points.getItem(k).x,
@@ -132,6 +135,7 @@ def demo_report(tmp_path_factory) -> Path:
                           "--label-delay", "0.5", "--query-rate-target", "none", "--report", str(page), "--json"],
                          capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert out.returncode == 0, out.stderr[-2000:]
+    page.with_suffix(".json").write_text(out.stdout)
     return page
 
 
@@ -140,7 +144,7 @@ def test_the_demo_report_draws_every_series_of_every_chart(demo_report, tmp_path
     charts = probe["charts"]
     assert [c["title"].split(" (")[0] for c in charts] == [
         "Accuracy over time", "Query ratio over time", "F-measure against query ratio, as the run goes", "Labels",
-        "Labelling cost"]
+        "Labelling cost", "Accuracy around the change of concept"]
     for chart in charts:
         assert chart["legend"], chart["title"]
         scale = chart["box"]["w"] / chart["viewBox"]
@@ -336,3 +340,22 @@ def test_a_docs_page_shows_its_figures_with_every_series(site, tmp_path):
         shown = shot[int(box["y"]):int(box["y"] + box["h"]), int(box["x"]):int(box["x"] + box["w"])]
         for colour in colours:
             assert pixels_near(shown, colour, tolerance=60) >= 10, f"{image['src']}: series {colour} not painted"
+
+
+def test_the_change_of_concept_is_marked_where_it_happens_on_the_accuracy_around_it(demo_report, tmp_path):
+    """The bundled stream's concept jumps at two thirds of it (record 2,000 of 3,000): a vertical line
+    there, read back through the chart's x axis, painted over the plot's height."""
+    report = json.loads(demo_report.with_suffix(".json").read_text())
+    probe, shot = render(demo_report, tmp_path)
+    chart = next(c for c in probe["charts"] if c["title"].startswith("Accuracy around the change"))
+    change = next(m for m in chart["marks"] if m["label"] == "the concept changes")
+    start, end = change["from"], change["to"]
+    assert start["x"] == pytest.approx(end["x"]) and end["y"] - start["y"] > 0.5 * chart["box"]["h"]
+    x_ticks = [t for t in chart["ticks"] if t["anchor"] == "middle"]
+    x_of = axis([t["at"]["x"] for t in x_ticks], [t["text"] for t in x_ticks])
+    assert x_of(start["x"]) == pytest.approx(report["drift"]["change_at"], abs=15)
+    column = shot[int(start["y"]):int(end["y"]), int(start["x"]) - 1:int(start["x"]) + 2]
+    assert pixels_near(column, css_rgb(change["stroke"]), tolerance=40) >= 0.3 * (end["y"] - start["y"])
+    back = report["drift"]["recovered_after"]
+    assert len(chart["marks"]) == (1 if back is None else 2)
+    assert drawn_series(chart, "against the ground truth"), "the accuracy is not drawn"

@@ -110,3 +110,27 @@ def test_running_f1_is_the_f1_of_the_final_report_at_every_point(classes):
             else:
                 want = multiclass_metrics(truth[: k + 1], guess[: k + 1], none[: k + 1], len(classes)).f1
             assert running.value() == pytest.approx(want, abs=1e-12)
+
+
+def test_recovery_measures_the_accuracy_around_the_change_and_when_it_came_back():
+    from consumer.demo.report import recovery
+
+    # right 90 % before record 1,000, 40 % for the next 600, then 90 % again
+    pattern = lambda n, share: [k % 10 < share * 10 for k in range(n)]  # noqa: E731
+    hits = pattern(1000, 0.9) + pattern(600, 0.4) + pattern(1400, 0.9)
+    got = recovery(hits, 1000, window=500, within=0.05)
+    assert got["before"] == pytest.approx(0.9) and got["lowest_after"] == pytest.approx(0.4)
+    # a window is within 0.05 of 0.9 once at most 50 of its 500 records are from the bad stretch
+    # [1,000, 1,600): it ends near 1,550 + 500, 1,050 records after the change (the pattern's tens aside)
+    assert 1040 <= got["recovered_after"] <= 1050
+    never = recovery(pattern(1000, 0.9) + pattern(2000, 0.4), 1000)
+    assert never["recovered_after"] is None
+
+
+def test_the_summary_names_the_change_or_its_absence():
+    from consumer.demo.report import drift_summary
+
+    assert drift_summary({}) == "none in this stream"
+    text = drift_summary({"drift": {"change_at": 6666, "window": 500, "before": 0.9, "lowest_after": 0.6,
+                                    "recovered_after": 1200}})
+    assert text == "at record 6,666: 90.0% before, lowest 60.0% after; back within 5% 1,200 records after it"
