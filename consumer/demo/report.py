@@ -205,7 +205,7 @@ def _drift_chart(hits: Sequence[bool], drift: dict[str, Any]) -> str:
     run = np.concatenate([[0.0], np.cumsum(right)])
     ends = np.arange(window, right.size + 1, max(1, window // 10))
     back = drift["recovered_after"]
-    marks = [(drift["change_at"], "the concept changes")]
+    marks = [(float(drift["change_at"]), "the concept changes")]
     if back is not None:
         marks.append((drift["change_at"] + back, f"back within {RECOVERED_WITHIN:.0%} (+{back:,})"))
     return line_chart(f"Accuracy around the change of concept (each {window:,} records, in stream order)",
@@ -239,7 +239,7 @@ def charts(samples: Sequence[Sample], records: int, target: float | None = None,
                    "records predicted", "labels (cumulative)"),
         line_chart("Labelling cost", [Series("cost of labels applied", x, [s.cost for s in samples])],
                    "records predicted", "cost (cumulative)"),
-    ] + ([_drift_chart(hits, drift)] if hits is not None and drift is not None else [])
+    ] + ([_drift_chart(hits, drift)] if hits is not None and drift and drift["lowest_after"] is not None else [])
 
 
 _STYLE = """
@@ -274,6 +274,8 @@ def drift_summary(report: dict[str, Any]) -> str:
     drift = report.get("drift")
     if drift is None:
         return "none in this stream"
+    if drift["lowest_after"] is None:
+        return f"at record {drift['change_at']:,}: {drift['before']:.1%} before; too few records after it to tell"
     back = drift["recovered_after"]
     when = "not within the stream" if back is None else f"{back:,} records after it"
     return (f"at record {drift['change_at']:,}: {drift['before']:.1%} before, lowest {drift['lowest_after']:.1%} "

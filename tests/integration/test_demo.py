@@ -31,6 +31,11 @@ def test_demo_on_the_bundled_stream_reports_every_pinned_key():
     assert report["labelling_cost"] == 0.5 * report["labels_applied"]
     assert report["dead_letters"] == 0 and report["accuracy"] > 0.7
     assert abs(report["accuracy"] - report["estimated_accuracy"]) < 0.1
+    drift = report["drift"]  # the bundled stream's concept jumps at two thirds of it
+    assert drift["change_at"] == 6666 and drift["window"] == 500
+    assert drift["before"] > 0.8 and drift["lowest_after"] < drift["before"]
+    # with labels back 800 records after their request, the model follows the new concept within the stream
+    assert drift["recovered_after"] is not None and drift["recovered_after"] <= 10000 - 6666 - 500
 
 
 def test_demo_streams_a_libsvm_file(tmp_path):
@@ -62,7 +67,7 @@ def test_demo_report_writes_a_self_contained_page_with_its_curves(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     report = json.loads(out.stdout)
     text = page.read_text()
-    assert text.count("<svg") == 5 and text.count("<polyline") >= 7
+    assert text.count("<svg") == 6 and text.count("<polyline") >= 8  # the change of concept's chart too
     assert f"{report['accuracy']:.4f}" in text and "<script" not in text
     assert report["query_rate_target"] == 0.1 and f"{report['query_ratio']:.1%}, target 10%" in text
     # the F-measure-vs-query-ratio path ends at the run's own query ratio and F1

@@ -134,3 +134,12 @@ def test_the_summary_names_the_change_or_its_absence():
     text = drift_summary({"drift": {"change_at": 6666, "window": 500, "before": 0.9, "lowest_after": 0.6,
                                     "recovered_after": 1200}})
     assert text == "at record 6,666: 90.0% before, lowest 60.0% after; back within 5% 1,200 records after it"
+    short = recovery_of_a_short_stream()
+    assert short["lowest_after"] is None and short["recovered_after"] is None
+    assert drift_summary({"drift": short}).endswith("too few records after it to tell")
+
+
+def recovery_of_a_short_stream():
+    from consumer.demo.report import recovery
+
+    return recovery([True] * 1000, 666)  # the demo's jump of 1,000 records: no window of 500 after it
