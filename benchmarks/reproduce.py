@@ -196,6 +196,18 @@ def _check_raw_defaults() -> CheckCell:
                      got.mean, 4)
 
 
+def _check_drift_defaults() -> CheckCell:
+    from benchmarks import drift_defaults as bench
+
+    made = _json("drift_defaults.json")
+    cell = next(r for r in records(made["results"]) if (r["learner"], r["beta"], r["lam"]) == ("lr-ada-entropy", 0.999,
+                                                                                              0.003))
+    got = bench.measure(cell["learner"], bench.Candidate(cell["beta"], cell["lam"]), made["draws"],
+                        made["permutations"])
+    return CheckCell(f"demo stream, lr-ada-entropy, {cell['label']}, labels at once: accuracy in the 1,500 records "
+                     "after the change", cell["changes"][0]["after"], got.changes[0].after, 4)
+
+
 def _check_scaling() -> CheckCell:
     from benchmarks import scaling as bench
 
@@ -483,6 +495,9 @@ RESULTS: tuple[Entry, ...] = (
            *(f"leaderboard_scaling_{d}.png" for d in ("svmguide1", "spambase", "magic04", "satimage"))),
           ("-m", "benchmarks.leaderboard_scaling"), {"permutations": 10, "budgets": [0.05, 0.1]},
           quick=("-m", "benchmarks.leaderboard_scaling", "--quick"), check=_check_leaderboard_scaling),
+    Entry("drift-defaults", "leaderboard", ("drift_defaults.md", "drift_defaults.json"),
+          ("-m", "benchmarks.drift_defaults"), {"draws": 5, "permutations": 3},
+          quick=("-m", "benchmarks.drift_defaults", "--quick"), minutes=4.4, check=_check_drift_defaults),
     Entry("raw-defaults", "leaderboard", ("raw_defaults.md", "raw_defaults.json"), ("-m", "benchmarks.raw_defaults"),
           {"permutations": 5, "budgets": [0.05, 0.1]}, quick=("-m", "benchmarks.raw_defaults", "--quick"),
           minutes=3.6, check=_check_raw_defaults),

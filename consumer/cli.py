@@ -21,6 +21,7 @@ import resource
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,30 +51,28 @@ def _warmup(text: str) -> int | str:
         raise argparse.ArgumentTypeError(f"a number of requests or auto, got {text!r}") from None
 
 
-def _boost(text: str) -> float | str:
-    """``--budget-warmup-boost``: a multiple of the rate ≥ 1, or every."""
-    if text == "every":
-        return text
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not value >= 1:
-        raise argparse.ArgumentTypeError(f"a multiple of the rate of at least 1, or every; got {text!r}")
-    return value
-
-
-def _target(text: str) -> float | None:
-    """``demo --query-rate-target``: a share of the records in (0, 1], or none."""
-    if text == "none":
+def _number_or_word(text: str, word: str, ok: Callable[[float], bool], what: str) -> float | None:
+    """A number that ``ok`` accepts, or None for ``word``; anything else is refused naming ``what``."""
+    if text == word:
         return None
     try:
         value = float(text)
     except ValueError:
         value = float("nan")
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"a share of the records in (0, 1], or none; got {text!r}")
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"{what}, or {word}; got {text!r}")
     return value
+
+
+def _boost(text: str) -> float | str:
+    """``--budget-warmup-boost``: a multiple of the rate ≥ 1, or every."""
+    value = _number_or_word(text, "every", lambda v: v >= 1, "a multiple of the rate of at least 1")
+    return "every" if value is None else value
+
+
+def _target(text: str) -> float | None:
+    """``demo --query-rate-target``: a share of the records in (0, 1], or none."""
+    return _number_or_word(text, "none", lambda v: 0 < v <= 1, "a share of the records in (0, 1]")
 
 
 # Where a help text names the registry's default learners; filled in when the help is shown.

@@ -342,6 +342,22 @@ def _mean(Z, i):
     return Z[_SHIFT, i] + Z[_SUM, i] / n if n > 0.0 else 0.0
 
 
+@jit(inline="always")
+def _count_value(Z, zs, zp, i, x):
+    """Add x to feature i's running n, Σ(x − x₀), Σ(x − x₀)² (the centred modes); returns its σ, whose
+    moves the drift metric counts (σ is the unit those modes divide by)."""
+    old = _spread(Z, i)
+    if Z[_COUNT, i] == 0.0:
+        Z[_SHIFT, i] = x
+    Z[_COUNT, i] += 1.0
+    Z[_SUM, i] += x - Z[_SHIFT, i]
+    Z[_STAT, i] += (x - Z[_SHIFT, i]) ** 2
+    sigma = _spread(Z, i)
+    if old > 0.0 and sigma != old and Z[_COUNT, i] > zp[3]:
+        _track_move(Z, zs, i, old, sigma)
+    return sigma
+
+
 @jit
 def standardise(Z, zs, zp, level, idx, val, out):
     """"standard": observe the row (if ``level`` is all) with its zeros, then the dense x̃ in
@@ -362,18 +378,7 @@ def standardise(Z, zs, zp, level, idx, val, out):
     sq = 0.0
     for i in range(n_scaled):
         x = out[i]
-        if observing:
-            old = _spread(Z, i)
-            if Z[_COUNT, i] == 0.0:
-                Z[_SHIFT, i] = x
-            Z[_COUNT, i] += 1.0
-            Z[_SUM, i] += x - Z[_SHIFT, i]
-            Z[_STAT, i] += (x - Z[_SHIFT, i]) ** 2
-            sigma = _spread(Z, i)
-            if old > 0.0 and sigma != old and Z[_COUNT, i] > zp[3]:  # σ is the unit the drift metric reads
-                _track_move(Z, zs, i, old, sigma)
-        else:
-            sigma = _spread(Z, i)
+        sigma = _count_value(Z, zs, zp, i, x) if observing else _spread(Z, i)
         mu = _mean(Z, i)
         out[i] = (x - mu) / sigma if sigma > 0.0 else x - mu
         sq += out[i] * out[i]
@@ -399,18 +404,7 @@ def standardise_present(Z, zs, zp, level, idx, val, out):
         if i >= n_scaled or x == 0.0:
             out[j] = x  # the intercept, an explicit zero
             continue
-        if observing:
-            old = _spread(Z, i)
-            if Z[_COUNT, i] == 0.0:
-                Z[_SHIFT, i] = x
-            Z[_COUNT, i] += 1.0
-            Z[_SUM, i] += x - Z[_SHIFT, i]
-            Z[_STAT, i] += (x - Z[_SHIFT, i]) ** 2
-            sigma = _spread(Z, i)
-            if old > 0.0 and sigma != old and Z[_COUNT, i] > zp[3]:
-                _track_move(Z, zs, i, old, sigma)
-        else:
-            sigma = _spread(Z, i)
+        sigma = _count_value(Z, zs, zp, i, x) if observing else _spread(Z, i)
         if sigma > 0.0:
             out[j] = (x - _mean(Z, i)) / sigma
         else:

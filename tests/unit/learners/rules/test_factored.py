@@ -8,6 +8,7 @@ import pytest
 from learners.rules.factored import FactoredSoftmaxRule
 from learners.rules.logistic import SoftmaxRule
 from tests.unit.learners.rules._streams import sparse, stream
+from tests.unit.learners.rules.scalar_steps import softmax_coefficients
 
 
 def factored_dense(W, R, C, x, y, eta, weight, damping, beta=1.0, lam=0.0):
@@ -31,17 +32,9 @@ def factored_scalar(W, C, R, idx, val, y, eta, weight, delta):
     xx = 0.0
     for v in val:
         xx += v * v
-    c = [0.0] * k
-    for r in range(k):
-        for j in range(idx.size):
-            c[r] += W[r, idx[j]] * val[j]
-    top, total = max(c), 0.0
-    for r in range(k):
-        c[r] = math.exp(c[r] - top)
-        total += c[r]
+    c = softmax_coefficients(W, idx, val, y, weight)
     cc = rows = 0.0
     for r in range(k):
-        c[r] = weight * (c[r] / total - (1.0 if r == y else 0.0))
         cc += c[r] * c[r]
         R[r] += c[r] * c[r] * xx
         rows += R[r]

@@ -9,6 +9,7 @@ from learners.kernels import ready
 from learners.rules.logistic import LogisticRule, SoftmaxRule
 from learners.scaling import rescale_powers
 from tests.unit.learners.rules._streams import sparse, stream
+from tests.unit.learners.rules.scalar_steps import softmax_coefficients
 
 
 def logistic_dense(w, G, x, y, eta, step, weight, damping=0.0, beta=1.0, lam=0.0):
@@ -57,17 +58,8 @@ def adagrad_scalar(w, G, idx, val, y, eta, weight, delta):
 
 def softmax_scalar(W, G, idx, val, y, eta, weight, delta):
     """The AdaGrad softmax step as it was before the forgettings, operation by operation."""
-    k = W.shape[0]
-    c = [0.0] * k
-    for r in range(k):
-        for j in range(idx.size):
-            c[r] += W[r, idx[j]] * val[j]
-    top, total = max(c), 0.0
-    for r in range(k):
-        c[r] = math.exp(c[r] - top)
-        total += c[r]
-    for r in range(k):
-        c[r] = weight * (c[r] / total - (1.0 if r == y else 0.0))
+    c = softmax_coefficients(W, idx, val, y, weight)
+    for r in range(W.shape[0]):
         if c[r] != 0.0:
             for j in range(idx.size):
                 i, g = idx[j], c[r] * val[j]
