@@ -854,7 +854,7 @@ class Service:
         made = recorded.prediction or recorded.request
         labels[i] = made["label"] if recorded.prediction else made["prediction"]
         scores[i], probs[i] = made["score"], made["probability"]
-        codes[i] = int(self.learner.encode([labels[i]])[0])
+        codes[i] = self.learner.code_of_prediction(labels[i])
         produced[i] = recorded.prediction is not None
         decided_now = wants[i]
         wants[i] = recorded.prediction["label_requested"] if recorded.prediction else True

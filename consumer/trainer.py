@@ -185,7 +185,7 @@ class Trainer(Service):
                 continue
             r = orjson.loads(live[k].value())
             try:
-                code = int(self.learner.encode([r["prediction"]])[0])
+                code = self.learner.code_of_prediction(r["prediction"])
                 items.append((rid, Entry(decoded.rows, row, code, float(r["probability"]), float(r["score"]),
                                          float(r["requested_at"]), float(r["expires_at"]), float(r["cost"]))))
             except (KeyError, TypeError, ValueError) as exc:

@@ -648,6 +648,14 @@ class Learner(Parameterized):
             codes[k] = self._code_of(label)
         return codes[inverse].reshape(arr.shape)
 
+    def code_of_prediction(self, label: Any) -> int:
+        """The internal code of a prediction this model made (a label request's, a recorded one's):
+        never a new class (a prediction is not a label), and None, the prediction of a model that knew
+        no class yet, is 0, which no label has (:meth:`decide`)."""
+        if label is None and self.learns_classes:
+            return 0
+        return self._code_of(label)
+
     def _code_of(self, label: Any) -> int:
         code = self._codes.get(_jsonable(label))
         if code is None:

@@ -129,10 +129,13 @@ PLOT_X, PLOT_Y, PLOT_W, PLOT_H = 64, 52, 720 - 64 - 16, 300 - 52 - 42
 @pytest.fixture(scope="module")
 def demo_report(tmp_path_factory) -> Path:
     """A report written by a short demo run without a query-rate target: the service, the broker and
-    the annotator all real."""
+    the annotator all real. Its learner, PAA-I, asks about every record of a fresh model and then
+    about fewer as its margins grow: the run whose query ratio the flatness check must find uneven
+    (the default learners forget, and keep asking)."""
     page = tmp_path_factory.mktemp("report") / "report.html"
     out = subprocess.run([sys.executable, "-m", "consumer", "demo", "--records", "3000", "--rate", "1500",
-                          "--label-delay", "0.5", "--query-rate-target", "none", "--report", str(page), "--json"],
+                          "--label-delay", "0.5", "--query-rate-target", "none", "--learner", "paa-1",
+                          "--report", str(page), "--json"],
                          capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert out.returncode == 0, out.stderr[-2000:]
     page.with_suffix(".json").write_text(out.stdout)

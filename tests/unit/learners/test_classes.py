@@ -103,3 +103,14 @@ def test_decisions_before_two_classes_predict_the_class_known_or_none():
     learner.learn_many(X[:3], [7, 7, 7])
     d = learner.decide(X[10:20])
     assert list(d.label) == [7] * 10 and (d.predicted == learner.encode([7] * 10)).all()
+
+
+def test_a_prediction_maps_to_its_code_without_becoming_a_class():
+    X, _ = _stream()
+    learner = make("lr-ada-entropy", classes=[], n_features=6)
+    assert learner.code_of_prediction(None) == 0  # made before any class was known
+    with pytest.raises(ValueError, match="not one of the model's classes"):
+        learner.code_of_prediction("spam")
+    assert learner.classes == ()  # a prediction is not a label
+    learner.learn_many(X[:2], ["ham", "spam"])
+    assert [learner.code_of_prediction(c) for c in ("ham", "spam")] == [-1, 1]
