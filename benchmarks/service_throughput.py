@@ -524,8 +524,10 @@ def wait_scored(service: Service, n: float, timeout_s: float = 600) -> float:
     return wait_until(lambda: scored() >= n, lambda: f"scored {scored()} of {n}", timeout_s)
 
 
-def wait_labelled(service: Service, timeout_s: float = 60) -> None:
-    """Until every label the service asked for has been applied (the annotator answers them all)."""
+def wait_labelled(service: Service, timeout_s: float = 180) -> None:
+    """Until every label the service asked for has been applied (the annotator answers them all). The
+    annotator's consumer joins its group first: on a machine busy with other work that alone has taken
+    most of a minute."""
     wait_until(lambda: len(service.pending) == 0, lambda: f"{len(service.pending)} labels still pending", timeout_s)
 
 
