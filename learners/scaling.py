@@ -111,6 +111,9 @@ MOVE_FACTOR = 10.0
 # stays in x̃'s units, as if the scale had been known). One value is a poor estimate of a scale, and
 # consistency would carry its error into the state for good (a prior variance ×(s_final/s_first)²).
 WARMUP = 10
+# "sparse-standard" centres a column that is non-zero in at least this fraction of the rows (a
+# table's column); a sparser one is only divided by its scale (docs/raw-features.md, "auto").
+DENSE_COLUMN = 0.5
 
 # How much of a row the statistics read: nothing (pure scoring), the coordinates never seen, all.
 _OBSERVE_NONE, _OBSERVE_UNSEEN, _OBSERVE_ALL = 0, 1, 2
@@ -392,12 +395,18 @@ def standardise(Z, zs, zp, level, idx, val, out):
 @jit
 def standardise_present(Z, zs, zp, level, idx, val, out):
     """"sparse-standard": observe the row's non-zeros (if ``level`` is all), then x̃ on them in
-    ``out``: (x_i − μ_i)/σ_i, μ_i and σ_i over the rows where feature i was present, so that absent
-    features stay absent (zeros cost nothing). A feature constant where present so far (a one-hot
-    flag, or a feature seen once) is divided by its value instead: a flag stays 1. The intercept
-    is copied. O(nnz)."""
+    ``out``, so that absent features stay absent (zeros cost nothing). μ_i and σ_i are over the
+    rows where feature i was non-zero. A column non-zero in at least :data:`DENSE_COLUMN` of the
+    rows observed (an amount, an age) is standardised, (x_i − μ_i)/σ_i, and its rare absences read
+    as its mean; a sparser one (a word count, a rate that is mostly 0) is divided by its root mean
+    square where present, √(σ_i² + μ_i²), so that its zeros stay below its values (centring only
+    the values present would invert them). A feature constant where present so far (a one-hot
+    flag, or a feature seen once) is divided by its value: a flag stays 1. The intercept is
+    copied. O(nnz)."""
     n_scaled = zp[1]
     observing = level == _OBSERVE_ALL
+    if observing:
+        zs[2] += 1.0
     sq = 0.0
     for j in range(idx.size):
         i, x = idx[j], val[j]
@@ -405,10 +414,13 @@ def standardise_present(Z, zs, zp, level, idx, val, out):
             out[j] = x  # the intercept, an explicit zero
             continue
         sigma = _count_value(Z, zs, zp, i, x) if observing else _spread(Z, i)
-        if sigma > 0.0:
+        if sigma == 0.0:
+            out[j] = x / abs(Z[_SHIFT, i] if Z[_COUNT, i] > 0.0 else x)
+        elif Z[_COUNT, i] >= DENSE_COLUMN * zs[2]:
             out[j] = (x - _mean(Z, i)) / sigma
         else:
-            out[j] = x / abs(Z[_SHIFT, i] if Z[_COUNT, i] > 0.0 else x)
+            mu = _mean(Z, i)
+            out[j] = x / math.sqrt(sigma * sigma + mu * mu)
         sq += out[j] * out[j]
     if zp[2] != 0.0 and sq > 0.0:
         norm = math.sqrt(sq)
@@ -693,8 +705,8 @@ class Scaler:
         metric, whether a labelled row has changed the rule's state at the coordinate (until then
         a change of scale moves nothing: the state is the prior), then for ``standard`` Σ(x − x₀)
         and x₀, the feature's first value (sums around it do not cancel on an offset).
-    zs : float64[2]
-        Current window number, features moved more than 10× in it.
+    zs : float64[3]
+        Current window number, features moved more than 10× in it, rows observed ("sparse-standard").
 
     Complexity
     ----------
@@ -708,7 +720,7 @@ class Scaler:
         check_width(scale, self.n_features)
         rows = _ROWS + 2 if scale in _CENTRED else _ROWS
         self.Z = np.zeros((rows, self.n_features), dtype=np.float64)
-        self.zs = np.zeros(2, dtype=np.float64)
+        self.zs = np.zeros(3, dtype=np.float64)
         self.zp = np.array([MODES[scale], float(n_features), float(bool(normalize)), float(WARMUP)])
         self.R = np.empty(0)
 
@@ -866,4 +878,6 @@ class Scaler:
         if Z.shape != self.Z.shape:
             raise ValueError(f"scale state has shape {Z.shape}, the model needs {self.Z.shape}")
         self.Z[...] = Z
-        self.zs[...] = np.asarray(state["window"])
+        window = np.asarray(state["window"])
+        self.zs[...] = 0.0
+        self.zs[: window.size] = window  # saved before "sparse-standard" counted its rows: two values

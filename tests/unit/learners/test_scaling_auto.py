@@ -12,7 +12,7 @@ from learners.datasets import Dataset
 from learners.hashing import DEFAULT_DIMENSION, hash_features
 from learners.inputs import as_rows
 from learners.replay import replay, run
-from learners.scaling import AUTO_ROWS, STANDARD_LIMIT, choose_mode
+from learners.scaling import AUTO_ROWS, OBSERVE_ALL, STANDARD_LIMIT, Scaler, choose_mode
 
 
 def _accuracy(trace) -> float:
@@ -155,3 +155,22 @@ def test_replay_permutations_scale_in_their_own_order():
     outlier[order[-1]] *= 1e9
     late = replay(learner.clone(seed=learner.seed + 1), Dataset(as_rows(outlier), y), order=order)
     np.testing.assert_array_equal(late.p[:-1], want.p[:-1])
+
+
+def test_sparse_standard_centres_a_table_column_and_only_divides_a_mostly_zero_one():
+    """Column 0 is present in every row (an amount), column 1 in one row of ten (a word's rate): the
+    first is standardised, the second divided by its root mean square where present, so that its
+    values stay above its absences (centred over its own values, half of them would read below 0)."""
+    rng = _rng()
+    n = 400
+    X = np.zeros((n, 2))
+    X[:, 0] = 1000.0 + 50.0 * rng.standard_normal(n)
+    present = np.arange(n) % 10 == 0
+    X[present, 1] = rng.uniform(0.1, 3.0, present.sum())
+    scaler = Scaler("sparse-standard", "scored", n_features=2, normalize=False)
+    out = scaler.transform(as_rows(sp.csr_matrix(X)), OBSERVE_ALL).to_csr().toarray()
+    late = slice(n // 2, n)
+    assert abs(out[late, 0].mean()) < 0.2 and 0.7 < out[late, 0].std() < 1.3
+    assert (out[present, 1] > 0).all()
+    values = X[present, 1]
+    np.testing.assert_allclose(out[present, 1][-1], values[-1] / np.sqrt(np.mean(values**2)), rtol=1e-9)
