@@ -37,18 +37,19 @@ def board(tmp_path_factory):
     return out, json.loads((out / "leaderboard_scaling.json").read_text())
 
 
-def test_each_learner_runs_with_every_scale_it_can_take_and_the_peers_with_and_without_theirs(board):
+def test_each_learner_runs_as_registered_and_with_every_scale_and_the_peers_with_and_without_theirs(board):
     _, made = board
     entries = {(r["entry"], r["mode"]) for r in made["rows"]}
-    for scale in lbs.SCALES:
-        assert {(f"paa-1+{scale}", "online"), (f"paa-1+{scale}", "offline")} <= entries
+    for entry in ("paa-1", "paa-1+rms", "paa-1+standard"):  # its registry defaults, then each scale
+        assert {(entry, "online"), (entry, "offline")} <= entries
     assert not {e for e, _ in entries if e.startswith("kapa-1")}  # support vectors: cannot be rescaled
     assert {"river-entropy(pa)", "river-entropy(scaler+pa)", "river-entropy(lr)", "river-entropy(scaler+lr)",
             "vw-active", "vw-supervised", "linear-svc"} <= {e for e, _ in entries}
     rows = {(r["entry"], r["mode"]): r for r in made["rows"]}
     assert rows["paa-1+rms", "online"]["params"] == {"scale": "rms"}
+    assert rows["paa-1", "online"]["params"] == {}
     # columns 10⁷ apart: unscaled PA learns the widest column alone; scaled, it learns the stream
-    assert rows["paa-1+rms", "online"]["mean"] > rows["paa-1+none", "online"]["mean"] + 0.05
+    assert rows["paa-1+rms", "online"]["mean"] > rows["paa-1", "online"]["mean"] + 0.05
 
 
 def test_the_page_ranks_and_plots_like_the_leaderboard(board):
