@@ -31,7 +31,7 @@ def test_ours_and_rivers_rows_land_near_the_target_and_are_ranked(board):
     _, made = board
     rows = {r["entry"]: r for r in made["rows"]}
     assert set(rows) == {"paa-1", "rpa-1", "river-entropy(pa)", "river-entropy(lr)", "river-entropy(scaler+pa)",
-                         "river-entropy(scaler+lr)"}
+                         "river-entropy(scaler+lr)", "vw-active"}
     for r in rows.values():
         assert 0.5 < r["accuracy"] <= 1.0 and 0 <= r["before"] <= 1 and 0 <= r["after"] <= 1
         if r["landed"]:
@@ -40,6 +40,7 @@ def test_ours_and_rivers_rows_land_near_the_target_and_are_ranked(board):
             assert r["rank"] is None
     assert rows["paa-1"]["landed"] and rows["rpa-1"]["landed"]
     assert abs(rows["river-entropy(pa)"]["query"] - lbd.TARGET) < 0.03  # bisected on the first draw only
+    assert abs(rows["vw-active"]["query"] - lbd.TARGET) < 0.03
     ranked = sorted((r for r in rows.values() if r["rank"] is not None), key=lambda r: r["rank"])
     assert [r["accuracy"] for r in ranked] == sorted((r["accuracy"] for r in ranked), reverse=True)
 
@@ -47,7 +48,8 @@ def test_ours_and_rivers_rows_land_near_the_target_and_are_ranked(board):
 def test_the_files_hold_a_table_row_per_entry_and_a_figure(board):
     out, made = board
     md = (out / "leaderboard_drift.md").read_text()
-    table = [line for line in md.splitlines() if line.startswith("| ") and ("target=" in line or "discount=" in line)]
+    table = [line for line in md.splitlines() if line.startswith("| ") and ("target=" in line or "discount=" in line
+                                                                               or "mellowness=" in line)]
     assert len(table) == len(made["rows"])
     assert (out / "leaderboard_drift_synthetic-shift.png").stat().st_size > 10_000
 
