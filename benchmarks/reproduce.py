@@ -415,6 +415,18 @@ def _check_leaderboard_named() -> CheckCell:
                      online.mean, 4)
 
 
+def _check_leaderboard_regimes() -> CheckCell:
+    from benchmarks import leaderboard_regimes as lbr
+
+    made = _json("leaderboard_regimes.json")
+    table = [c for regime, name in lbr.REGIMES.items() for c in lbr.cells(regime, _json(name))]
+    lbr.rank(table)
+    default = made["binary"]["default"]
+    [again] = [t for t in lbr.combined(lbr.regime_ranks(table), False) if t["entry"] == default]
+    [kept] = [t for t in made["binary"]["ranking"] if t["entry"] == default]
+    return CheckCell(f"{default}: combined rank over the four regimes", kept["mean_rank"], again["mean_rank"], 4)
+
+
 # -- the registry of results files ---------------------------------------------------------------------------
 
 # the leaderboard's datasets (benchmarks.leaderboard.DATASETS), one figure each; named here so that
@@ -514,6 +526,8 @@ RESULTS: tuple[Entry, ...] = (
     Entry("leaderboard-named", "leaderboard", ("leaderboard_named.md", "leaderboard_named.json"),
           ("-m", "benchmarks.leaderboard_named"), {"permutations": 5, "budgets": [0.05, 0.1]},
           quick=("-m", "benchmarks.leaderboard_named", "--quick"), check=_check_leaderboard_named),
+    Entry("leaderboard-regimes", "leaderboard", ("leaderboard_regimes.md", "leaderboard_regimes.json"),
+          ("-m", "benchmarks.leaderboard_regimes"), {}, minutes=0.1, check=_check_leaderboard_regimes),
     Entry("drift-defaults", "leaderboard", ("drift_defaults.md", "drift_defaults.json"),
           ("-m", "benchmarks.drift_defaults"), {"draws": 5, "permutations": 3},
           quick=("-m", "benchmarks.drift_defaults", "--quick"), minutes=4.4, check=_check_drift_defaults),
