@@ -758,6 +758,51 @@ def drop_compiled_kernels(root: Path = ROOT) -> int:
     return len(stale)
 
 
+# the pages that quote results files as evidence (docs/leaderboard.md, docs/performance.md, the reproductions)
+EVIDENCE_PAGES = ("leaderboard.md", "performance.md", "reproductions/*.md")
+
+
+def cited(docs: Path = ROOT / "docs") -> dict[str, list[str]]:
+    """Results file → the evidence pages that link it or fill figures from it."""
+    out: dict[str, list[str]] = {}
+    for pattern in EVIDENCE_PAGES:
+        for page in sorted(docs.glob(pattern)):
+            text = page.read_text()
+            names = set(re.findall(r"results/([\w.-]+\.(?:md|json|png))", text))
+            names |= set(re.findall(r"<!-- (?:results|value): ([\w.-]+\.(?:md|json))", text))
+            for name in names:
+                out.setdefault(name, []).append(page.relative_to(docs).as_posix())
+    return out
+
+
+def stale(entries: Sequence[Entry]) -> int:
+    """Each results file the evidence pages cite, against the code it measured: the number of them
+    made at a commit whose measured code has changed since and that nothing re-checks at HEAD (a
+    timing file is shown with its age instead; a checked one is re-run by ``--check``)."""
+    from benchmarks.staleness import changed_since, measured_files
+
+    pages = cited()
+    uncovered = 0
+    for entry in entries:
+        cites = sorted({p for f in entry.files for p in pages.get(f, [])})
+        if not cites:
+            continue
+        facts = provenance(entry) or {}
+        changed = changed_since(facts.get("commit", ""), measured_files(entry.command))
+        if not changed:
+            verdict = "current"
+        elif entry.timing:
+            verdict = f"timing, made {facts.get('made', '?')}: {len(changed)} measured files changed since"
+        elif entry.check is not None:
+            verdict = f"{len(changed)} measured files changed since; re-checked at HEAD by --check"
+        else:
+            verdict = f"STALE: {len(changed)} measured files changed since, and no check re-runs it"
+            uncovered += 1
+        print(f"{entry.name:<27} {facts.get('commit', 'unstamped'):<16} {verdict}  (cited by {', '.join(cites)})")
+    print(f"--stale: {uncovered} cited results files stale and unchecked")
+    return uncovered
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.reproduce", description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="+", metavar="NAME", help="entries or papers (see --list)")
@@ -765,8 +810,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="re-run one cell of every reproduction and compare")
     parser.add_argument("--list", action="store_true", help="list the results files and their commands")
     parser.add_argument("--timing", action="store_true", help="also regenerate the machine-dependent timings")
+    parser.add_argument("--stale", action="store_true", help="the results files the evidence pages cite, against "
+                        "the code they measured: exit 1 if one is stale and no check re-runs it")
     args = parser.parse_args(argv)
     entries = _select(args.only)
+    if args.stale:
+        return 1 if stale(entries) else 0
     if args.list:
         _list(entries)
         return 0
