@@ -39,7 +39,7 @@ CONSUMER_DEFAULTS = {
     "heartbeat.interval.ms": "1000",
     "fetch.wait.max.ms": "50",  # a tailing consumer sees new records within ~50 ms
     # With a backlog, librdkafka fetches ahead until this many records wait in its queue; below its
-    # default of 100,000, records are read closer to when they were fetched (docs: performance).
+    # default of 100,000, records are read closer to when they were fetched (docs: internals).
     "queued.min.messages": "20000",
     # ... then stops fetching for this long; at the 1 s default the loop would drain the queue, then idle.
     "fetch.queue.backoff.ms": "10",
@@ -48,7 +48,7 @@ CONSUMER_DEFAULTS = {
 PRODUCER_DEFAULTS: dict[str, Any] = {
     # One request in flight per broker connection keeps each partition's order through most of
     # librdkafka's retries (docs: running the service, "Outputs"). Idempotence is off: its producer
-    # busy-polls while a request is in flight and more messages wait (docs: performance), and outputs
+    # busy-polls while a request is in flight and more messages wait (docs: internals), and outputs
     # are at-least-once anyway.
     "enable.idempotence": "false",
     "max.in.flight.requests.per.connection": "1",

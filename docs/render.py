@@ -11,10 +11,11 @@ writes it there from the file, so a page cannot disagree with its file:
       (written by this script)
       <!-- /results -->
 
-* one value of a results JSON, inline: a path of keys, list indices and ``[key=value,...]``
-  filters (the first item of a list that matches), and a format spec after ``|``::
+* one value of a results JSON, inline: a path of keys, list indices, ``["a key"]`` (a key with
+  dots or spaces) and ``[key=value,...]`` filters (the first item of a list that matches), and a
+  format spec after ``!`` (or ``|``, outside a table, whose cells ``|`` would split)::
 
-      <!-- value: startup.json#ours.wall_s|.3f -->0.095<!-- /value -->
+      <!-- value: startup.json#ours.wall_s!.3f -->0.095<!-- /value -->
 
 ``python docs/render.py --check`` writes nothing and exits 1 when a page differs from what the
 files give, or when a page types a figure outside the markers that a results file holds (a number
@@ -40,8 +41,8 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 BLOCK = re.compile(r"(?P<open><!-- results: (?P<name>[\w./-]+\.md)(?:#(?P<heading>[^>]*?))? -->\n)"
                    r"(?P<body>.*?)(?P<close><!-- /results -->)", re.S)
-VALUE = re.compile(r"(?P<open><!-- value: (?P<name>[\w./-]+\.json)#(?P<path>[^|>]*?)(?:\|(?P<fmt>[^>]*?))? -->)"
-                   r"(?P<body>.*?)(?P<close><!-- /value -->)")
+VALUE = re.compile(r"(?P<open><!-- value: (?P<name>[\w./-]+\.json)#(?P<path>(?:\[[^\]]*\]|[^|!>\[])*?)"
+                   r"(?:[|!](?P<fmt>[^>]*?))? -->)(?P<body>.*?)(?P<close><!-- /value -->)")
 _HEADING = re.compile(r"^(#{1,6}) (.*)$")
 _LINK = re.compile(r"(\]\()(?!https?:|#|/)([^)\s]+)(\))")
 _FENCE = re.compile(r"^```.*?^```", re.S | re.M)
@@ -78,10 +79,13 @@ def _json(name: str) -> Any:
 
 
 def lookup(data: Any, path: str) -> Any:
-    """The value at ``path`` in ``data``: keys and indices separated by dots, ``[k=v,...]`` the first
-    item of a list whose fields have those values (compared as text)."""
+    """The value at ``path`` in ``data``: keys and indices separated by dots, ``["a key"]`` a key as
+    written (dots and spaces included), ``[k=v,...]`` the first item of a list whose fields have those
+    values (compared as text)."""
     for part in re.findall(r"\[[^\]]*\]|[^.\[\]]+", path):
-        if part.startswith("["):
+        if part.startswith('["') and part.endswith('"]'):
+            data = data[part[2:-2]]
+        elif part.startswith("["):
             want = dict(kv.split("=", 1) for kv in part[1:-1].split(","))
             matches = [item for item in data if all(str(item.get(k)) == v for k, v in want.items())]
             if not matches:

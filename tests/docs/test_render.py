@@ -40,7 +40,7 @@ won 3 of 4
 def results(tmp_path, monkeypatch):
     (tmp_path / "board.md").write_text(RESULT)
     (tmp_path / "board.json").write_text(json.dumps({"rows": [{"entry": "paa", "f1": 0.5}, {"entry": "lr", "f1": 0.87654}],
-                                                     "minutes": 12.5}))
+                                                     "minutes": 12.5, "PA F1 C=0.1": 0.25}))
     monkeypatch.setattr(render, "RESULTS", tmp_path)
     render._json.cache_clear()
     render._held.cache_clear()
@@ -69,6 +69,8 @@ def test_a_page_gets_the_section_and_the_values_its_markers_name(results):
     assert f"[the other board]({rel}/other.md)" in got and "(https://example.org)" in got
     assert "<!-- value: board.json#rows.[entry=lr].f1|.4f -->0.8765<!-- /value -->" in got
     assert "-->12.5<!-- /value -->" in got
+    in_a_table = render.render('| a | <!-- value: board.json#["PA F1 C=0.1"]!.1% -->?<!-- /value --> |', page)
+    assert in_a_table == '| a | <!-- value: board.json#["PA F1 C=0.1"]!.1% -->25.0%<!-- /value --> |'
     assert render.render(got, page) == got  # filled once, stable
 
 

@@ -180,7 +180,7 @@ def test_cli_run_reports_config_errors_and_exits_2(monkeypatch, capsys):
 
 
 def test_a_batch_holds_up_to_2000_records_unless_told_otherwise(monkeypatch):
-    # fewer, larger batches under a backlog: one produce request per topic and batch (docs/performance.md)
+    # fewer, larger batches under a backlog: one produce request per topic and batch (docs/internals.md)
     assert load_settings().batch_size == 2000
     monkeypatch.setenv("ACTIVESTREAM_BATCH_SIZE", "300")
     assert load_settings().batch_size == 300
