@@ -459,6 +459,28 @@ def _params(values: dict[str, Any]) -> str:
     return ", ".join(f"`{k}={v!r}`" for k, v in values.items())
 
 
+# The papers the registry cites most, named in full once under "Papers" and shortly in each row.
+PAPERS = {
+    "Lu, Zhao & Hoi, Online Passive-Aggressive Active learning, Mach. Learn. 103(2), 2016": "Lu, Zhao & Hoi 2016",
+    "Hao, Zhao, Lu, Hoi, Miao & Zhang, SOAL: Second-order Online Active Learning, ICDM 2016": "Hao et al. 2016",
+    "Online active learning for high-dimensional classification (D-ADA / D-AMD)": "D-ADA / D-AMD",
+    "Moroshko & Crammer, Selective Sampling with Drift, AISTATS 2014": "Moroshko & Crammer 2014",
+    "Beygelzimer, Hsu, Langford & Zhang, Agnostic Active Learning Without Constraints, NIPS 2010":
+        "Beygelzimer et al. 2010",
+    "Settles, Active Learning Literature Survey, 2009": "Settles 2009",
+    "Cesa-Bianchi, Gentile & Zaniboni, Worst-case analysis of selective sampling for linear classification, JMLR 7, "
+    "2006": "Cesa-Bianchi, Gentile & Zaniboni 2006",
+    "Cesa-Bianchi, Gentile & Zaniboni, JMLR 7, 2006": "Cesa-Bianchi, Gentile & Zaniboni 2006",
+    "Duchi, Hazan & Singer, JMLR 12, 2011": "Duchi, Hazan & Singer 2011",
+}
+
+
+def _short_cite(cite: str) -> str:
+    for full, short in PAPERS.items():
+        cite = cite.replace(full, short)
+    return cite
+
+
 def registry() -> str:
     from learners import registry as module
 
@@ -475,8 +497,12 @@ def registry() -> str:
         parts = " + ".join(f"[{c.__name__}](#{c.__name__.lower()})" for c in (spec.rule, spec.query))
         params = ", ".join(filter(None, [_params(dict(spec.defaults)),
                                          _params(dict(spec.fixed)) + " (fixed)" if spec.fixed else ""]))
-        cells = [f"`{name}`{aliases}", parts, _cell(params), _cell(spec.cite)]
+        cells = [f"`{name}`{aliases}", parts, _cell(params), _cell(_short_cite(spec.cite))]
         lines.append("| " + " | ".join(cells) + " |\n")
+    cited = dict.fromkeys(short for full, short in PAPERS.items()
+                          if any(full in spec.cite for spec in module.ALGORITHMS.values()))
+    lines.append("\n## Papers\n\n" + "".join(
+        f"- {short}: {next(full for full, s in PAPERS.items() if s == short)}\n" for short in cited))
     for title, is_rule in (("Update rules", True), ("Query strategies", False)):
         lines.append(f"\n## {title}\n")
         for cls_name, cls in classes.items():
