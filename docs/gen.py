@@ -470,7 +470,6 @@ PAPERS = {
     "Settles, Active Learning Literature Survey, 2009": "Settles 2009",
     "Cesa-Bianchi, Gentile & Zaniboni, Worst-case analysis of selective sampling for linear classification, JMLR 7, "
     "2006": "Cesa-Bianchi, Gentile & Zaniboni 2006",
-    "Cesa-Bianchi, Gentile & Zaniboni, JMLR 7, 2006": "Cesa-Bianchi, Gentile & Zaniboni 2006",
     "Duchi, Hazan & Singer, JMLR 12, 2011": "Duchi, Hazan & Singer 2011",
 }
 
