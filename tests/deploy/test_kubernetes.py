@@ -1,10 +1,17 @@
-"""The Kubernetes manifests: valid against the API schemas (kubernetes-validate, strict: no unknown
-field), and wired as the service needs (probes, static membership, volume, grace period, scraping)."""
+"""The Kubernetes manifests: two bases (base/: the single process; scale-out/), the monitoring
+Component and the example overlay. Valid against the API schemas (kubernetes-validate, strict: no
+unknown field), laid out as kustomize users expect (no Secret in a base, the Secrets generated in the
+overlay, monitoring a Component, the image set by an images: entry, the dashboard a ConfigMap for
+Grafana's sidecar), and wired as the service needs (probes, static membership, volume, grace period,
+scraping). kubectl's kustomize, where installed, must render what the tests read."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
+import tomllib
+from pathlib import Path
 
 import kubernetes_validate
 import pytest
@@ -12,20 +19,42 @@ import yaml
 
 from consumer import service
 from consumer.config import Settings
-from tests.deploy.conftest import DEPLOY, kustomization_documents, load_yaml
+from tests.deploy.conftest import (
+    DEPLOY,
+    EXAMPLE_OVERLAY,
+    K8S,
+    MONITORING,
+    ROOT,
+    component_documents,
+    kustomization_documents,
+    load_yaml,
+    load_yaml_all,
+    pod_containers,
+    secret_data,
+)
+from tests.deploy.test_prometheus_rules import OTHER_BASE, OTHER_SELECTOR, rules_generator
 
-K8S = DEPLOY / "k8s"
 KUBERNETES_VERSION = "1.30"
 OPERATOR_KINDS = {"ServiceMonitor", "PrometheusRule"}  # CRDs: no schema in kubernetes-validate
-KUSTOMIZATIONS = (K8S, K8S / "common", K8S / "scale-out")
+BASE, SCALE_OUT, COMMON = K8S / "base", K8S / "scale-out", K8S / "common"
+BASES = (BASE, SCALE_OUT)
+KUSTOMIZATIONS = (BASE, COMMON, SCALE_OUT, MONITORING, EXAMPLE_OVERLAY)
+DASHBOARD = DEPLOY / "grafana" / "dashboards" / "activestream.json"
+HASHED = re.compile(r"-[a-z0-9]{10}$")  # the suffix kustomize gives a generated object's name
 
 
 def documents() -> list[dict]:
-    return kustomization_documents(K8S)
+    """The single process's base."""
+    return kustomization_documents(BASE)
 
 
-def one(kind: str, name: str = "activestream") -> dict:
-    found = [d for d in documents() if d["kind"] == kind and d["metadata"]["name"] == name]
+def overlay() -> list[dict]:
+    """The example overlay: the base, the monitoring Component, the Kafka Secrets."""
+    return kustomization_documents(EXAMPLE_OVERLAY)
+
+
+def one(kind: str, name: str = "activestream", docs: list[dict] | None = None) -> dict:
+    found = [d for d in (documents() if docs is None else docs) if d["kind"] == kind and d["metadata"]["name"] == name]
     assert len(found) == 1, (kind, name)
     return found[0]
 
@@ -34,32 +63,159 @@ def container() -> dict:
     return one("StatefulSet")["spec"]["template"]["spec"]["containers"][0]
 
 
-@pytest.mark.parametrize("directory", KUSTOMIZATIONS, ids=lambda d: d.name)
+def project_version() -> str:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+
+
+def referenced_files(kustomization: dict) -> set[str]:
+    """The files of its own directory a kustomization reads: resources, and its generators' files."""
+    listed = [r for r in kustomization.get("resources", []) if "/" not in r]
+    for field in ("configMapGenerator", "secretGenerator"):
+        for entry in kustomization.get(field, []):
+            listed += entry.get("files", []) + entry.get("envs", [])
+    return {name for name in listed if "/" not in name}
+
+
+@pytest.mark.parametrize("directory", KUSTOMIZATIONS, ids=lambda d: d.relative_to(K8S).as_posix())
 def test_every_file_is_listed_in_its_kustomization(directory):
-    listed = {r for r in load_yaml(directory / "kustomization.yaml")["resources"] if r.endswith(".yaml")}
-    not_resources = {"kustomization.yaml", "prometheus-adapter-values.yaml"}  # the adapter's own settings
-    assert listed == {p.name for p in directory.glob("*.yaml")} - not_resources
+    not_read = {"kustomization.yaml", "prometheus-adapter-values.yaml"}  # the adapter's own settings
+    files = {p.name for p in directory.iterdir() if p.is_file()} - not_read
+    assert referenced_files(load_yaml(directory / "kustomization.yaml")) == files
 
 
-def test_kubectl_kustomize_renders_both_topologies_as_the_tests_read_them():
-    """The tests read the kustomizations themselves (resources and ConfigMap patches); kubectl's
-    kustomize must make the same objects of them."""
+def test_no_base_ships_a_secret_and_the_example_overlay_generates_both():
+    """Applying a base never replaces the Secret that an overlay or the cluster's tooling made."""
+    made = [kustomization_documents(d) for d in (*BASES, COMMON)] + [component_documents(MONITORING)]
+    assert "Secret" not in {d["kind"] for docs in made for d in docs}
+    for directory in (*BASES, COMMON, MONITORING):
+        for path in directory.glob("*.yaml"):
+            assert "Secret" not in {d.get("kind") for d in load_yaml_all(path)}, path
+    generators = load_yaml(EXAMPLE_OVERLAY / "kustomization.yaml")["secretGenerator"]
+    assert {g["name"] for g in generators} == {"activestream-kafka", "activestream-kafka-ca"}
+    assert "ca.crt" in secret_data(one("Secret", "activestream-kafka-ca", overlay()))
+    # the names the pods read are the generated ones (kustomize rewrites them with the hash suffix)
+    pod = one("StatefulSet")["spec"]["template"]["spec"]
+    assert {s["secretRef"]["name"] for s in pod["containers"][0]["envFrom"] if "secretRef" in s} == {
+        "activestream-kafka"}
+    assert {v["secret"]["secretName"] for v in pod["volumes"] if "secret" in v} == {"activestream-kafka-ca"}
+
+
+def test_monitoring_is_a_component_the_example_overlay_includes():
+    component = load_yaml(MONITORING / "kustomization.yaml")
+    assert (component["apiVersion"], component["kind"]) == ("kustomize.config.k8s.io/v1alpha1", "Component")
+    for directory in BASES:
+        assert not OPERATOR_KINDS & {d["kind"] for d in kustomization_documents(directory)}, directory
+        assert "components" not in load_yaml(directory / "kustomization.yaml")
+    example = load_yaml(EXAMPLE_OVERLAY / "kustomization.yaml")
+    assert [(EXAMPLE_OVERLAY / c).resolve() for c in example["components"]] == [MONITORING]
+    assert [(EXAMPLE_OVERLAY / r).resolve() for r in example["resources"]] == [BASE]
+    made = {(d["kind"], d["metadata"]["name"]) for d in overlay()}
+    assert made == {(d["kind"], d["metadata"]["name"]) for d in documents()} | {
+        ("ServiceMonitor", "activestream"), ("PrometheusRule", "activestream"), ("ConfigMap", "activestream-dashboard"),
+        ("Secret", "activestream-kafka"), ("Secret", "activestream-kafka-ca")}
+
+
+def test_the_image_is_set_by_an_images_entry_at_the_projects_version():
+    for directory in (*BASES, EXAMPLE_OVERLAY):
+        (entry,) = load_yaml(directory / "kustomization.yaml")["images"]
+        assert entry["name"] == "activestream" and entry["newTag"] == project_version(), directory
+    for directory in BASES:  # the workloads name the image only: its tag is the images entry's
+        for path in directory.glob("*.yaml"):
+            for doc in load_yaml_all(path):
+                for each in pod_containers(doc):
+                    assert each["image"] == "activestream", path
+    for docs in (documents(), kustomization_documents(SCALE_OUT), overlay()):
+        images = {c["image"] for d in docs for c in pod_containers(d)}
+        assert images == {f"activestream:{project_version()}"}
+
+
+def test_the_dashboard_is_a_configmap_for_grafanas_sidecar():
+    dashboard = one("ConfigMap", "activestream-dashboard", overlay())
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert dashboard["data"] == {"activestream.json": DASHBOARD.read_text()}
+    assert [p.name for p in DASHBOARD.parent.iterdir()] == [DASHBOARD.name]  # the one dashboard there is
+    (generator,) = load_yaml(DEPLOY / "grafana" / "kustomization.yaml")["configMapGenerator"]
+    assert generator["options"]["disableNameSuffixHash"] is True  # one ConfigMap, not one per change
+
+
+def kubectl_kustomize(directory: Path) -> list[dict]:
     kubectl = shutil.which("kubectl")
     if kubectl is None:
         pytest.skip("kubectl is not on PATH")
-    for directory in (K8S, K8S / "scale-out"):
-        out = subprocess.run([kubectl, "kustomize", str(directory)], capture_output=True, text=True, timeout=60)
-        assert out.returncode == 0, out.stderr
-        rendered = [d for d in yaml.safe_load_all(out.stdout) if d]
-        assert sorted((d["kind"], d["metadata"]["name"]) for d in rendered) == \
-            sorted((d["kind"], d["metadata"]["name"]) for d in kustomization_documents(directory))
-        config = next(d for d in rendered if d["kind"] == "ConfigMap")
-        assert config["data"] == next(d for d in kustomization_documents(directory) if d["kind"] == "ConfigMap")["data"]
-        for doc in rendered:
-            assert doc["metadata"]["labels"]["app.kubernetes.io/part-of"] == "activestream"
+    out = subprocess.run([kubectl, "kustomize", str(directory)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return [d for d in yaml.safe_load_all(out.stdout) if d]
 
 
-@pytest.mark.parametrize("doc", [d for d in documents() + kustomization_documents(K8S / "scale-out")
+def unhashed(doc: dict) -> str:
+    """A rendered object's name without the hash suffix kustomize gives the Secrets it generates."""
+    name = doc["metadata"]["name"]
+    return HASHED.sub("", name) if doc["kind"] == "Secret" else name
+
+
+@pytest.mark.parametrize("directory", [*BASES, EXAMPLE_OVERLAY], ids=lambda d: d.relative_to(K8S).as_posix())
+def test_kubectl_kustomize_renders_what_the_tests_read(directory):
+    """The tests read the kustomizations themselves (kustomization_documents); kubectl's kustomize
+    must make the same objects of them, with the same settings, Secrets, images and labels."""
+    rendered, read = kubectl_kustomize(directory), kustomization_documents(directory)
+    assert sorted((d["kind"], unhashed(d)) for d in rendered) == \
+        sorted((d["kind"], d["metadata"]["name"]) for d in read)
+    for doc in rendered:
+        assert doc["metadata"]["labels"]["app.kubernetes.io/part-of"] == "activestream"
+        mine = one(doc["kind"], unhashed(doc), read)
+        assert doc["metadata"]["labels"] == mine["metadata"]["labels"]
+        if doc["kind"] == "ConfigMap":
+            assert doc["data"] == mine["data"]
+        if doc["kind"] == "Secret":  # a hash of the content in the name: new credentials roll the pods
+            assert secret_data(doc) == secret_data(mine) and HASHED.search(doc["metadata"]["name"])
+        assert [c["image"] for c in pod_containers(doc)] == [c["image"] for c in pod_containers(mine)]
+
+
+def test_kubectl_kustomize_points_the_pods_at_the_generated_secrets():
+    rendered = kubectl_kustomize(EXAMPLE_OVERLAY)
+    secrets = {unhashed(d): d["metadata"]["name"] for d in rendered if d["kind"] == "Secret"}
+    pod = next(d for d in rendered if d["kind"] == "StatefulSet")["spec"]["template"]["spec"]
+    assert [s["secretRef"]["name"] for s in pod["containers"][0]["envFrom"] if "secretRef" in s] == [
+        secrets["activestream-kafka"]]
+    assert [v["secret"]["secretName"] for v in pod["volumes"] if "secret" in v] == [secrets["activestream-kafka-ca"]]
+
+
+def test_an_overlay_of_the_scale_out_base_with_the_component_builds(tmp_path):
+    """The example with `resources: - ../../scale-out`: the Component fits either base."""
+    shutil.copytree(K8S, tmp_path / "k8s")
+    shutil.copytree(DEPLOY / "grafana", tmp_path / "grafana")
+    example = tmp_path / "k8s" / "overlays" / "example" / "kustomization.yaml"
+    kustomization = load_yaml(example)
+    kustomization["resources"] = ["../../scale-out"]
+    example.write_text(yaml.safe_dump(kustomization))
+    rendered = kubectl_kustomize(example.parent)
+    kinds = {(d["kind"], unhashed(d)) for d in rendered}
+    assert {("Deployment", "activestream-scorer"), ("StatefulSet", "activestream-trainer"),
+            ("ServiceMonitor", "activestream"), ("PrometheusRule", "activestream"),
+            ("ConfigMap", "activestream-dashboard"), ("Secret", "activestream-kafka")} <= kinds
+    assert ("StatefulSet", "activestream") not in kinds
+
+
+def test_an_overlay_replaces_the_components_rules_with_rules_for_another_selector(tmp_path):
+    """docs/deploying.md's way to change the job selector or the runbook base on Kubernetes: the
+    PrometheusRule rules.py writes for them, as a patch in the overlay (its groups replace the
+    Component's)."""
+    shutil.copytree(K8S, tmp_path / "k8s")
+    shutil.copytree(DEPLOY / "grafana", tmp_path / "grafana")
+    example = tmp_path / "k8s" / "overlays" / "example"
+    (example / "prometheusrule.yaml").write_text(rules_generator().prometheus_rule(OTHER_SELECTOR, OTHER_BASE))
+    kustomization = load_yaml(example / "kustomization.yaml")
+    kustomization["patches"].append({"path": "prometheusrule.yaml"})
+    (example / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+    (rule,) = [d for d in kubectl_kustomize(example) if d["kind"] == "PrometheusRule"]
+    rules = [r for g in rule["spec"]["groups"] for r in g["rules"]]
+    assert len(rules) == len((MONITORING / "prometheusrule.yaml").read_text().split("- alert: ")) - 1
+    for each in rules:
+        assert OTHER_SELECTOR in each["expr"] and 'job="activestream"' not in each["expr"], each["alert"]
+        assert each["annotations"]["runbook_url"] == f"{OTHER_BASE}docs/metrics.md#{each['alert'].lower()}"
+
+
+@pytest.mark.parametrize("doc", [d for d in documents() + kustomization_documents(SCALE_OUT) + overlay()
                                  if d["kind"] not in OPERATOR_KINDS],
                          ids=lambda d: f"{d['kind']}-{d['metadata']['name']}")
 def test_manifest_is_valid_against_the_kubernetes_schema(doc):
@@ -110,12 +266,15 @@ def test_settings_and_secrets_are_activestream_variables():
                                                                                      "activestream-kafka"}
     for key in one("ConfigMap")["data"]:
         assert key.startswith("ACTIVESTREAM_")
-    secret = one("Secret", "activestream-kafka")["stringData"]
+    secret = secret_data(one("Secret", "activestream-kafka", overlay()))
+    assert all(key.startswith("ACTIVESTREAM_KAFKA__") for key in secret)
     assert secret["ACTIVESTREAM_KAFKA__SECURITY_PROTOCOL"] == "SASL_SSL"
 
 
 def test_settings_in_the_manifests_are_accepted_by_the_service(monkeypatch):
-    for key, value in {**one("ConfigMap")["data"], **one("Secret", "activestream-kafka")["stringData"]}.items():
+    settings_and_secret = {**one("ConfigMap", docs=overlay())["data"],
+                           **secret_data(one("Secret", "activestream-kafka", overlay()))}
+    for key, value in settings_and_secret.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("ACTIVESTREAM_GROUP_INSTANCE_ID", "activestream-0")
     from consumer.config import load_settings
@@ -129,16 +288,16 @@ def test_settings_in_the_manifests_are_accepted_by_the_service(monkeypatch):
 
 def test_no_manifest_pins_a_learner_so_the_service_runs_the_registrys_default():
     pinned = {"ACTIVESTREAM_LEARNER", "ACTIVESTREAM_LEARNER_PARAMS"}
-    for doc in documents() + kustomization_documents(K8S / "scale-out"):
+    for doc in documents() + kustomization_documents(SCALE_OUT) + overlay():
         assert not pinned & set(doc.get("data", {})), doc["metadata"]["name"]
-        for each in doc.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
+        for each in pod_containers(doc):
             assert not pinned & {e["name"] for e in each.get("env", [])}, doc["metadata"]["name"]
 
 
 def test_the_pod_disruption_budget_and_servicemonitor_select_the_pods():
     labels = one("StatefulSet")["spec"]["template"]["metadata"]["labels"]
     assert one("PodDisruptionBudget")["spec"]["selector"]["matchLabels"].items() <= labels.items()
-    monitor = one("ServiceMonitor")["spec"]
+    monitor = one("ServiceMonitor", docs=overlay())["spec"]
     metrics_service = one("Service", "activestream")
     assert monitor["selector"]["matchLabels"].items() <= metrics_service["metadata"]["labels"].items()
     headless = one("Service", "activestream-headless")
@@ -146,3 +305,6 @@ def test_the_pod_disruption_budget_and_servicemonitor_select_the_pods():
     assert monitor["endpoints"][0]["port"] == "metrics"
     relabel = monitor["endpoints"][0]["relabelings"][0]
     assert relabel == {"sourceLabels": ["__meta_kubernetes_pod_name"], "targetLabel": "instance"}
+    # the job label is the Service's app.kubernetes.io/name (not its name, which an overlay may
+    # prefix): the job the alerts select
+    assert metrics_service["metadata"]["labels"][monitor["jobLabel"]] == "activestream"

@@ -1,6 +1,7 @@
-"""The scale-out manifests (deploy/k8s/scale-out): scorers in a Deployment scaled on the features
-lag through prometheus-adapter, two trainers in a StatefulSet, a disruption budget for each, and the
-shared objects of deploy/k8s/common. Schema validation is in test_kubernetes.py."""
+"""The scale-out base (deploy/k8s/scale-out): scorers in a Deployment scaled on the features lag
+through prometheus-adapter, two trainers in a StatefulSet, a disruption budget for each, and the
+shared objects of deploy/k8s/common; scraped by the monitoring Component's ServiceMonitor. Schema
+validation, and the overlay of either base with the Component, are in test_kubernetes.py."""
 
 from __future__ import annotations
 
@@ -8,11 +9,20 @@ import pytest
 
 from consumer import service
 from consumer.config import Settings
-from tests.deploy.conftest import DEPLOY, kustomization_documents, load_yaml
+from tests.deploy.conftest import (
+    DEPLOY,
+    EXAMPLE_OVERLAY,
+    K8S,
+    MONITORING,
+    component_documents,
+    kustomization_documents,
+    load_yaml,
+    secret_data,
+)
 from tests.deploy.promql import metric_names
 from tests.deploy.test_prometheus_rules import exported_names
 
-SCALE_OUT = DEPLOY / "k8s" / "scale-out"
+SCALE_OUT = K8S / "scale-out"
 ADAPTER = SCALE_OUT / "prometheus-adapter-values.yaml"
 
 
@@ -20,8 +30,8 @@ def documents() -> list[dict]:
     return kustomization_documents(SCALE_OUT)
 
 
-def one(kind: str, name: str) -> dict:
-    found = [d for d in documents() if d["kind"] == kind and d["metadata"]["name"] == name]
+def one(kind: str, name: str, docs: list[dict] | None = None) -> dict:
+    found = [d for d in (documents() if docs is None else docs) if d["kind"] == kind and d["metadata"]["name"] == name]
     assert len(found) == 1, (kind, name)
     return found[0]
 
@@ -47,7 +57,7 @@ def env(workload: dict) -> dict:
 
 
 def single_process() -> dict:
-    return next(d for d in kustomization_documents(DEPLOY / "k8s") if d["kind"] == "StatefulSet")
+    return next(d for d in kustomization_documents(K8S / "base") if d["kind"] == "StatefulSet")
 
 
 def test_the_single_process_is_not_part_of_the_scale_out():
@@ -137,7 +147,7 @@ def test_each_workload_has_its_own_disruption_budget_of_one(name, workload):
 
 
 def test_every_pod_is_scraped_as_job_activestream():
-    monitor = one("ServiceMonitor", "activestream")["spec"]
+    monitor = one("ServiceMonitor", "activestream", component_documents(MONITORING))["spec"]
     metrics_service = one("Service", "activestream")
     assert monitor["selector"]["matchLabels"].items() <= metrics_service["metadata"]["labels"].items()
     for workload in (scorers(), trainers()):
@@ -154,7 +164,8 @@ def test_the_scale_out_settings_are_the_pinned_ones(monkeypatch, tmp_path):
     from consumer.config import load_settings
 
     for workload in (scorers(), trainers()):
-        for key, value in {**data, **one("Secret", "activestream-kafka")["stringData"]}.items():
+        secret = secret_data(one("Secret", "activestream-kafka", kustomization_documents(EXAMPLE_OVERLAY)))
+        for key, value in {**data, **secret}.items():
             monkeypatch.setenv(key, value)
         for key, entry in env(workload).items():
             monkeypatch.setenv(key, entry.get("value", "activestream-trainer-0"))
