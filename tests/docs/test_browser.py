@@ -72,9 +72,17 @@ window.addEventListener("load", () => {
   const rows = [...document.querySelectorAll("table.labels tr")].map((tr) => ({
     cells: [...tr.cells].map((c) => c.textContent), box: box(tr),
     visible: getComputedStyle(tr).visibility === "visible" && getComputedStyle(tr).display !== "none"}));
+  const code = [...document.querySelectorAll("article pre > code")].map((c) => ({
+    box: box(c.parentElement), scroll: c.parentElement.scrollWidth, client: c.parentElement.clientWidth,
+    text: c.textContent}));
+  const tables = [...document.querySelectorAll("article table")].map((t) => ({box: box(t), rows: t.rows.length}));
+  const title = (document.querySelector("article h1") || {}).textContent || "";
+  const sections = [...document.querySelectorAll(".md-nav--primary .md-nav__item--section > label")]
+    .map((l) => l.textContent.trim());
   const out = document.createElement("pre");
   out.id = "probe";
-  out.textContent = JSON.stringify({charts, images, rows, height: document.documentElement.scrollHeight});
+  out.textContent = JSON.stringify({charts, images, rows, code, tables, title, sections,
+                                    height: document.documentElement.scrollHeight});
   document.body.appendChild(out);
 });
 </script>
@@ -367,3 +375,24 @@ def test_the_change_of_concept_is_marked_where_it_happens_on_the_accuracy_around
     back = report["drift"]["recovered_after"]
     assert len(chart["marks"]) == (1 if back is None else 2)
     assert drawn_series(chart, "against the ground truth"), "the accuracy is not drawn"
+
+
+@pytest.mark.parametrize(("name", "title"), [("quickstart", "Quickstart"), ("tutorial", "Tutorial: your own Kafka")])
+def test_a_get_started_page_lays_out_its_commands_readably_under_the_five_sections(site, tmp_path, name, title):
+    """Each code block of the page is laid out in the content column without a horizontal scroll, and
+    its text is painted; its tables are laid out; the navigation shows the site's five sections."""
+    page = site / f"{name}.html"
+    probe, shot = render(page, tmp_path)
+    assert probe["title"].startswith(title), probe["title"]
+    assert {"Get started", "How-to", "Reference", "Explanation", "Evidence"} <= set(probe["sections"])
+    assert len(probe["code"]) >= 2
+    for block in probe["code"]:
+        box = block["box"]
+        assert box["w"] > 300 and box["h"] > 10, f"code block laid out at {box}: {block['text'][:60]!r}"
+        assert block["scroll"] <= block["client"] + 1, f"code block scrolls sideways: {block['text'][:60]!r}"
+        shown = shot[int(box["y"]):int(box["y"] + box["h"]), int(box["x"]):int(box["x"] + box["w"])]
+        background = np.median(shown.reshape(-1, 3), axis=0)
+        ink = (np.abs(shown - background).max(axis=2) > 80).sum()
+        assert ink >= 2 * len(block["text"].strip()), f"code block's text not painted: {block['text'][:60]!r}"
+    for table in probe["tables"]:
+        assert table["box"]["w"] > 200 and table["box"]["h"] > 20 * table["rows"] * 0.5
