@@ -283,16 +283,18 @@ def _print_report(r: dict[str, Any]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from consumer import logs
     from consumer.config import load_settings
     from consumer.errors import ConfigError
     from consumer.service import service_for
 
+    settings = None
     try:
         settings = load_settings()
-        logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        logs.configure(settings.log_level, settings.log_format)
         service = service_for(settings)
     except ConfigError as exc:
-        print(f"activestream run: {exc}", file=sys.stderr)
+        logs.print_error(f"activestream run: {exc}", logs.requested_format(settings and settings.log_format))
         return 2
     signal.signal(signal.SIGTERM, service.request_stop)
     signal.signal(signal.SIGINT, service.request_stop)

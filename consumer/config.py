@@ -186,6 +186,10 @@ class Settings(BaseSettings):
     max_in_flight: int = Field(100_000, gt=0, description="produced but unacknowledged messages before backpressure")
     healthy_loop_age_s: float = Field(60.0, gt=0, description="/healthz fails when the loop is idle this long")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="log level")
+    log_format: Literal["text", "json"] = Field(
+        "text", description="text: `<time> <LEVEL> <logger>: <message>` lines; json: one JSON object per line "
+                            "(time in ISO 8601 UTC, level, logger, message, exception, extra fields). librdkafka's "
+                            "lines go through the same logging, as logger librdkafka")
 
     @field_validator("kafka", "kafka_consumer", "kafka_producer", "kafka_labels_consumer", mode="after")
     @classmethod

@@ -1,5 +1,9 @@
 """HTTP endpoints: ``/metrics`` (Prometheus), ``/healthz`` (liveness), ``/readyz`` (readiness).
 
+``/metrics`` is prometheus-client's own exposition: the Prometheus text format, or OpenMetrics when
+the scraper's ``Accept`` asks for it, gzip-compressed when its ``Accept-Encoding`` allows, and only the
+families named by ``name[]`` query parameters when there are any.
+
 Liveness means the poll loop is still turning: its last iteration is younger than
 ``max_loop_age_s``. It never checks the broker: a broker outage is not cured by restarting the
 pod. Readiness means the checkpoint has been restored and the features consumer has an assignment.
@@ -7,14 +11,35 @@ pod. Readiness means the checkpoint has been restored and the features consumer 
 
 from __future__ import annotations
 
+import gzip
+import logging
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder, gzip_accepted
 
 from consumer.clock import Clock
 
-__all__ = ["Health", "HealthServer"]
+__all__ = ["Health", "HealthServer", "exposition"]
+
+log = logging.getLogger(__name__)
+
+
+def exposition(registry: CollectorRegistry, accept: str | None, accept_encoding: str | None,
+               query: str = "") -> tuple[bytes, dict[str, str]]:
+    """The body and headers of a ``/metrics`` answer, as prometheus-client makes them: the format the
+    ``Accept`` header asks for (``choose_encoder``), gzip where ``Accept-Encoding`` allows it, only
+    the families named by ``name[]`` in ``query``."""
+    encoder, content_type = choose_encoder(accept or "")
+    names = parse_qs(query).get("name[]")
+    body = encoder(registry.restricted_registry(names) if names else registry)
+    headers = {"Content-Type": content_type, "Vary": "Accept, Accept-Encoding"}
+    if gzip_accepted(accept_encoding or ""):
+        body = gzip.compress(body)
+        headers["Content-Encoding"] = "gzip"
+    return body, headers
 
 
 class Health:
@@ -50,6 +75,14 @@ class Health:
         return True, "ok\n"
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: tuple) -> None:
+        # a scraper that hung up mid-answer: logged like everything else, not printed to stderr
+        log.debug("HTTP request from %s failed", client_address[0], exc_info=True)
+
+
 class HealthServer:
     """A small threaded HTTP server for the probes and the metrics."""
 
@@ -61,18 +94,32 @@ class HealthServer:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                path = self.path.split("?")[0]
-                if path == "/metrics":
-                    self._send(200, generate_latest(registry), CONTENT_TYPE_LATEST)
-                elif path in routes:
-                    ok, text = routes[path]()
+                url = urlsplit(self.path)
+                if url.path == "/metrics":
+                    self._metrics(url.query)
+                elif url.path in routes:
+                    ok, text = routes[url.path]()
                     self._send(200 if ok else 503, text.encode(), "text/plain; charset=utf-8")
                 else:
                     self._send(404, b"not found\n", "text/plain; charset=utf-8")
 
-            def _send(self, status: int, body: bytes, content_type: str) -> None:
+            def _metrics(self, query: str) -> None:
+                try:
+                    body, headers = exposition(registry, self.headers.get("Accept"),
+                                               self.headers.get("Accept-Encoding"), query)
+                except Exception:  # a collector that failed: an answer, and the reason in the log
+                    log.exception("/metrics could not be rendered")
+                    self._send(500, b"metrics could not be rendered\n", "text/plain; charset=utf-8")
+                    return
+                content_type = headers.pop("Content-Type")
+                self._send(200, body, content_type, headers)
+
+            def _send(self, status: int, body: bytes, content_type: str,
+                      headers: dict[str, str] | None = None) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
@@ -80,8 +127,7 @@ class HealthServer:
             def log_message(self, *args: object) -> None:  # probes every few seconds: no access log
                 pass
 
-        self._server = ThreadingHTTPServer((host, port), Handler)
-        self._server.daemon_threads = True
+        self._server = _Server((host, port), Handler)
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, name="activestream-http", daemon=True)
 

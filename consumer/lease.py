@@ -33,20 +33,24 @@ def ensure_lease_topic(admin_config: dict[str, Any], topic: str, timeout_s: floa
     them); a broker that refuses to create it (no permission to create topics) is a
     :class:`ConfigError` naming the setting: create it by hand, or point the setting at one."""
     admin = AdminClient(admin_config)
-    listed = admin.list_topics(topic, timeout=timeout_s)
-    info = listed.topics.get(topic)
-    if info is not None and info.error is None and info.partitions:
-        return
-    future = admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=-1)],
-                                 operation_timeout=timeout_s)[topic]
     try:
-        future.result(timeout=timeout_s)
-        log.info("created the lease topic %s (1 partition)", topic)
-    except KafkaException as exc:
-        if exc.args and getattr(exc.args[0], "code", lambda: None)() == 36:  # TOPIC_ALREADY_EXISTS: a peer won
+        listed = admin.list_topics(topic, timeout=timeout_s)
+        info = listed.topics.get(topic)
+        if info is not None and info.error is None and info.partitions:
             return
-        raise ConfigError(f"ACTIVESTREAM_TOPICS__LEASE: {topic!r} does not exist and cannot be created ({exc}); "
-                          "create it with one partition") from None
+        future = admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=-1)],
+                                     operation_timeout=timeout_s)[topic]
+        try:
+            future.result(timeout=timeout_s)
+            log.info("created the lease topic %s (1 partition)", topic)
+        except KafkaException as exc:
+            if exc.args and getattr(exc.args[0], "code", lambda: None)() == 36:  # TOPIC_ALREADY_EXISTS: a peer won
+                return
+            raise ConfigError(f"ACTIVESTREAM_TOPICS__LEASE: {topic!r} does not exist and cannot be created "
+                              f"({exc}); create it with one partition") from None
+    finally:
+        if "logger" in admin_config:  # librdkafka's lines wait in the client for a poll
+            admin.poll(0)
 
 
 class Lease:

@@ -42,6 +42,10 @@ class BulkHistogram(Collector):
                                        minlength=self.counts.size)
             self.sum += float(values.sum())
 
+    def describe(self):
+        """Its name without its samples: what ``registry.restricted_registry`` (``/metrics?name[]=``) finds."""
+        yield HistogramMetricFamily(self.name, self.documentation)
+
     def collect(self):
         cumulative = np.cumsum(self.counts)
         buckets = [(floatToGoString(b), int(c)) for b, c in zip(self.bounds, cumulative[:-1], strict=True)]
@@ -183,6 +187,13 @@ class Metrics:
         self.loop_last_iteration = Gauge(p + "loop_last_iteration_timestamp_seconds",
                                          "When the poll loop last completed an iteration", registry=r)
         self.ready = Gauge(p + "ready", "1 when restored and assigned partitions", registry=r)
+        self.io_path = Gauge(
+            p + "io_path",
+            "The read and produce paths in use (1) and not (0): direction read, path batch-reader (batches straight "
+            "from librdkafka) or consume (Consumer.consume); direction produce, path batch-producer (a batch per "
+            "librdkafka call) or produce (Producer.produce, one by one). consume or produce in roles all and "
+            "scorer: librdkafka could not be loaded through ctypes (role trainer always uses them)",
+            ["direction", "path"], registry=r)
         # process_* (start time, memory, CPU, open files): the checkpoint-age alert counts from the
         # process start until the first checkpoint of a new process.
         ProcessCollector(registry=r)

@@ -22,6 +22,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from consumer.config import ENV_PREFIX, Settings
 from consumer.errors import ConfigError
+from consumer.logs import kafka_logger
 
 __all__ = ["check_security", "security_sources"]
 
@@ -92,7 +93,8 @@ def check_security(settings: Settings, timeout_s: float = 10.0) -> None:
         errors: list[KafkaError] = []
         try:
             probe = Producer({"bootstrap.servers": settings.bootstrap_servers, **props, "log_level": 0,
-                              "error_cb": errors.append, "client.id": "activestream-preflight"})
+                              "error_cb": errors.append, "client.id": "activestream-preflight",
+                              "logger": kafka_logger()})
         except KafkaException as exc:  # a file that cannot be read, a value librdkafka refuses
             named = [prop for prop in props if prop in str(exc)] or list(props)
             raise ConfigError(f"{_named(where, named)}: {exc.args[0].str() if exc.args else exc}") from None

@@ -16,6 +16,7 @@ every output one by one.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import glob
@@ -39,6 +40,7 @@ _DR_CB = ctypes.CFUNCTYPE(None, _p, _p, _p)  # (rk, const rd_kafka_message_t *, 
 _ERROR_CB = ctypes.CFUNCTYPE(None, _p, ctypes.c_int, ctypes.c_char_p, _p)  # (rk, err, reason, opaque)
 # (rk, json, json_len, opaque) -> 0: librdkafka frees the json (a char * kept raw: it is not NUL-bound)
 _STATS_CB = ctypes.CFUNCTYPE(ctypes.c_int, _p, _p, ctypes.c_size_t, _p)
+_LOG_CB = ctypes.CFUNCTYPE(None, _p, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p)  # (rk, level, fac, text)
 _SIGNATURES = {
     "rd_kafka_conf_new": (_p, []),
     "rd_kafka_conf_destroy": (None, [_p]),
@@ -46,6 +48,9 @@ _SIGNATURES = {
     "rd_kafka_conf_set_dr_msg_cb": (None, [_p, _DR_CB]),
     "rd_kafka_conf_set_error_cb": (None, [_p, _ERROR_CB]),
     "rd_kafka_conf_set_stats_cb": (None, [_p, _STATS_CB]),
+    "rd_kafka_conf_set_log_cb": (None, [_p, _LOG_CB]),
+    "rd_kafka_set_log_queue": (ctypes.c_int, [_p, _p]),
+    "rd_kafka_name": (_p, [_p]),  # as consumer.batch_reader declares it (the same function object)
     "rd_kafka_new": (_p, [ctypes.c_int, _p, ctypes.c_char_p, ctypes.c_size_t]),
     "rd_kafka_destroy": (None, [_p]),
     "rd_kafka_topic_new": (_p, [_p, ctypes.c_char_p, _p]),
@@ -108,6 +113,9 @@ FailedCallback = Callable[[str, int, str, bytes | None, bytes | None, int], None
 ErrorCallback = Callable[[int, str, bool], None]
 # librdkafka's statistics (JSON), every ``statistics.interval.ms``
 StatsCallback = Callable[[bytes], None]
+# librdkafka's syslog levels (0 emergency ... 7 debug) as Python's, as confluent-kafka maps them
+_LEVELS = (logging.CRITICAL, logging.CRITICAL, logging.CRITICAL, logging.ERROR, logging.WARNING, logging.INFO,
+           logging.INFO, logging.DEBUG)
 
 
 def _text(value: Any) -> str:
@@ -120,18 +128,24 @@ class BatchProducer:
     ``config`` holds librdkafka properties (the emitter's producer settings); values that are not
     properties (Python callbacks) must be left out. A property librdkafka refuses raises
     ``ValueError`` naming it. ``on_stats`` receives librdkafka's statistics while :meth:`poll`
-    runs, when ``statistics.interval.ms`` is set.
+    runs, when ``statistics.interval.ms`` is set. With a ``logger``, librdkafka's log lines go to
+    it while :meth:`poll` or :meth:`flush` runs, as confluent-kafka's clients send them to theirs
+    (``"%s [%s] %s"``: facility, client name, text); without one librdkafka prints them to stderr.
     """
 
     def __init__(self, lib: ctypes.CDLL, config: Mapping[str, Any], on_failed: FailedCallback,
-                 on_error: ErrorCallback, on_stats: StatsCallback | None = None) -> None:
+                 on_error: ErrorCallback, on_stats: StatsCallback | None = None,
+                 logger: logging.Logger | None = None) -> None:
         self._lib = lib
         self._on_failed, self._on_error, self._on_stats = on_failed, on_error, on_stats
         self._dr_cb, self._error_cb = _DR_CB(self._delivered), _ERROR_CB(self._errored)  # kept alive with self
         self._stats_cb = _STATS_CB(self._statistics)
+        self._logger, self._log_cb, self._name = logger, _LOG_CB(self._logged), ""
         errstr = ctypes.create_string_buffer(512)
         conf = lib.rd_kafka_conf_new()
-        for name, value in {**config, "delivery.report.only.error": "true"}.items():
+        # with a logger, the lines queue until poll/flush serves them on the caller's thread
+        own = {"delivery.report.only.error": "true", **({"log.queue": "true"} if logger is not None else {})}
+        for name, value in {**config, **own}.items():
             if lib.rd_kafka_conf_set(conf, name.encode(), _text(value).encode(), errstr, len(errstr)) != 0:
                 lib.rd_kafka_conf_destroy(conf)
                 raise ValueError(f"{name}: {errstr.value.decode(errors='replace')}")
@@ -139,10 +153,15 @@ class BatchProducer:
         lib.rd_kafka_conf_set_error_cb(conf, self._error_cb)
         if on_stats is not None:
             lib.rd_kafka_conf_set_stats_cb(conf, self._stats_cb)
+        if logger is not None:
+            lib.rd_kafka_conf_set_log_cb(conf, self._log_cb)
         self._rk = lib.rd_kafka_new(_PRODUCER, conf, errstr, len(errstr))  # owns conf from here on
         if not self._rk:
             lib.rd_kafka_conf_destroy(conf)
             raise ValueError(errstr.value.decode(errors="replace"))
+        if logger is not None:
+            self._name = ctypes.string_at(lib.rd_kafka_name(self._rk)).decode(errors="replace")
+            lib.rd_kafka_set_log_queue(self._rk, None)  # the main queue: what rd_kafka_poll serves
         self._topics: dict[str, int] = {}
         self._closing = False
 
@@ -214,8 +233,13 @@ class BatchProducer:
             log.exception("handling librdkafka statistics")
         return 0  # librdkafka frees the JSON
 
+    def _logged(self, rk: int, level: int, facility: bytes | None, text: bytes | None) -> None:
+        with contextlib.suppress(Exception):  # an exception cannot cross C
+            self._logger.log(_LEVELS[min(max(level, 0), 7)], "%s [%s] %s", (facility or b"").decode(errors="replace"),
+                             self._name, (text or b"").decode(errors="replace"))
+
     def poll(self, timeout_s: float = 0.0) -> None:
-        """Serve failed deliveries and client errors (nothing once closed)."""
+        """Serve failed deliveries, client errors and log lines (nothing once closed)."""
         if self._rk:
             self._lib.rd_kafka_poll(self._rk, int(timeout_s * 1000))
 

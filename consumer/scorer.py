@@ -79,6 +79,7 @@ class Scorer(Service):
         self._reader = batch_reader.attach(self._features, consumer_config(s, "features").get("client.id", ""),
                                            s.topics.features)
         self._features.subscribe([s.topics.features], on_assign=self._on_assign, on_revoke=self._on_revoke)
+        self._publish_io_paths([self._reader])
         self._warm_up()
         self._follow_model()  # what was published while this scorer started is a catch-up, not a swap
         self.health.restored = True
@@ -200,6 +201,7 @@ class Scorer(Service):
                 self._floors.commit(offsets=floors, asynchronous=False)
             except KafkaException as exc:  # older floors stay: lower, so still safe
                 log.warning("committing the output floors failed: %s", exc)
+        self._floors.poll(0)  # nothing else polls this consumer: its log lines and errors wait for this
         self.recovery.forget_before(offsets)
         self.metrics.checkpoint_duration.observe(self.clock.monotonic() - started)
         self.metrics.checkpoint_last_success.set(self.clock.now())

@@ -54,6 +54,7 @@ from consumer.fastwrite import Packed, write_label_requests
 from consumer.health import Health, HealthServer
 from consumer.kafka import Emitter, OffsetTracker, consumer_config, offset_reset_policy, producer_config
 from consumer.lease import Lease, ensure_lease_topic
+from consumer.logs import kafka_logger
 from consumer.metrics import Metrics
 from consumer.pending import Entry, PendingStore, pack_strings, unpack_strings
 from consumer.preflight import check_security
@@ -153,13 +154,14 @@ class KafkaClients:
         log.warning("kafka: %s", err.str())
 
     def consumer(self, role: str) -> Consumer:
-        return Consumer({**consumer_config(self.settings, role), "error_cb": self._on_error, **self._stats(role)})
+        return Consumer({**consumer_config(self.settings, role), "error_cb": self._on_error, **self._stats(role),
+                         "logger": kafka_logger()})
 
     def producer(self, on_delivery: Callable[[KafkaError | None, Any], None]) -> Producer:
         """The producer; ``on_delivery`` is called for every failed delivery (one callback for all
         messages costs less per message than one passed with each)."""
         return Producer({**producer_config(self.settings), "error_cb": self._on_error, "on_delivery": on_delivery,
-                         **self._stats("producer")})
+                         **self._stats("producer"), "logger": kafka_logger()})
 
     def batch_producer(self, on_failed: Callable[..., None], on_error: Callable[..., None]) -> BatchProducer | None:
         """A second producer for predictions and label requests, fed a batch per librdkafka call
@@ -171,7 +173,7 @@ class KafkaClients:
         conf = {**producer_config(self.settings), "client.id": "activestream-predictions"}
         try:
             on_stats = None if self._on_stats is None else functools.partial(self._on_stats, "predictions")
-            return BatchProducer(lib, conf, on_failed, on_error, on_stats)
+            return BatchProducer(lib, conf, on_failed, on_error, on_stats, logger=kafka_logger())
         except ValueError as exc:
             raise ConfigError(f"ACTIVESTREAM_KAFKA_PRODUCER: {exc}") from None
 
@@ -182,7 +184,8 @@ class KafkaClients:
     def model_producer(self) -> Producer:
         """The trainer's producer for the model topic: every delivery is reported, with its offset."""
         conf = {**producer_config(self.settings), "client.id": "activestream-model", "error_cb": self._on_error,
-                "delivery.report.only.error": False, "enable.idempotence": True, "linger.ms": "0"}
+                "delivery.report.only.error": False, "enable.idempotence": True, "linger.ms": "0",
+                "logger": kafka_logger()}
         conf.pop("max.in.flight.requests.per.connection", None)
         return Producer(conf)
 
@@ -190,12 +193,12 @@ class KafkaClients:
         """Create the one-partition lease topic if it does not exist."""
         conf = {k: v for k, v in producer_config(self.settings).items()
                 if k == "bootstrap.servers" or k.startswith(("security.", "ssl.", "sasl."))}
-        ensure_lease_topic(conf, topic, timeout_s=5.0)
+        ensure_lease_topic({**conf, "client.id": "activestream-admin", "logger": kafka_logger()}, topic, timeout_s=5.0)
 
     def reader(self) -> Consumer:
         """A group-less consumer that reads a topic's tail to its end (recovery)."""
         conf = consumer_config(self.settings, "recovery")
-        conf.update({"enable.partition.eof": "true", "error_cb": self._on_error})
+        conf.update({"enable.partition.eof": "true", "error_cb": self._on_error, "logger": kafka_logger()})
         conf.pop("group.instance.id", None)
         return Consumer(conf)
 
@@ -435,6 +438,7 @@ class Service:
         self._features.subscribe([s.topics.features], on_assign=self._on_assign, on_revoke=self._on_revoke)
         self._labels.subscribe([s.topics.labels], on_assign=self._on_assign, on_revoke=self._on_revoke)
         self._recover_decisions()
+        self._publish_io_paths([self._reader, self._label_reader])
         self._warm_up()
         self.health.restored = True
         self._started = True
@@ -487,6 +491,18 @@ class Service:
             self.metrics.trainer_active.set(0.0)
             raise LeaseLost(f"the trainer lease ({self.settings.topics.lease}) was taken away: stopping without a "
                             "checkpoint, as another process may be restoring the model")
+
+    def _publish_io_paths(self, readers: Sequence[BatchReader | None]) -> None:
+        """activestream_io_path, once the clients exist: whether ``readers`` (one per consumer of
+        records, None where it reads through Consumer.consume) are batch readers, and whether the
+        outputs go through the batch producer or one by one."""
+        reads = {"consume" if reader is None else "batch-reader" for reader in readers}
+        produce = "produce" if self.emitter.batch is None else "batch-producer"
+        for direction, paths, used in (("read", ("batch-reader", "consume"), reads),
+                                       ("produce", ("batch-producer", "produce"), {produce})):
+            for path in paths:
+                self.metrics.io_path.labels(direction=direction, path=path).set(1.0 if path in used else 0.0)
+        log.info("records read by %s, outputs produced by %s", " and ".join(sorted(reads)), produce)
 
     def _warm_up(self) -> None:
         """Load every compiled loop the first batches need (from numba's on-disk cache, or compile it

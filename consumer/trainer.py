@@ -85,6 +85,7 @@ class Trainer(Service):
         self._labels = self._clients.consumer("labels")
         self._assign_all(self._requests, s.topics.label_requests)
         self._assign_all(self._labels, s.topics.labels)
+        self._publish_io_paths([None])  # label requests and labels, through Consumer.consume
         self._warm_up()
         self._audit({"epoch": self.epoch, "restored": self.restored_version, "labels_": self.learner.labels_})
         self._publish()  # a full snapshot opens the epoch: the scorers drop what the last trainer sent after it

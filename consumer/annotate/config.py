@@ -64,6 +64,7 @@ class AnnotateSettings(BaseSettings):
     classes: list[Any] | None = Field(None, description="the service's classes (unset: -1 and 1)")
     annotate: LabelStudioSection = LabelStudioSection()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="log level")
+    log_format: Literal["text", "json"] = Settings.model_fields["log_format"]
 
     _dotted = field_validator("kafka", "kafka_consumer", "kafka_producer", mode="after")(Settings._dotted.__func__)
     # a request's offset is committed only once its task exists: auto-commit would commit it earlier

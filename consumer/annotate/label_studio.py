@@ -37,6 +37,7 @@ from consumer.annotate.mapping import BadRequest, choices_of, label_config, pars
 from consumer.annotate.metrics import AnnotateMetrics
 from consumer.annotate.tasks import TaskBook
 from consumer.errors import ConfigError
+from consumer.logs import kafka_logger
 
 __all__ = ["WEBHOOK_ACTIONS", "Connector", "ensure_project"]
 
@@ -99,7 +100,7 @@ class Connector:
         self.book = TaskBook(self.ls, self.project, self.metrics, self._now)
         self._producer = self._producer or self._make_producer({
             "bootstrap.servers": s.bootstrap_servers, "enable.idempotence": True, "acks": "all", "linger.ms": 0,
-            "client.id": "activestream-annotate", **s.kafka, **s.kafka_producer})
+            "client.id": "activestream-annotate", **s.kafka, **s.kafka_producer, "logger": kafka_logger()})
         self.forwarder = Forwarder(self.ls, self.book, self._producer, s.topics.labels, s.class_list,
                                    s.annotate.cost, s.annotate.cost_per_label, s.annotate.cost_per_second,
                                    self.metrics, now=self._now)
@@ -108,7 +109,8 @@ class Connector:
         self._serve()  # last of what can fail, so that a failed start can simply be called again
         self._consumer = self._make_consumer({
             "bootstrap.servers": s.bootstrap_servers, "group.id": s.annotate.group_id, "enable.auto.commit": False,
-            "auto.offset.reset": "earliest", "client.id": "activestream-annotate", **s.kafka, **s.kafka_consumer})
+            "auto.offset.reset": "earliest", "client.id": "activestream-annotate", **s.kafka, **s.kafka_consumer,
+            "logger": kafka_logger()})
         self._consumer.subscribe([s.topics.label_requests], on_assign=self._assigned)
         return self
 
@@ -317,16 +319,16 @@ class Connector:
 def main() -> int:
     """The CLI entry: settings, start (retrying while Label Studio is not up), run."""
     import signal
-    import sys
 
+    from consumer import logs
     from consumer.annotate.config import load_annotate_settings
 
     try:
         settings = load_annotate_settings()
     except ConfigError as exc:
-        print(f"activestream annotate label-studio: {exc}", file=sys.stderr)
+        logs.print_error(f"activestream annotate label-studio: {exc}", logs.requested_format())
         return 2
-    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure(settings.log_level, settings.log_format)
     connector = Connector(settings)
     signal.signal(signal.SIGTERM, connector.request_stop)
     signal.signal(signal.SIGINT, connector.request_stop)
@@ -335,12 +337,12 @@ def main() -> int:
             connector.start()
             break
         except ConfigError as exc:
-            print(f"activestream annotate label-studio: {exc}", file=sys.stderr)
+            logs.print_error(f"activestream annotate label-studio: {exc}", settings.log_format)
             return 2
         except LabelStudioError as exc:
             if exc.status in (401, 403):
-                print(f"activestream annotate label-studio: {ENV_PREFIX}ANNOTATE__TOKEN was refused by "
-                      f"{settings.annotate.url}", file=sys.stderr)
+                logs.print_error(f"activestream annotate label-studio: {ENV_PREFIX}ANNOTATE__TOKEN was refused by "
+                                 f"{settings.annotate.url}", settings.log_format)
                 return 2
             log.warning("Label Studio not reachable (%s); trying again in %.0f s", exc, settings.annotate.retry_s)
             if connector._stop.wait(settings.annotate.retry_s):

@@ -33,6 +33,10 @@ def test_without_librdkafka_every_record_is_predicted_once_and_every_label_appli
     first.start()
     assert first._reader is None and first._label_reader is None  # the paths under test
     assert first.emitter.batch is None
+    value = first.metrics.registry.get_sample_value
+    assert [value("activestream_io_path", {"direction": d, "path": p}) for d, p in
+            (("read", "consume"), ("read", "batch-reader"), ("produce", "produce"), ("produce", "batch-producer"))] \
+        == [1.0, 0.0, 1.0, 0.0]  # what a dashboard sees of it
     run_until(first, lambda: first.totals.get("records_scored") >= 600, what="first 600 scored")
     annotator.answer(timeout=1.0)
     run_until(first, lambda: first.totals.get("labels.applied") >= len(annotator.answered), what="labels applied")

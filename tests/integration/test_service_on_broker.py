@@ -3,6 +3,7 @@ SIGTERM, and labels overtaking a features backlog."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import signal
 import subprocess
@@ -14,6 +15,7 @@ import uuid
 import numpy as np
 import orjson
 from confluent_kafka import Producer
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 from consumer.checkpoint import read_checkpoint
 from consumer.clock import ManualClock
@@ -257,6 +259,17 @@ def test_metrics_and_probes_are_served_over_http(kafka_bootstrap, tmp_path):
         assert "activestream_records_scored_total 100.0" in text
         assert f'activestream_consumer_lag_records{{partition="0",topic="{topics["features"]}"}} 0.0' in text
         assert f'activestream_consumer_offset{{partition="0",topic="{topics["features"]}"}} 100.0' in text
+        # what Prometheus asks for: OpenMetrics, compressed
+        asked = urllib.request.Request(base + "/metrics", headers={
+            "Accept": "application/openmetrics-text; version=1.0.0", "Accept-Encoding": "gzip"})
+        with urllib.request.urlopen(asked, timeout=5) as r:
+            assert r.headers["Content-Encoding"] == "gzip"
+            assert r.headers["Content-Type"].startswith("application/openmetrics-text; version=1.0.0")
+            families = {f.name: f for f in text_string_to_metric_families(gzip.decompress(r.read()).decode())}
+        assert families["activestream_records_scored"].samples[0].value == 100.0
+        paths = {(s.labels["direction"], s.labels["path"]): s.value for s in families["activestream_io_path"].samples}
+        assert paths == {("read", "batch-reader"): 1.0, ("read", "consume"): 0.0,
+                         ("produce", "batch-producer"): 1.0, ("produce", "produce"): 0.0}
     finally:
         service.request_stop()
         service._shutdown()
@@ -276,6 +289,9 @@ def two_replicas(bootstrap: str, tmp_path, n: int) -> tuple[dict, dict, Service,
                                               role="scorer"), serve_http=False) for name in ("a", "b"))
     first.start()
     assert first._reader is not None  # the features are read as columns, the path under test
+    paths = {(d, p): first.metrics.registry.get_sample_value("activestream_io_path", {"direction": d, "path": p})
+             for d, p in (("read", "batch-reader"), ("read", "consume"), ("produce", "batch-producer"))}
+    assert paths == {("read", "batch-reader"): 1.0, ("read", "consume"): 0.0, ("produce", "batch-producer"): 1.0}
     run_until(first, lambda: first.totals.get("records_scored") >= 500, what="500 scored by the first replica")
     second.start()
     run_until([first, second], lambda: len(second._features.assignment()) == 1 == len(first._features.assignment()),
