@@ -13,7 +13,9 @@ variable, the value and what is expected.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import json
+import os
 import re
 import socket
 from pathlib import Path
@@ -25,9 +27,18 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from consumer.errors import ConfigError
 from learners.defaults import DEFAULT_LEARNERS, KERNEL_MAX_FEATURES
 
-__all__ = ["ENV_PREFIX", "Settings", "load_settings"]
+__all__ = ["ENV_PREFIX", "NOT_SETTINGS", "Settings", "load_settings", "unknown_variables"]
 
 ENV_PREFIX = "ACTIVESTREAM_"
+# ACTIVESTREAM_ variables that are not the service's settings, read elsewhere (their meaning is in
+# docs/reference/configuration.md): the learners' kernels, the demo's broker, the benchmarks' datasets
+# and the tests' switches. The Label Studio connector's settings are ACTIVESTREAM_ANNOTATE__*.
+NOT_SETTINGS = frozenset({
+    "ACTIVESTREAM_AOT", "ACTIVESTREAM_TANSU", "ACTIVESTREAM_DATASETS", "ACTIVESTREAM_HYPOTHESIS_PROFILE",
+    "ACTIVESTREAM_FUZZ_RECORDS", "ACTIVESTREAM_SKIP_PROMETHEUS", "ACTIVESTREAM_SKIP_BROWSER",
+    "ACTIVESTREAM_LABEL_STUDIO_VENV", "ACTIVESTREAM_CHROMIUM", "ACTIVESTREAM_REQUIRE_LABEL_STUDIO",
+})
+_OTHER_PREFIXES = ("ACTIVESTREAM_ANNOTATE__",)
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
 
@@ -236,9 +247,43 @@ def _env_name(loc: tuple) -> str:
     return ENV_PREFIX + "__".join(str(part) for part in loc).upper()
 
 
+def _known_names() -> tuple[frozenset[str], tuple[str, ...]]:
+    """The settings' variable names, and the prefixes of the mappings' one-variable-per-key form."""
+    names, prefixes = set(), []
+    for name, field in Settings.model_fields.items():
+        env = ENV_PREFIX + name.upper()
+        names.add(env)
+        kind = field.annotation
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            names.update(f"{env}__{sub.upper()}" for sub in kind.model_fields)
+        elif getattr(kind, "__origin__", None) is dict:
+            prefixes.append(env + "__")
+    return frozenset(names), tuple(prefixes)
+
+
+def unknown_variables(environ: dict[str, str] | None = None) -> list[str]:
+    """The ``ACTIVESTREAM_*`` variables of ``environ`` (default: the process's) that nothing reads: a
+    misspelt setting would otherwise be ignored and the service start without it."""
+    names, prefixes = _known_names()
+    environ = os.environ if environ is None else environ
+    return sorted(k for k in environ if k.startswith(ENV_PREFIX) and k not in names and k not in NOT_SETTINGS
+                  and not k.startswith(prefixes + _OTHER_PREFIXES))
+
+
 def load_settings(**overrides: Any) -> Settings:
     """Read the settings from the environment (``overrides`` win); raise :class:`ConfigError`
-    naming the environment variable on any invalid value."""
+    naming the environment variable on any invalid value, or on an ``ACTIVESTREAM_*`` variable that
+    is no setting (with the closest setting's name)."""
+    unknown = unknown_variables()
+    if unknown:
+        names = sorted(_known_names()[0])
+        lines = []
+        for name in unknown:
+            longer = sorted((n for n in names if n.startswith(name)), key=len)  # QUERY_RATE → QUERY_RATE_TARGET
+            close = longer[:1] or difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+            lines.append(f"{name}: no such setting" + (f" (did you mean {close[0]}?)" if close else "")
+                         + "; every setting: docs/reference/configuration.md")
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines))
     try:
         return Settings(**overrides)
     except ValidationError as exc:

@@ -255,3 +255,11 @@ def test_registry_reference_has_a_row_per_algorithm_and_its_citation(gen):
         for full, short in gen.PAPERS.items():  # a paper named shortly in a row is named in full below
             if full in spec.cite:
                 assert f"- {short}: " in page and full in page
+
+
+def test_the_variables_outside_the_settings_are_the_ones_the_service_does_not_refuse(gen):
+    """The service stops on an ACTIVESTREAM_* variable that is not a setting (a misspelt one) unless
+    it is one of those read elsewhere, which the configuration page lists."""
+    from consumer.config import NOT_SETTINGS
+
+    assert set(gen.ENVIRONMENT) == set(NOT_SETTINGS)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from consumer.config import load_settings
+from consumer.config import load_settings, unknown_variables
 from consumer.errors import ConfigError
 from consumer.service import build_learner
 
@@ -184,3 +184,21 @@ def test_a_batch_holds_up_to_2000_records_unless_told_otherwise(monkeypatch):
     assert load_settings().batch_size == 2000
     monkeypatch.setenv("ACTIVESTREAM_BATCH_SIZE", "300")
     assert load_settings().batch_size == 300
+
+
+def test_a_misspelt_setting_stops_start_up_naming_it_and_the_closest_setting(monkeypatch):
+    monkeypatch.setenv("ACTIVESTREAM_QUERY_RATE", "0.1")
+    monkeypatch.setenv("ACTIVESTREAM_CHECKPOINT__EVRY_S", "5")
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    message = str(info.value)
+    assert "ACTIVESTREAM_QUERY_RATE: no such setting (did you mean ACTIVESTREAM_QUERY_RATE_TARGET?)" in message
+    assert "ACTIVESTREAM_CHECKPOINT__EVRY_S: no such setting (did you mean ACTIVESTREAM_CHECKPOINT__EVERY_S?)" in message
+
+
+def test_the_variables_that_are_not_settings_and_the_mappings_keys_are_known():
+    environ = {"ACTIVESTREAM_KAFKA__SASL_MECHANISM": "PLAIN", "ACTIVESTREAM_LABELS__BUDGET": "5",
+               "ACTIVESTREAM_LABELS": "{}", "ACTIVESTREAM_ANNOTATE__URL": "http://ls", "ACTIVESTREAM_AOT": "0",
+               "ACTIVESTREAM_DATASETS": "/d", "OTHER": "x"}
+    assert unknown_variables(environ) == []
+    assert unknown_variables({"ACTIVESTREAM_LABEL__BUDGET": "5"}) == ["ACTIVESTREAM_LABEL__BUDGET"]
