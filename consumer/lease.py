@@ -34,7 +34,9 @@ def ensure_lease_topic(admin_config: dict[str, Any], topic: str, timeout_s: floa
     :class:`ConfigError` naming the setting: create it by hand, or point the setting at one."""
     admin = AdminClient(admin_config)
     try:
-        listed = admin.list_topics(topic, timeout=timeout_s)
+        # every topic's metadata: a request naming the topic lets a broker that auto-creates topics
+        # make it with its default partition count before we create it with one
+        listed = admin.list_topics(timeout=timeout_s)
         info = listed.topics.get(topic)
         if info is not None and info.error is None and info.partitions:
             return

@@ -93,7 +93,7 @@ def test_a_lease_topic_that_cannot_be_created_fails_naming_the_setting(monkeypat
         def __init__(self, conf) -> None:
             pass
 
-        def list_topics(self, topic, timeout):
+        def list_topics(self, topic=None, timeout=None):
             return SimpleNamespace(topics={})
 
         def create_topics(self, topics, operation_timeout):
