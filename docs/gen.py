@@ -5,7 +5,8 @@
   outside them, from :data:`ENVIRONMENT` and a scan of the sources for what reads them;
 - ``docs/reference/cli.md`` from the ``activestream`` argument parser (``consumer/cli.py``);
 - ``docs/reference/metrics.md`` from the metrics the service registers (``consumer/metrics.py``);
-- ``docs/reference/registry.md`` from the learner registry (``learners/registry.py``).
+- ``docs/reference/registry.md`` from the learner registry (``learners/registry.py``);
+- then the figures every other page quotes, from the results files (``docs/render.py``).
 
 ``python docs/gen.py --check`` writes nothing and exits 1 when a committed page differs from what the
 code gives (``tests/docs/test_reference.py`` runs the same comparison). Descriptions come from the
@@ -533,8 +534,12 @@ def main(argv: list[str] | None = None) -> int:
             path.write_text(text, encoding="utf-8")
     if stale:
         print("out of date (run python docs/gen.py): " + ", ".join(stale), file=sys.stderr)
-        return 1
-    return 0
+    # then the figures the other pages quote, from the results files (docs/render.py)
+    sys.path.insert(0, str(ROOT / "docs"))
+    import render as figures
+
+    quoted = figures.main(["--check"] if args.check else [])
+    return 1 if stale or quoted else 0
 
 
 if __name__ == "__main__":
