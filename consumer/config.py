@@ -19,12 +19,13 @@ import os
 import re
 import socket
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from consumer.errors import ConfigError
+from consumer.records import MAX_COST
 from learners.defaults import DEFAULT_LEARNERS, KERNEL_MAX_FEATURES
 
 __all__ = ["ENV_PREFIX", "NOT_SETTINGS", "Settings", "load_settings", "unknown_variables"]
@@ -88,8 +89,11 @@ class LabelSettings(_Section):
     )
     expiry_label: Any = Field(None, description="the label learnt for an expired request when on_expiry=default")
     retract_expired: bool = Field(False, description="produce a tombstone (key = id) to label-requests on expiry")
-    cost_per_request: float = Field(1.0, ge=0, description="cost of one label, unless per class or the label says")
-    cost_per_class: dict[str, float] = Field(default_factory=dict, description="cost of a label of this class")
+    # the bounds a label's own cost is held to (a label request carries the cost)
+    cost_per_request: float = Field(1.0, ge=0, le=MAX_COST, allow_inf_nan=False,
+                                    description="cost of one label, unless per class or the label says")
+    cost_per_class: dict[str, Annotated[float, Field(ge=0, le=MAX_COST, allow_inf_nan=False)]] = Field(
+        default_factory=dict, description="cost of a label of this class")
     budget: int | None = Field(None, ge=1, description="at most this many label requests in any budget window, "
                                "paced over the window on the most uncertain records")
     cost_budget: float | None = Field(None, gt=0, description="at most this much expected labelling cost in any "

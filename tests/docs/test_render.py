@@ -39,8 +39,8 @@ won 3 of 4
 @pytest.fixture
 def results(tmp_path, monkeypatch):
     (tmp_path / "board.md").write_text(RESULT)
-    (tmp_path / "board.json").write_text(json.dumps({"rows": [{"entry": "paa", "f1": 0.5}, {"entry": "lr", "f1": 0.87654}],
-                                                     "minutes": 12.5, "PA F1 C=0.1": 0.25}))
+    rows = [{"entry": "paa", "f1": 0.5}, {"entry": "lr", "f1": 0.87654}]
+    (tmp_path / "board.json").write_text(json.dumps({"rows": rows, "minutes": 12.5, "PA F1 C=0.1": 0.25}))
     monkeypatch.setattr(render, "RESULTS", tmp_path)
     render._json.cache_clear()
     render._held.cache_clear()
@@ -81,7 +81,7 @@ def test_a_figure_typed_outside_the_markers_is_found(results):
 
 
 def test_a_path_that_names_nothing_fails_with_the_page(results):
-    with pytest.raises(SystemExit, match="some.md"):
+    with pytest.raises(SystemExit, match=r"some\.md"):
         render.render("<!-- value: board.json#rows.[entry=vw].f1 -->x<!-- /value -->", render.DOCS / "some.md")
 
 

@@ -193,7 +193,8 @@ def test_a_misspelt_setting_stops_start_up_naming_it_and_the_closest_setting(mon
         load_settings()
     message = str(info.value)
     assert "ACTIVESTREAM_QUERY_RATE: no such setting (did you mean ACTIVESTREAM_QUERY_RATE_TARGET?)" in message
-    assert "ACTIVESTREAM_CHECKPOINT__EVRY_S: no such setting (did you mean ACTIVESTREAM_CHECKPOINT__EVERY_S?)" in message
+    assert ("ACTIVESTREAM_CHECKPOINT__EVRY_S: no such setting (did you mean ACTIVESTREAM_CHECKPOINT__EVERY_S?)"
+            in message)
 
 
 def test_the_variables_that_are_not_settings_and_the_mappings_keys_are_known():
