@@ -131,13 +131,23 @@ SETS: dict[str, lb.BoardData] = {d.name: d for d in (
 
 
 def run_dataset(spec: lb.BoardData, data: Dataset, names: Sequence[str] | None, budgets: Sequence[float],
-                permutations: int, *, peers: bool = True, log=print) -> list[lb.Row]:
-    """Every learner with its defaults, online, and every peer on one named table (``data``, loaded)."""
+                permutations: int, *, peers: bool = True, log=print,
+                skipped: dict[str, str] | None = None) -> list[lb.Row]:
+    """Every learner with its defaults, online, and every peer on one named table (``data``, loaded);
+    a learner that cannot hold the table's 2²⁰ coordinates is put in ``skipped`` with the reason."""
     classes = spec.classes(data)
     metric = "accuracy" if spec.multiclass else "f1"
     rows: list[lb.Row] = []
+    skipped = {} if skipped is None else skipped
     for name in lb.candidates(spec.multiclass, names):
-        if lb.skip_reason(name, data):
+        reason = lb.skip_reason(name, data)
+        if reason is None:
+            try:
+                lb.build(name, data, classes, {})
+            except ValueError as exc:  # a state too large for 2²⁰ coordinates (kernel support vectors)
+                reason = str(exc).split(";")[0]
+        if reason:
+            skipped[name] = reason
             continue
         for target in budgets:
             for r in lb.measure_ours(name, data, classes, {}, target, permutations, regime=REGIME,
@@ -163,6 +173,8 @@ def markdown(rows: list[lb.Row], meta: dict, datasets: Sequence[str], budgets: S
             "| table | rows | what |", "|---|---|---|"]
     head += [f"| {d} | {meta['sizes'][d]:,} | {SETS[d].note} |" for d in datasets]
     head.append("")
+    if meta["skipped"]:
+        head += ["Not run: " + "; ".join(f"`{n}` ({why})" for n, why in sorted(meta["skipped"].items())) + ".", ""]
     body: list[str] = []
     for kind, multiclass in (("Binary", False), ("Multiclass", True)):
         mine = [r for r in rows if SETS[r.dataset].multiclass == multiclass]
@@ -189,15 +201,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     commit, started = lb._commit(), time.perf_counter()
     rows: list[lb.Row] = []
     sizes: dict[str, int] = {}
+    skipped: dict[str, str] = {}
     for name in datasets:
         data = SETS[name].load()
         sizes[name] = data.n
         rows += run_dataset(SETS[name], data, args.learners, args.budgets, permutations, peers=not args.no_peers,
-                            log=lambda s: print(s, flush=True))
+                            log=lambda s: print(s, flush=True), skipped=skipped)
     lb.rank(rows)
     meta = {"date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), "commit": commit,
             "command": command.strip(), "minutes": (time.perf_counter() - started) / 60,
-            "permutations": permutations, "budgets": list(args.budgets), "sizes": sizes}
+            "permutations": permutations, "budgets": list(args.budgets), "sizes": sizes, "skipped": skipped}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "leaderboard_named.md").write_text(markdown(rows, meta, datasets, args.budgets))
     ranks = lb.mean_ranks(rows)
