@@ -93,3 +93,16 @@ def test_a_missing_board_is_named(results, tmp_path):
     (results / "leaderboard_named.json").unlink()
     with pytest.raises(SystemExit):
         lbr.main(["--results", str(results), "--out", str(tmp_path / "out")])
+
+
+def test_the_defaults_board_replaces_the_full_boards_rows_of_the_default_learners(results, tmp_path):
+    (results / "leaderboard_defaults").mkdir()
+    (results / "leaderboard_defaults" / "leaderboard.json").write_text(json.dumps(
+        {"commit": "eee", "rows": as_table(board("defaults", "a8a", {BINARY: 0.95}, {"vw-active": 0.92}))}))
+    out = tmp_path / "out"
+    lbr.main(["--results", str(results), "--out", str(out)])
+    made = json.loads((out / "leaderboard_regimes.json").read_text())
+    assert {t["entry"]: t for t in made["binary"]["ranking"]}[BINARY]["regimes"]["prepared"] == 1.0
+    assert made["sources"]["prepared"] == f"aaa; {BINARY} at eee"
+    prepared = [c for c in made["cells"] if c["regime"] == "prepared" and c["entry"] == BINARY]
+    assert sorted(c["mean"] for c in prepared) == [0.95, 0.95]  # one row per cell: the newer one

@@ -161,3 +161,9 @@ def test_compiled_kernels_are_dropped_before_anything_is_regenerated_or_checked(
         (cache / name).write_bytes(b"x")
     assert reproduce.drop_compiled_kernels(tmp_path) == 2
     assert [p.name for p in cache.iterdir()] == ["budget.cpython-311.pyc"]
+
+
+def test_the_defaults_board_runs_every_default_learner():
+    from learners.defaults import DEFAULT_LEARNERS
+
+    assert set(reproduce.DEFAULT_BOARD_LEARNERS) == set(DEFAULT_LEARNERS.values())
