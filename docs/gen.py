@@ -372,12 +372,6 @@ def option_rows(parser: argparse.ArgumentParser) -> list[tuple[str, str, str, st
     return rows
 
 
-def _usage(parser: argparse.ArgumentParser) -> str:
-    formatter = argparse.HelpFormatter(prog=parser.prog, width=_USAGE_WIDTH)
-    formatter.add_usage(parser.usage, parser._actions, parser._mutually_exclusive_groups, prefix="")
-    return formatter.format_help().strip()
-
-
 def _anchor(words: tuple[str, ...]) -> str:
     """The heading id of a command's section (``toc``'s slug of ``activestream <words>``)."""
     return "-".join(("activestream", *words)).lower()
@@ -389,13 +383,12 @@ def cli() -> str:
     parser = module.build_parser()
     commands = _commands(parser)
     lines = [_HEADER.format(source="the parser of `consumer/cli.py`"), "# Command line reference\n\n",
-             _doc(module) + "\n\n",
              "Every command also takes `-h`/`--help`, which prints its usage and options.\n\n",
              "| command | description |\n|---|---|\n"]
     lines.extend(f"| [`{' '.join((parser.prog, *words))}`](#{_anchor(words)}) | {_cell(text)} |\n"
                  for words, text, _ in commands)
     for words, text, sub in commands:
-        lines.append(f"\n## {' '.join((parser.prog, *words))}\n\n{text}\n\n```text\n{_usage(sub)}\n```\n")
+        lines.append(f"\n## {' '.join((parser.prog, *words))}\n\n{text}\n")
         children = [w for w, _, _ in commands if w[:-1] == words]
         if children:
             lines.append("\nCommands: " + ", ".join(f"[`{' '.join((parser.prog, *w))}`](#{_anchor(w)})"
