@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from consumer.errors import ConfigError
@@ -45,6 +45,9 @@ def ensure_lease_topic(admin_config: dict[str, Any], topic: str, timeout_s: floa
         try:
             future.result(timeout=timeout_s)
             log.info("created the lease topic %s (1 partition)", topic)
+        except TimeoutError:  # no answer: like brokers out of reach, for the caller to wait on
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"creating the lease topic {topic} timed out")) \
+                from None
         except KafkaException as exc:
             if exc.args and getattr(exc.args[0], "code", lambda: None)() == 36:  # TOPIC_ALREADY_EXISTS: a peer won
                 return

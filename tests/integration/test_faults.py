@@ -3,12 +3,14 @@ Nothing is lost and the loop keeps turning."""
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 
 import orjson
 import pytest
 from confluent_kafka import KafkaError
 
+from consumer.config import Topics
 from consumer.demo.broker import CLIENT_SETTINGS
 from consumer.service import Service
 from tests.kafka_helpers import produce_features, read_all, run_until, settings_for, stream
@@ -29,6 +31,8 @@ def mock_topics(cluster: MockCluster) -> dict[str, str]:
     topics = {k: f"{k}-{tag}" for k in TOPIC_KEYS}
     for name in topics.values():
         cluster.create_topic(name, partitions=2, replication=3)
+    with contextlib.suppress(RuntimeError):  # the lease topic, made once per cluster (the mock cluster does
+        cluster.create_topic(Topics().lease, partitions=1, replication=3)  # not answer CreateTopics)
     return topics
 
 

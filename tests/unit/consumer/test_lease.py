@@ -104,3 +104,19 @@ def test_a_lease_topic_that_cannot_be_created_fails_naming_the_setting(monkeypat
     monkeypatch.setattr("consumer.lease.AdminClient", Refusing)
     with pytest.raises(ConfigError, match="ACTIVESTREAM_TOPICS__LEASE: 'lease' does not exist and cannot be created"):
         ensure_lease_topic({}, "lease")
+
+
+def test_a_broker_that_does_not_answer_the_creation_is_a_kafka_error_to_wait_on(monkeypatch):
+    class Silent:
+        def __init__(self, conf) -> None:
+            pass
+
+        def list_topics(self, topic=None, timeout=None):
+            return SimpleNamespace(topics={})
+
+        def create_topics(self, topics, operation_timeout):
+            return {topics[0].topic: Future()}  # never completes
+
+    monkeypatch.setattr("consumer.lease.AdminClient", Silent)
+    with pytest.raises(KafkaException, match="creating the lease topic lease timed out"):
+        ensure_lease_topic({}, "lease", timeout_s=0.1)
