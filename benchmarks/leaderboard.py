@@ -600,6 +600,46 @@ def _against_river_table(rows: list[Row], kind: str, chosen: str, multiclass: bo
     return out
 
 
+# -- the smaller boards (raw features, named tables): one command line, one json ----------------------------
+
+
+@dataclass(frozen=True)
+class SideRun:
+    """What a smaller board's command line asks for."""
+
+    args: argparse.Namespace
+    datasets: list[str]
+    permutations: int
+    command: str
+
+
+def side_board_args(module: str, description: str, sets: Mapping[str, BoardData], budgets: Sequence[float],
+                    permutations: int, quick_permutations: int, argv: Sequence[str] | None) -> SideRun:
+    """The command line the smaller boards share: --quick (binary sets only), --datasets, --learners,
+    --budgets, --permutations, --no-peers, --out."""
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=description)
+    parser.add_argument("--quick", action="store_true", help=f"{quick_permutations} permutations, binary sets only")
+    parser.add_argument("--datasets", nargs="+", choices=list(sets))
+    parser.add_argument("--learners", nargs="+", metavar="NAME")
+    parser.add_argument("--budgets", nargs="+", type=float, default=list(budgets))
+    parser.add_argument("--permutations", type=int)
+    parser.add_argument("--no-peers", action="store_true")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    datasets = args.datasets or [d for d, spec in sets.items() if not (args.quick and spec.multiclass)]
+    command = f"python -m {module} " + " ".join(argv if argv is not None else sys.argv[1:])
+    return SideRun(args, datasets, args.permutations or (quick_permutations if args.quick else permutations),
+                   command.strip())
+
+
+def side_board_json(meta: Mapping[str, Any], rows: Sequence[Row]) -> str:
+    """A smaller board's json: its facts, every row, and each entry's mean rank per budget."""
+    payload = {**meta, "rows": [asdict(r) for r in rows],
+               "mean_ranks": [{"budget": k[1], "entry": k[2], "mean_rank": v[0], "datasets": v[1]}
+                              for k, v in mean_ranks(rows).items()]}
+    return json.dumps(payload, indent=1, default=float)
+
+
 # -- the run ------------------------------------------------------------------------------------------------
 
 

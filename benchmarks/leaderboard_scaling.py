@@ -21,10 +21,7 @@ and written as the leaderboard is: ``leaderboard_scaling.md``, ``.json`` and
 
 from __future__ import annotations
 
-import argparse
 import datetime
-import json
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -98,35 +95,21 @@ def markdown(rows: list[lb.Row], meta: dict, datasets: Sequence[str], budgets: S
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.leaderboard_scaling",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help=f"{QUICK_PERMUTATIONS} permutations, binary sets only")
-    parser.add_argument("--datasets", nargs="+", choices=list(SETS))
-    parser.add_argument("--learners", nargs="+", metavar="NAME")
-    parser.add_argument("--budgets", nargs="+", type=float, default=list(BUDGETS))
-    parser.add_argument("--permutations", type=int)
-    parser.add_argument("--no-peers", action="store_true")
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    args = parser.parse_args(argv)
-    datasets = args.datasets or [d for d, s in SETS.items() if not (args.quick and s.multiclass)]
-    permutations = args.permutations or (QUICK_PERMUTATIONS if args.quick else PERMUTATIONS)
-    command = "python -m benchmarks.leaderboard_scaling " + " ".join(argv if argv is not None else sys.argv[1:])
+    run = lb.side_board_args("benchmarks.leaderboard_scaling", __doc__.splitlines()[0], SETS, BUDGETS, PERMUTATIONS,
+                             QUICK_PERMUTATIONS, argv)
+    args, datasets = run.args, run.datasets
     commit, started = lb._commit(), time.perf_counter()
     rows: list[lb.Row] = []
     for name in datasets:
-        rows += run_dataset(SETS[name], args.learners, args.budgets, permutations, peers=not args.no_peers,
+        rows += run_dataset(SETS[name], args.learners, args.budgets, run.permutations, peers=not args.no_peers,
                             log=lambda s: print(s, flush=True))
     lb.rank(rows)
     meta = {"date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), "commit": commit,
-            "command": command.strip(), "minutes": (time.perf_counter() - started) / 60,
-            "permutations": permutations, "budgets": list(args.budgets)}
+            "command": run.command, "minutes": (time.perf_counter() - started) / 60,
+            "permutations": run.permutations, "budgets": list(args.budgets)}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "leaderboard_scaling.md").write_text(markdown(rows, meta, datasets, args.budgets))
-    ranks = lb.mean_ranks(rows)
-    payload = {**meta, "rows": [asdict(r) for r in rows],
-               "mean_ranks": [{"budget": k[1], "entry": k[2], "mean_rank": v[0], "datasets": v[1]}
-                              for k, v in ranks.items()]}
-    (args.out / "leaderboard_scaling.json").write_text(json.dumps(payload, indent=1, default=float))
+    (args.out / "leaderboard_scaling.json").write_text(lb.side_board_json(meta, rows))
     for d in datasets:
         if any(r.dataset == d for r in rows):
             lb.plot(rows, d, args.out / f"leaderboard_scaling_{d}.png")
