@@ -20,11 +20,12 @@ left out. Within each cell (regime, dataset, budget), the landed entries, ours a
 an entry's rank in a regime is its mean over the regime's cells, at the budgets of
 :data:`BUDGETS`. The combined rank is the mean of the regime ranks (binary: four regimes;
 multiclass: prepared, raw and named, the drifting streams being binary). An entry ranked in fewer
-cells of a regime than the best covered one, or missing a regime, goes last.
+than half the cells of a regime that the best covered one is ranked in, or missing a regime, goes last.
 
-For each default learner, per regime: the cells it won against River's best landed configuration
-and against VW ``--active``, and its worst loss against each. Writes ``leaderboard_regimes.md`` and
-``.json`` into ``--out``.
+For each default learner (binary: the registry's for rows up to 65,535 features and the one for
+wider rows, which the service runs on hashed named features), per regime: the cells it won against
+River's best landed configuration and against VW ``--active``, and the worst difference with each.
+Writes ``leaderboard_regimes.md`` and ``.json`` into ``--out``.
 """
 
 from __future__ import annotations
@@ -54,6 +55,12 @@ BUDGETS = lb.DEFAULT_BUDGETS
 REGIMES = {"prepared": "leaderboard.json", "raw": "leaderboard_scaling.json", "drift": "leaderboard_drift.json",
            "named": "leaderboard_named.json"}
 RIVER, VW = "river", "vw-active"
+
+
+def defaults_of(kind: str) -> list[str]:
+    """The registry's default learners of a kind ("binary" has one for rows up to KERNEL_MAX_FEATURES
+    and one for wider rows, which is the service's on hashed named features, 2²⁰ coordinates)."""
+    return list(dict.fromkeys(v for k, v in DEFAULT_LEARNERS.items() if k.split(",")[0] == kind))
 # the default learners alone on the prepared board, made at HEAD when the full board is older (reproduce
 # entry leaderboard-defaults): its rows of ours replace the full board's for those learners
 DEFAULTS_BOARD = "leaderboard_defaults/leaderboard.json"
@@ -193,25 +200,26 @@ def markdown(table: Sequence[Cell], meta: Mapping[str, Any]) -> str:
         regimes = [r for r in REGIMES if (multiclass, r) in ranks]
         out += [f"## {kind.capitalize()}: the ranking", "",
                 "| # | entry | combined | " + " | ".join(regimes) + " |", "|---|---|---|" + "---|" * len(regimes)]
-        default = DEFAULT_LEARNERS[kind]
+        defaults = defaults_of(kind)
         for i, t in enumerate(order, 1):
-            if i > 15 and t["entry"] != default and not t["entry"].startswith(("river-", VW)):
+            if i > 15 and t["entry"] not in defaults and not t["entry"].startswith(("river-", VW)):
                 continue
-            name = f"**{t['entry']}**" if t["entry"] == default else t["entry"]
+            name = f"**{t['entry']}**" if t["entry"] in defaults else t["entry"]
             shown = [("—" if t["regimes"][r] is None else f"{t['regimes'][r]:.2f}") for r in regimes]
             out.append(f"| {i} | {name}{'' if t['complete'] else ' *'} | {t['mean_rank']:.2f} | "
                        + " | ".join(shown) + " |")
-        out += ["", "The first 15, then the default learner (bold) and the peers where they rank below.", "",
-                f"### {kind.capitalize()} default `{default}` against the peers, per regime", "",
-                "| regime | against River's best: cells won | the worst difference | against VW: cells won | "
-                "the worst difference |",
-                "|---|---|---|---|---|"]
-        for regime in regimes:
-            river = versus(table, default, regime, multiclass, RIVER)
-            vw = versus(table, default, regime, multiclass, VW)
-            out.append(f"| {regime} | {river['won']} of {river['cells']} | {_worst(river)} | "
-                       f"{vw['won']} of {vw['cells']} | {_worst(vw)} |")
-        out.append("")
+        out += ["", "The first 15, then the default learners (bold) and the peers where they rank below.", ""]
+        for default in defaults:
+            out += [f"### {kind.capitalize()} default `{default}` against the peers, per regime", "",
+                    "| regime | against River's best: cells won | the worst difference | against VW: cells won | "
+                    "the worst difference |",
+                    "|---|---|---|---|---|"]
+            for regime in regimes:
+                river = versus(table, default, regime, multiclass, RIVER)
+                vw = versus(table, default, regime, multiclass, VW)
+                out.append(f"| {regime} | {river['won']} of {river['cells']} | {_worst(river)} | "
+                           f"{vw['won']} of {vw['cells']} | {_worst(vw)} |")
+            out.append("")
     return "\n".join(out)
 
 
@@ -220,11 +228,12 @@ def summary(table: Sequence[Cell]) -> dict[str, Any]:
     ranks = regime_ranks(table)
     out: dict[str, Any] = {}
     for kind, multiclass in (("binary", False), ("multiclass", True)):
-        default = DEFAULT_LEARNERS[kind]
+        defaults = defaults_of(kind)
         regimes = [r for r in REGIMES if (multiclass, r) in ranks]
-        out[kind] = {"default": default, "ranking": combined(ranks, multiclass),
-                     "versus": {r: {"river": versus(table, default, r, multiclass, RIVER),
-                                    "vw": versus(table, default, r, multiclass, VW)} for r in regimes}}
+        out[kind] = {"default": defaults[0], "defaults": defaults, "ranking": combined(ranks, multiclass),
+                     "versus": {d: {r: {"river": versus(table, d, r, multiclass, RIVER),
+                                        "vw": versus(table, d, r, multiclass, VW)} for r in regimes}
+                                for d in defaults}}
     return out
 
 

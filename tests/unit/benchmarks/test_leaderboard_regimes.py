@@ -79,7 +79,7 @@ def test_the_default_is_set_against_rivers_best_and_vw_per_regime(results, tmp_p
     out = tmp_path / "out"
     lbr.main(["--results", str(results), "--out", str(out)])
     made = json.loads((out / "leaderboard_regimes.json").read_text())
-    versus = made["binary"]["versus"]
+    versus = made["binary"]["versus"][BINARY]
     assert versus["prepared"]["river"]["won"] == 2 and versus["prepared"]["river"]["cells"] == 2
     assert versus["raw"]["river"]["worst"]["diff"] == pytest.approx(0.87 - 0.88)
     assert versus["raw"]["river"]["worst"]["peer"] == "river-entropy(scaler+lr)"  # River's best in the cell
