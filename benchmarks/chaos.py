@@ -85,6 +85,8 @@ class Outcome:
 
     @property
     def clean(self) -> bool:
+        if "exit" in self.details:  # property tests: the counts do not apply, a falsified property fails pytest
+            return self.details["exit"] == 0
         return all(c == 0 for c in (self.missing, self.changed, self.lost, self.doubled))
 
 

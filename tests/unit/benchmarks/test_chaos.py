@@ -23,3 +23,13 @@ def test_every_scenario_is_registered_and_the_results_files_are_listed_unchecked
                                      "corrupt", "clock_skew", "properties"]
     [entry] = [e for e in RESULTS if e.name == "chaos"]
     assert entry.files == ("chaos.md", "chaos.json") and entry.timing and entry.check is None
+
+
+def test_a_property_run_is_clean_when_pytest_passed_and_a_scenario_that_counted_nothing_is_not():
+    def outcome(counts, details):
+        return chaos.Outcome("x", "x", "full", 0, 0, "", *counts, details=details)
+
+    assert outcome((None,) * 4, {"exit": 0}).clean  # property tests: the counts do not apply
+    assert not outcome((None,) * 4, {"exit": 1}).clean  # a falsified property
+    assert not outcome((None,) * 4, {"settings": {}}).clean  # a scenario that did not finish
+    assert outcome((0,) * 4, {}).clean and not outcome((0, 0, 1, 0), {}).clean
