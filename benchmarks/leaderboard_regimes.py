@@ -47,7 +47,7 @@ from benchmarks import leaderboard_named as lbn
 from benchmarks import leaderboard_scaling as lbs
 from learners.defaults import DEFAULT_LEARNERS
 
-__all__ = ["REGIMES", "Cell", "cells", "combined", "main", "regime_ranks", "versus"]
+__all__ = ["REGIMES", "Cell", "cells", "combined", "load", "main", "regime_ranks", "versus"]
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BUDGETS = lb.DEFAULT_BUDGETS
@@ -237,22 +237,16 @@ def summary(table: Sequence[Cell]) -> dict[str, Any]:
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.leaderboard_regimes",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--results", type=Path, default=RESULTS, help="where the four boards' json files are")
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    args = parser.parse_args(argv)
+def load(results: Path) -> tuple[list[Cell], dict[str, str]]:
+    """Every cell of the four boards in ``results``, ranked, and the commit each regime was made at
+    (the prepared one's default learners from :data:`DEFAULTS_BOARD` where it is there)."""
     table: list[Cell] = []
     sources = {}
     for regime, name in REGIMES.items():
-        path = args.results / name
-        if not path.exists():
-            parser.error(f"{path} is missing: regenerate it first (python -m benchmarks.reproduce --list)")
-        payload = json.loads(path.read_text())
+        payload = json.loads((results / name).read_text())
         sources[regime] = payload.get("commit", "unknown")
         got = cells(regime, payload)
-        newer = args.results / DEFAULTS_BOARD
+        newer = results / DEFAULTS_BOARD
         if regime == "prepared" and newer.exists():
             defaults = json.loads(newer.read_text())
             fresh = cells(regime, defaults)
@@ -261,6 +255,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             sources[regime] += f"; {', '.join(sorted(replaced))} at {defaults.get('commit', 'unknown')}"
         table += got
     rank(table)
+    return table, sources
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.leaderboard_regimes",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--results", type=Path, default=RESULTS, help="where the four boards' json files are")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    try:
+        table, sources = load(args.results)
+    except FileNotFoundError as exc:
+        parser.error(f"{exc.filename} is missing: regenerate it first (python -m benchmarks.reproduce --list)")
     command = "python -m benchmarks.leaderboard_regimes " + " ".join(argv if argv is not None else sys.argv[1:])
     meta = {"date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), "commit": lb._commit(),
             "command": command.strip(), "sources": sources}
