@@ -528,7 +528,8 @@ RESULTS: tuple[Entry, ...] = (
     # the default learners alone on the prepared board at HEAD, the other units kept in the shared parts:
     # what the four regimes read for the defaults when the full board is older than they are
     Entry("leaderboard-defaults", "leaderboard",
-          (f"{DEFAULTS_BOARD}/leaderboard.md", f"{DEFAULTS_BOARD}/leaderboard.json"),
+          (f"{DEFAULTS_BOARD}/leaderboard.md", f"{DEFAULTS_BOARD}/leaderboard.json",
+           *(f"{DEFAULTS_BOARD}/leaderboard_{d}.png" for d in LEADERBOARD_SETS)),
           ("-m", "benchmarks.leaderboard", "--learners", *DEFAULT_BOARD_LEARNERS, "--regime", "defaults",
            "--parts", "benchmarks/results/leaderboard_parts", "--out", f"benchmarks/results/{DEFAULTS_BOARD}"),
           {"permutations": 10, "regimes": "defaults", "learners": list(DEFAULT_BOARD_LEARNERS)}, minutes=15,
