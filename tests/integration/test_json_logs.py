@@ -46,7 +46,7 @@ def test_every_stderr_line_is_a_json_object_and_librdkafka_s_lines_are_among_the
             while not (seen.is_set() and any('"logger":"consumer.service"' in line for line in lines)):
                 assert proc.poll() is None, f"exited with {proc.returncode}: {''.join(lines)[-3000:]}"
                 assert time.monotonic() < deadline, f"no librdkafka line within 180 s: {''.join(lines)[-3000:]}"
-                time.sleep(0.2)
+                seen.wait(0.2)  # the librdkafka line, or a turn to read the service's own
         finally:
             proc.send_signal(signal.SIGTERM)
             code = proc.wait(timeout=120)
