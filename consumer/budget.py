@@ -6,8 +6,8 @@ cost per request. A request's *expected* cost (shown to annotators) uses the pre
 Budget: what the operator sets (``ACTIVESTREAM_QUERY_RATE_TARGET``, ``ACTIVESTREAM_LABELS__BUDGET``,
 ``ACTIVESTREAM_LABELS__COST_BUDGET`` per ``__BUDGET_WINDOW_S``) is held by the learner's
 :class:`learners.budget.BudgetController`, inside each decision (:func:`controller_for`). Its windows
-advance on record time clamped to processing time ± ``__CLOCK_TOLERANCE_S`` and never backwards
-(:func:`learners.budget.advance_clock`), so no producer's clock moves the budget others get.
+advance on record time where it agrees with processing time (:func:`record_times`) and never
+backwards (:func:`learners.budget.advance_clock`), so no producer's clock moves the budget others get.
 
 :class:`LabelBudget` is the older first-come-first-served cap per window of record time (window k
 holds records with ts in [k·window_s, (k+1)·window_s)); the service no longer configures it.
@@ -24,7 +24,7 @@ import numpy as np
 
 from learners.budget import BudgetController
 
-__all__ = ["CostModel", "LabelBudget", "controller_for"]
+__all__ = ["CostModel", "LabelBudget", "controller_for", "record_times"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +40,18 @@ class CostModel:
         else:
             costs = np.full(len(labels), self.per_request, dtype=np.float64)
         return costs if stated is None else np.where(np.isnan(stated), costs, stated)
+
+
+def record_times(ts: np.ndarray, now: float, tolerance: float) -> np.ndarray:
+    """The time each record gives the budget's clock: its own where it is at most ``tolerance``
+    before processing time ``now``, else ``now`` (NaN, no time, too).
+
+    Never ahead of processing time: clamped to ``now + tolerance`` instead, one record stamped in the
+    future moved every producer's windows by the whole tolerance, and the clock never goes back.
+    """
+    t = np.asarray(ts, dtype=np.float64)
+    agrees = (t <= now) & (t >= now - tolerance)  # False for NaN
+    return np.where(agrees, t, now)
 
 
 def controller_for(settings: Any, classes: Sequence[Any]) -> BudgetController | None:

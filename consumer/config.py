@@ -100,14 +100,24 @@ class LabelSettings(_Section):
                                       "budget window (per-class costs planned with their expected value)")
     budget_window_s: float = Field(3600.0, gt=0, description="length of a budget window (record time, clamped)")
     clock_tolerance_s: float = Field(
-        300.0, gt=0, description="record times further than this from processing time are clamped to it for the "
-                                 "budget's clock, which never goes back")
+        300.0, gt=0, description="a record time at most this before processing time moves the budget's clock; "
+                                 "others, and any ahead of it, count as processing time (at most budget_window_s)")
     max_pending: int = Field(1_000_000, gt=0, description="pending requests kept; the oldest expire beyond it")
 
     @model_validator(mode="after")
     def _expiry(self) -> LabelSettings:
         if self.on_expiry == "default" and self.expiry_label is None:
             raise ValueError("on_expiry=default needs expiry_label")
+        return self
+
+    @model_validator(mode="after")
+    def _clock(self) -> LabelSettings:
+        # the windows may trail processing time by the tolerance: by more than a whole window, the cap
+        # no longer bounds the requests of the window an operator is watching
+        if self.clock_tolerance_s > self.budget_window_s:
+            raise ValueError(f"ACTIVESTREAM_LABELS__CLOCK_TOLERANCE_S ({self.clock_tolerance_s:g} s) is longer than "
+                             f"ACTIVESTREAM_LABELS__BUDGET_WINDOW_S ({self.budget_window_s:g} s): it must be at most "
+                             "one budget window")
         return self
 
 

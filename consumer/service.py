@@ -37,7 +37,7 @@ from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, 
 
 from consumer import batch_reader, rdkafka, steps
 from consumer.batch_reader import BatchReader, Fetched
-from consumer.budget import CostModel, LabelBudget, controller_for
+from consumer.budget import CostModel, LabelBudget, controller_for, record_times
 from consumer.checkpoint import CheckpointPolicy, CheckpointStore
 from consumer.clock import Clock, SystemClock
 from consumer.config import Settings
@@ -787,7 +787,8 @@ class Service:
             partitions, offsets = partitions[positions], offsets[positions]
         ids, ts = decoded.ids, np.asarray(decoded.ts, dtype=np.float64)
         controller = learner.budget
-        times = None if controller is None else advance_clock(ts, now, s.labels.clock_tolerance_s, controller.clock)
+        times = None if controller is None else advance_clock(
+            record_times(ts, now, s.labels.clock_tolerance_s), now, s.labels.clock_tolerance_s, controller.clock)
         d = learner.decide(decoded.rows, ids=decoded.keys(), times=times)
         labels, scores, probs, codes = d.label, d.scores.p, d.probability, d.predicted
         produced = None  # the prediction is already in the topic (recovery)

@@ -240,7 +240,8 @@ def scenario(kafka_bootstrap, prometheus_binary, tmp_path_factory) -> Iterator[S
         bootstrap_servers=kafka_bootstrap, group_id=f"e2e-{suffix}", topics=topics, checkpoint_dir=tmp / "ckpt",
         n_features=stream.n_features, classes=stream.classes, kafka_consumer=CLIENT_SETTINGS, metrics_port=0,
         checkpoint={"every_s": 1.0}, query_rate_target=QUERY_RATE_TARGET,
-        labels={"ttl_s": TTL_S, "budget": BUDGET, "budget_window_s": BUDGET_WINDOW_S},
+        labels={"ttl_s": TTL_S, "budget": BUDGET, "budget_window_s": BUDGET_WINDOW_S,
+                "clock_tolerance_s": BUDGET_WINDOW_S},
     )
     service = Service(settings)
     runner = Running(service, "e2e-service")

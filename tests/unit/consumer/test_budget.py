@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from consumer.budget import CostModel, LabelBudget
+from consumer.budget import CostModel, LabelBudget, record_times
 
 
 def test_budget_allows_at_most_n_per_window_and_resets_on_the_next():
@@ -36,3 +36,10 @@ def test_budget_allows_many_in_turn():
     budget = LabelBudget(2, window_s=60)
     assert budget.allow_many([0, 1, 2, 60]) == [True, True, False, True] and budget.remaining() == 1
     assert LabelBudget(None, 60).allow_many([0, 1, 2]) == [True, True, True]
+
+
+def test_record_times_follow_record_time_only_where_it_agrees_with_processing_time():
+    now = 1000.0
+    ts = np.array([990.0, 1000.0, 1003.0, 4.1e9, 600.0, np.nan, 800.0])
+    # within the tolerance before now: its own; ahead of now, far behind or missing: now
+    assert record_times(ts, now, 300.0).tolist() == [990.0, 1000.0, 1000.0, 1000.0, 1000.0, 1000.0, 800.0]

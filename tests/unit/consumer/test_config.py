@@ -109,6 +109,14 @@ def test_expiry_default_needs_a_label(monkeypatch):
         load_settings()
 
 
+def test_a_clock_tolerance_longer_than_the_budget_window_names_both(monkeypatch):
+    monkeypatch.setenv("ACTIVESTREAM_LABELS__BUDGET_WINDOW_S", "10")
+    with pytest.raises(ConfigError, match=r"CLOCK_TOLERANCE_S \(300 s\) is longer than .*BUDGET_WINDOW_S \(10 s\)"):
+        load_settings()  # the default tolerance, 300 s
+    monkeypatch.setenv("ACTIVESTREAM_LABELS__CLOCK_TOLERANCE_S", "10")
+    assert load_settings().labels.clock_tolerance_s == 10.0
+
+
 @pytest.mark.parametrize(("variable", "name"), [("FEATURES", "^orders.*"), ("PREDICTIONS", "a b"),
                                                 ("LABELS", ""), ("DEAD_LETTERS", "x" * 250), ("LABEL_REQUESTS", "..")])
 def test_topic_names_must_be_legal_kafka_names(monkeypatch, variable, name):

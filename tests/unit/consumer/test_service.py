@@ -228,7 +228,7 @@ def test_every_kind_of_bad_label_reaches_the_dead_letter_topic(harness):
 
 
 def test_budget_caps_requests_in_every_window_and_refreshes_in_the_next(tmp_path):
-    h = Harness(tmp_path, labels={"budget": 3, "budget_window_s": 100})
+    h = Harness(tmp_path, labels={"budget": 3, "budget_window_s": 100, "clock_tolerance_s": 100})
     h.service.start()
     for i in range(40):
         h.feature(f"a{i}", X[i % 4], ts=h.clock.now() + i)
@@ -287,7 +287,7 @@ def test_a_boosted_warmup_aims_higher_first_and_shows_its_debt(tmp_path):
 
 
 def test_records_stamped_decades_off_do_not_move_the_budget_window(tmp_path):
-    h = Harness(tmp_path, labels={"budget": 3, "budget_window_s": 100})
+    h = Harness(tmp_path, labels={"budget": 3, "budget_window_s": 100, "clock_tolerance_s": 100})
     h.service.start()
     for i in range(40):  # one producer's clock is a century ahead, another's decades behind
         h.feature(f"a{i}", X[i % 4], ts=h.clock.now() + (3.2e9 if i % 3 == 0 else -1.6e9 if i % 3 == 1 else 0))
@@ -295,6 +295,24 @@ def test_records_stamped_decades_off_do_not_move_the_budget_window(tmp_path):
     assert h.service.learner.budget.clock <= h.clock.now() + h.settings.labels.clock_tolerance_s
     assert len(h.requested_ids()) <= 3
     assert h.service.metrics.registry.get_sample_value("activestream_label_budget_remaining") >= 0
+
+
+def test_one_record_stamped_in_the_future_does_not_starve_the_windows_after_it(tmp_path):
+    # 50 requests per 10 s window; 3,000 records over 30 s, the 200th stamped 2100-01-01
+    h = Harness(tmp_path, labels={"budget": 50, "budget_window_s": 10, "clock_tolerance_s": 10})
+    h.service.start()
+    rng = np.random.default_rng(0)
+    start, sent = h.clock.now(), {}
+    for second in range(30):
+        for i in range(100):
+            rid = f"s{second}-{i}"
+            sent[rid] = start + second
+            ts = 4_102_444_800.0 if second == 1 and i == 99 else start + second
+            h.feature(rid, rng.standard_normal(4).tolist(), ts=ts)
+        h.service.run_once()
+        h.clock.advance(1.0)
+    per_window = np.bincount([int((sent[r] - start) // 10) for r in h.requested_ids()], minlength=3)
+    assert per_window.tolist() == [50, 50, 50]
 
 
 def test_cost_budget_plans_with_the_expected_cost(tmp_path):
