@@ -205,17 +205,17 @@ ALGORITHMS: dict[str, Spec] = {
     "lr-entropy": Spec(LogisticRule, EntropyQuery, fixed={"step": "sgd"}, defaults={"eta": 0.01, "discount": 3.0},
                        cite=f"SGD step of {_LOG}; entropy query H₂(σ(p))^k after {_ENTROPY}"),
     # the defaults' forgetting (β of the sums, λ of the weights): the best rank on drifting streams among the
-    # settings that lose no stationary set more than 0.01 to AdaGrad (benchmarks.drift_defaults)
+    # settings that lose no stationary set more than 0.01 to AdaGrad (benchmarks.drift_defaults); any λ > 0
+    # bounds the weights, which a long stream (ijcnn1) pays for
     "lr-ada-entropy": Spec(LogisticRule, EntropyQuery, fixed={"step": "adagrad"},
-                           defaults={"eta": 0.5, "damping": 0.1, "discount": 3.0, "scale": "auto", "beta": 0.999,
-                                     "lam": 0.003},
+                           defaults={"eta": 0.5, "damping": 0.1, "discount": 3.0, "scale": "auto", "beta": 0.999},
                            cite=f"{_ADAGRAD} step of {_LOG}; entropy query H₂(σ(p))^k after {_ENTROPY}"),
     # lr-ada-entropy on [x, z(u)]: the row beside random Fourier features of the row lifted onto the
     # sphere, u = [x, 1]/‖[x, 1]‖; m and γ chosen on the tuning permutations (benchmarks.kernel_defaults)
     "lr-ada-entropy-rff": Spec(LogisticRule, EntropyQuery, fixed={"step": "adagrad"},
                                defaults={"eta": 0.5, "damping": 0.1, "discount": 3.0, "rff_components": 512,
                                          "rff_gamma": 4.0, "rff_lift": 1.0, "rff_keep": True, "scale": "auto",
-                                         "lam": 0.002},
+                                         "beta": 0.999},
                                cite=f"{_ADAGRAD} step of {_LOG} on the row and {_RFF} of the row lifted onto the "
                                     f"unit sphere; entropy query H₂(σ(p))^k after {_ENTROPY}"),
     "paa-1-entropy": Spec(PARule, EntropyQuery, fixed={"mode": 1}, defaults={"C": _C_PA1, "discount": 3.0},
