@@ -16,6 +16,10 @@ checkpoint), starts a new epoch and publishes a full snapshot that the scorers s
 A label read before its request (the two topics are read independently) waits, parked, until the
 requests consumer has read past the end the requests topic had a moment after the label came;
 only then is it counted ``unknown``.
+
+Partitions added to either topic while it runs are read from their start within
+``_PARTITIONS_EVERY_S``: their offsets join the checkpoint as any other's, and a parked label waits
+for a look at the topics taken after it came, so that its request's partition is among those read.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ log = logging.getLogger(__name__)
 _TOPIC_READ_TIMEOUT_S = 120.0
 _PARK_SETTLE_S = 2.0  # how long after parking a label the requests topic's end is taken as its horizon
 _PARKED_EVERY_S = 1.0
+_PARTITIONS_EVERY_S = 2.0  # how often the topics' partitions are listed (a metadata request)
+_PARTITIONS_TIMEOUT_S = 1.0
 
 
 class Trainer(Service):
@@ -62,6 +68,7 @@ class Trainer(Service):
         self._published_labels = 0  # learner.labels_ at the last publication
         self._last_publish_at = -math.inf
         self.restored_version: int | None = None
+        self._partitions_listed_at = -math.inf  # wall clock of the last look that the broker answered
 
     # -- lifecycle -------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -85,6 +92,7 @@ class Trainer(Service):
         self._labels = self._clients.consumer("labels")
         self._assign_all(self._requests, s.topics.label_requests)
         self._assign_all(self._labels, s.topics.labels)
+        self._partitions_listed_at = self.clock.now()
         self._publish_io_paths([None])  # label requests and labels, through Consumer.consume
         self._warm_up()
         self._audit({"epoch": self.epoch, "restored": self.restored_version, "labels_": self.learner.labels_})
@@ -128,10 +136,34 @@ class Trainer(Service):
     def _assign_all(self, consumer: Any, topic: str) -> None:
         """Read every partition of ``topic``, from the restored offsets (else from its start)."""
         partitions = self._partitions(topic, required=True)
-        consumer.assign([TopicPartition(topic, p, self.offsets.next.get((topic, p), OFFSET_BEGINNING))
-                         for p in partitions])
+        consumer.assign(self._resumed(topic, partitions))
         self.metrics.rebalances.labels(topic=topic).inc(len(partitions))
         log.info("reading %s[%s]", topic, ",".join(map(str, partitions)))
+
+    def _resumed(self, topic: str, partitions: Sequence[int]) -> list[TopicPartition]:
+        """Each partition from the offset this trainer holds, else from its start."""
+        return [TopicPartition(topic, p, self.offsets.next.get((topic, p), OFFSET_BEGINNING)) for p in partitions]
+
+    def _watch_partitions(self, now: float) -> None:
+        """Read the partitions added to the label requests and labels topics since the last look,
+        each from its start (or the offset a checkpoint holds)."""
+        if now - self._partitions_listed_at < _PARTITIONS_EVERY_S:
+            return
+        s = self.settings
+        topics = ((self._requests, s.topics.label_requests), (self._labels, s.topics.labels))
+        try:
+            found = [self._partitions(topic, required=True, timeout=_PARTITIONS_TIMEOUT_S) for _, topic in topics]
+        except KafkaException as exc:  # the broker is away: the next look will do
+            log.debug("listing the partitions: %s", exc)
+            return
+        self._partitions_listed_at = now
+        for (consumer, topic), partitions in zip(topics, found, strict=True):
+            held = {tp.partition for tp in consumer.assignment()}
+            added = [p for p in partitions if p not in held]
+            if added:
+                consumer.incremental_assign(self._resumed(topic, added))
+                self.metrics.rebalances.labels(topic=topic).inc(len(added))
+                log.info("reading %s[%s] too: partitions added", topic, ",".join(map(str, added)))
 
     def _consumers(self) -> list[Any]:
         return [c for c in (self._requests, self._labels) if c is not None]
@@ -156,6 +188,7 @@ class Trainer(Service):
         self._take_requests(requests)
         self._take_labels(self._labels.consume(s.batch_size, 0 if requests else s.poll_timeout_s))
         now = self.clock.now()
+        self._watch_partitions(now)
         self._expire(now)
         self._settle_parked(now)
         self._reposition()
@@ -223,7 +256,9 @@ class Trainer(Service):
             if now - at > self.settings.labels.ttl_s:
                 gone.append(rid)
             elif horizon is None:
-                if now - at >= _PARK_SETTLE_S and ends is not None:
+                # the label's request was sent before the label: a look at the partitions after the
+                # label came has its partition among those read
+                if now - at >= _PARK_SETTLE_S and ends is not None and self._partitions_listed_at > at:
                     self._parked[rid][2] = ends
             elif all(position.get(p, 0) >= end for p, end in horizon.items()):
                 gone.append(rid)

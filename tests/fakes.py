@@ -122,6 +122,11 @@ class FakeConsumer:
             else:
                 self._position[key] = self.broker.committed.get((self.group, *key), 0)
 
+    def incremental_assign(self, partitions: list[TopicPartition]) -> None:
+        kept = self._assigned
+        self.assign(partitions)
+        self._assigned = kept + self._assigned
+
     def unassign(self) -> None:
         self._assigned = []
 
@@ -209,10 +214,10 @@ class FakeProducer:
         return len(self._queue)
 
     def produce(self, topic: str, value: bytes | None = None, key: bytes | None = None, headers=None,
-                on_delivery=None) -> None:
+                on_delivery=None, partition: int | None = None) -> None:
         if isinstance(headers, dict):  # what a consumer reads back is a list of (name, value)
             headers = list(headers.items())
-        self._queue.append((topic, value, key, headers, on_delivery or self.on_delivery))
+        self._queue.append((topic, value, key, headers, on_delivery or self.on_delivery, partition))
 
     def poll(self, timeout: float = 0) -> int:
         if self.closed:  # the real clients crash or raise: the service must not get here
@@ -220,13 +225,13 @@ class FakeProducer:
         if self.hold:
             return 0
         queue, self._queue = self._queue, []
-        for topic, value, key, headers, callback in queue:
+        for topic, value, key, headers, callback, partition in queue:
             if self.fail:
                 err = self.fail.pop(0)
                 if callback:
                     callback(err, FakeMessage(topic, -1, -1, key, value, headers))
                 continue
-            msg = self.broker.append(topic, value, key, headers)
+            msg = self.broker.append(topic, value, key, headers, partition)
             if callback:
                 callback(None, msg)
         return len(queue)
@@ -259,13 +264,13 @@ class FakeBatchProducer(FakeProducer):
         if err is not None:
             self.on_failed(msg.topic(), err.code(), err.str(), msg.key(), msg.value())
 
-    def produce_batch(self, topic: str, keys, key_starts, key_ends, values, starts, ends):
+    def produce_batch(self, topic: str, keys, key_starts, key_ends, values, starts, ends, partition=None):
         """Copies each message, as librdkafka does (``keys``, ``values``: bytes or uint8 arrays)."""
         refuse, self.refuse = self.refuse, set()
         for k, (ka, kb, va, vb) in enumerate(zip(key_starts.tolist(), key_ends.tolist(), starts.tolist(),
                                                   ends.tolist(), strict=True)):
             if k not in refuse:
-                self.produce(topic, bytes(values[va:vb]), bytes(keys[ka:kb]))
+                self.produce(topic, bytes(values[va:vb]), bytes(keys[ka:kb]), partition=partition)
         return np.array(sorted(refuse), dtype=np.int64)
 
 
@@ -282,6 +287,9 @@ class FakeClients:
     def producer(self, on_delivery=None) -> FakeProducer:
         self.producers.append(FakeProducer(self.broker, on_delivery))
         return self.producers[-1]
+
+    def model_producer(self) -> FakeProducer:
+        return self.producer()
 
     def batch_producer(self, on_failed, on_error) -> FakeBatchProducer:
         self.producers.append(FakeBatchProducer(self.broker, on_failed, on_error))

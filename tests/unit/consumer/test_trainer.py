@@ -1,0 +1,83 @@
+"""The trainer role on the in-memory broker: partitions added to its topics while it runs."""
+
+from __future__ import annotations
+
+import numpy as np
+import orjson
+from confluent_kafka import KafkaError, KafkaException
+
+from consumer.clock import ManualClock
+from consumer.config import load_settings
+from consumer.scorer import Scorer
+from consumer.service import service_for
+from consumer.trainer import _PARTITIONS_EVERY_S, Trainer
+from tests.fakes import FakeClients, LocalBroker
+
+TOPICS = ("features", "predictions", "label-requests", "labels", "dead-letters", "model", "trainer-lease")
+
+
+def roles(tmp_path) -> tuple[LocalBroker, Scorer, Trainer]:
+    broker, clock = LocalBroker(), ManualClock()
+    for topic in TOPICS:
+        broker.create(topic)
+    made = []
+    for role in ("scorer", "trainer"):
+        settings = load_settings(role=role, checkpoint_dir=tmp_path / role, n_features=4, metrics_port=0,
+                                 learner="paa-1", classes=[-1, 1])
+        made.append(service_for(settings, clock=clock, clients=FakeClients(broker), serve_http=False))
+    scorer, trainer = made
+    trainer.start()
+    scorer.start()
+    return broker, scorer, trainer
+
+
+def label(broker: LocalBroker, rid: str, value: int) -> None:
+    broker.append("labels", orjson.dumps({"id": rid, "label": value}), rid.encode())
+
+
+def test_partitions_added_to_requests_and_labels_are_read_and_each_label_applied_once(tmp_path):
+    broker, scorer, trainer = roles(tmp_path)
+    rng = np.random.default_rng(0)
+    for i in range(40):
+        broker.append("features", orjson.dumps({"id": f"a{i}", "features": rng.standard_normal(4).tolist()}),
+                      f"a{i}".encode())
+    scorer.run_once()
+    for producer in scorer._clients.producers:
+        producer.poll()
+    requests = [orjson.loads(v) for v in broker.values("label-requests")]
+    assert len(requests) == 40  # a fresh model asks for every record
+    for r in requests:
+        label(broker, r["id"], 1 if r["features"][0] > 0 else -1)
+    trainer.run_once()
+    assert trainer.learner.labels_ == 40
+
+    broker.partitions["label-requests"] = broker.partitions["labels"] = 3  # added while it runs
+    template = requests[0]
+    added = [f"b{i}" for i in range(60)]
+    for rid in added:  # labels first: they wait, parked, for requests in partitions not read yet
+        label(broker, rid, 1)
+    assert {m.partition() for m in broker.messages("labels")} == {0, 1, 2}
+    trainer.run_once()
+    listing = trainer._producer.list_topics
+
+    def away(*args, **kwargs):
+        raise KafkaException(KafkaError(KafkaError._TRANSPORT))
+
+    trainer._producer.list_topics = away  # while the broker does not answer, no parked label is given up
+    for _ in range(3):
+        trainer.clock.advance(_PARTITIONS_EVERY_S)
+        trainer.run_once()
+    assert trainer.totals.get("labels.unknown") == 0
+    trainer._producer.list_topics = listing
+    for i, rid in enumerate(added):
+        broker.append("label-requests", orjson.dumps({**template, "id": rid, "source": f"features:0:{40 + i}"}),
+                      rid.encode(), partition=i % 3)
+    for _ in range(5):
+        trainer.clock.advance(_PARTITIONS_EVERY_S)
+        trainer.run_once()
+
+    assert {tp.partition for tp in trainer._requests.assignment()} == {0, 1, 2}
+    assert {tp.partition for tp in trainer._labels.assignment()} == {0, 1, 2}
+    assert trainer.learner.labels_ == 100  # every label once: none lost, none twice
+    assert trainer.totals.get("labels.unknown") == 0 and trainer.totals.get("labels.duplicate") == 0
+    assert trainer.metrics.rebalances.labels(topic="labels")._value.get() == 3  # partition 0, then 1 and 2
