@@ -22,9 +22,8 @@ from consumer.errors import Backpressure, ConfigError, OffsetsNotIncreasing, Pro
 from consumer.fastwrite import Packed
 from consumer.metrics import Metrics
 
-__all__ = ["CONSUMER_DEFAULTS", "PRODUCER_DEFAULTS", "Emitter", "OffsetTracker", "consumer_config",
-           "offset_reset_policy",
-           "producer_config"]
+__all__ = ["CONSUMER_DEFAULTS", "PRODUCER_DEFAULTS", "Emitter", "OffsetTracker", "close_producer", "consumer_config",
+           "offset_reset_policy", "producer_config"]
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +113,16 @@ def producer_config(settings: Settings) -> dict[str, Any]:
     conf.update(settings.kafka)
     conf.update(settings.kafka_producer)
     return conf
+
+
+def close_producer(producer: Any) -> None:
+    """Close a producer now, dropping what it still holds. confluent-kafka before 2.13 has no
+    ``Producer.close``: there its queues are purged, and the handle goes with the object."""
+    close = getattr(producer, "close", None)
+    if close is not None:
+        close()
+    else:
+        producer.purge(in_queue=True, in_flight=True, blocking=False)
 
 
 class Emitter:
@@ -275,7 +284,7 @@ class Emitter:
         """Close the producers (what they still hold is dropped: it was never committed past)."""
         if self.batch is not None:
             self.batch.close()
-        self._producer.close()
+        close_producer(self._producer)
 
 
 @dataclass(slots=True)

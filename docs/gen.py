@@ -229,6 +229,10 @@ ENVIRONMENT: dict[str, tuple[str, str, str]] = {
     "ACTIVESTREAM_REQUIRE_LABEL_STUDIO": (
         _DEVELOPMENT, "not set", "`1`: the Label Studio integration tests fail, instead of skipping, when Label "
         "Studio, Playwright or Chromium is missing (as in CI)"),
+    # tests/integration/test_quix_streams.py
+    "ACTIVESTREAM_REQUIRE_QUIX": (
+        _DEVELOPMENT, "not set", "`1`: the Quix Streams test fails, instead of skipping, when Quix Streams is "
+        "missing (as in CI's environment with both installed)"),
 }
 
 # Where environment_reads() looks, and what a read is: os.environ.get/pop/setdefault, os.getenv or
