@@ -103,7 +103,8 @@ class LabelSettings(_Section):
     clock_tolerance_s: float = Field(
         300.0, gt=0, description="a record time at most this before processing time moves the budget's clock; "
                                  "others, and any ahead of it, count as processing time (at most budget_window_s)")
-    max_pending: int = Field(1_000_000, gt=0, description="pending requests kept; the oldest expire beyond it")
+    max_pending: int = Field(1_000_000, gt=0, description="pending requests kept, the oldest expiring beyond it; "
+                             "as many labels wait for their request in a trainer, the oldest dropped beyond it")
 
     @model_validator(mode="after")
     def _expiry(self) -> LabelSettings:

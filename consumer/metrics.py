@@ -84,7 +84,8 @@ class Metrics:
         self.batch_duration = Histogram(p + "batch_duration_seconds", "Wall time to decode, score and emit a batch",
                                         buckets=_LATENCY_BUCKETS, registry=r)
         # the labelling side
-        self.labels = Counter(p + "labels", "Labels consumed, by outcome (applied, unknown, expired, duplicate)",
+        self.labels = Counter(p + "labels", "Labels consumed, by outcome (applied, unknown, expired, duplicate, "
+                              "defaulted, overflow)",
                               ["outcome"], registry=r)
         self.requests_expired = Counter(p + "label_requests_expired", "Label requests that expired unanswered",
                                         registry=r)

@@ -65,6 +65,7 @@ class Trainer(Service):
         # id → [label, parked at (wall clock), horizon: {partition: end} of the requests topic or None]
         self._parked: dict[str, list[Any]] = {}
         self._parked_checked_at = -math.inf
+        self._overflowed = 0  # parked labels dropped since the last warning
         self._published_labels = 0  # learner.labels_ at the last publication
         self._last_publish_at = -math.inf
         self.restored_version: int | None = None
@@ -240,8 +241,12 @@ class Trainer(Service):
         """Its request may not have been read yet: the label waits for it (see :meth:`_settle_parked`)."""
         if lab.id in self._parked:  # a second label for a request not read yet: the first one waits
             self.totals.add("labels.duplicate")
-        else:
-            self._parked[lab.id] = [lab, self.clock.now(), None]
+            return
+        self._parked[lab.id] = [lab, self.clock.now(), None]
+        if len(self._parked) > self.settings.labels.max_pending:  # a flood of labels no request matches
+            del self._parked[next(iter(self._parked))]  # the oldest: the likeliest to match nothing
+            self.totals.add("labels.overflow")
+            self._overflowed += 1
 
     def _settle_parked(self, now: float) -> None:
         """Count as unknown the parked labels whose request cannot come any more: the requests
@@ -249,6 +254,10 @@ class Trainer(Service):
         if not self._parked or now - self._parked_checked_at < _PARKED_EVERY_S:
             return
         self._parked_checked_at = now
+        if self._overflowed:
+            log.warning("%d labels dropped unmatched: %d labels already wait for their requests "
+                        "(ACTIVESTREAM_LABELS__MAX_PENDING)", self._overflowed, len(self._parked))
+            self._overflowed = 0
         ends = self._request_ends()
         position = {p: o for (t, p), o in self.offsets.next.items() if t == self.settings.topics.label_requests}
         gone = []

@@ -150,6 +150,32 @@ def test_label_for_unknown_id_is_counted_not_applied(harness):
     assert harness.service.learner.labels_ == 0
 
 
+def test_labels_at_ten_times_the_record_rate_are_counted_by_reason_and_nothing_grows_with_them(harness):
+    h = harness
+    h.service.start()
+    truth = feed(h, 100)
+    h.service.run_once()
+    asked = h.requested_ids()
+    stale = asked[: len(asked) // 2]
+    h.clock.advance(h.settings.labels.ttl_s + 1)
+    h.service.run_once()  # the first half of the requests expire unanswered
+    feed(h, 100, prefix="n")
+    h.service.run_once()
+    fresh = h.requested_ids()[len(asked):]
+    labels = [rid for rid in stale + fresh for _ in range(3)]  # each answered three times
+    labels += [f"ghost{i}" for i in range(2000 - len(labels))]  # the rest for ids never requested
+    for rid in labels:
+        h.label(rid, truth.get(rid, 1))
+    h.service.run_once()
+    totals, pending = h.service.totals.get, h.service.pending
+    assert totals("labels.applied") == len(fresh) and totals("labels.duplicate") == 2 * len(fresh)
+    assert totals("labels.expired") == 3 * len(stale)
+    assert totals("labels.unknown") == 2000 - 3 * (len(stale) + len(fresh))
+    # what is remembered is one entry per request, whatever the labels: none for an unknown id
+    assert len(pending._applied) == len(fresh) and len(pending._expired) <= len(asked)
+    assert not h.service.recovery.parked
+
+
 def test_expired_request_makes_a_late_label_expired(harness):
     h = harness
     h.service.start()

@@ -16,14 +16,14 @@ from tests.fakes import FakeClients, LocalBroker
 TOPICS = ("features", "predictions", "label-requests", "labels", "dead-letters", "model", "trainer-lease")
 
 
-def roles(tmp_path) -> tuple[LocalBroker, Scorer, Trainer]:
+def roles(tmp_path, **trainer_settings) -> tuple[LocalBroker, Scorer, Trainer]:
     broker, clock = LocalBroker(), ManualClock()
     for topic in TOPICS:
         broker.create(topic)
     made = []
     for role in ("scorer", "trainer"):
         settings = load_settings(role=role, checkpoint_dir=tmp_path / role, n_features=4, metrics_port=0,
-                                 learner="paa-1", classes=[-1, 1])
+                                 learner="paa-1", classes=[-1, 1], **(trainer_settings if role == "trainer" else {}))
         made.append(service_for(settings, clock=clock, clients=FakeClients(broker), serve_http=False))
     scorer, trainer = made
     trainer.start()
@@ -81,3 +81,53 @@ def test_partitions_added_to_requests_and_labels_are_read_and_each_label_applied
     assert trainer.learner.labels_ == 100  # every label once: none lost, none twice
     assert trainer.totals.get("labels.unknown") == 0 and trainer.totals.get("labels.duplicate") == 0
     assert trainer.metrics.rebalances.labels(topic="labels")._value.get() == 3  # partition 0, then 1 and 2
+
+
+def requests_from_the_scorer(broker: LocalBroker, scorer: Scorer, n: int, prefix: str) -> list[dict]:
+    rng = np.random.default_rng(len(prefix))
+    for i in range(n):
+        rid = f"{prefix}{i}"
+        broker.append("features", orjson.dumps({"id": rid, "features": rng.standard_normal(4).tolist()}), rid.encode())
+    scorer.run_once()
+    for producer in scorer._clients.producers:
+        producer.poll()
+    return [r for r in map(orjson.loads, broker.values("label-requests")) if r["id"].startswith(prefix)]
+
+
+def test_a_label_storm_is_counted_by_reason_and_what_waits_is_bounded(tmp_path):
+    broker, scorer, trainer = roles(tmp_path, labels={"max_pending": 50})
+    requests = requests_from_the_scorer(broker, scorer, 20, "a")
+    assert len(requests) == 20
+    trainer.run_once()
+    # ten labels per record: each request answered ten times, and 800 labels for ids never requested
+    for r in requests:
+        for _ in range(10):
+            label(broker, r["id"], 1)
+    for i in range(800):
+        label(broker, f"ghost{i}", -1)
+    trainer.run_once()
+    totals = trainer.totals.get
+    assert totals("labels.applied") == 20 and totals("labels.duplicate") == 180
+    assert len(trainer._parked) == 50 and totals("labels.overflow") == 750  # the flood waits, bounded
+    for _ in range(3):  # the requests topic read past its end: the rest can match nothing
+        trainer.clock.advance(_PARTITIONS_EVERY_S)
+        trainer.run_once()
+    assert totals("labels.unknown") == 50 and not trainer._parked
+    assert len(trainer.pending._applied) == 20  # each applied id remembered once
+
+
+def test_labels_for_expired_requests_are_counted_expired_and_forgotten_after_a_ttl(tmp_path):
+    broker, scorer, trainer = roles(tmp_path)
+    requests = requests_from_the_scorer(broker, scorer, 30, "e")
+    trainer.run_once()
+    ttl = trainer.settings.labels.ttl_s
+    trainer.clock.advance(ttl + 1)
+    trainer.run_once()  # every request expires unanswered
+    for r in requests:
+        for _ in range(3):
+            label(broker, r["id"], 1)
+    trainer.run_once()
+    assert trainer.totals.get("labels.expired") == 90 and trainer.totals.get("labels.applied") == 0
+    trainer.clock.advance(ttl + 1)
+    trainer.run_once()
+    assert len(trainer.pending._expired) == 0  # remembered for one TTL, then forgotten
