@@ -6,6 +6,7 @@ __all__ = [
     "Backpressure",
     "CheckpointError",
     "ConfigError",
+    "Fenced",
     "IncompatibleCheckpoint",
     "InvalidRecord",
     "LeaseLost",
@@ -59,3 +60,7 @@ class ProduceFailed(Exception):
 
 class PublishFailed(Exception):
     """A model publication was not acknowledged in time; the next one is a full snapshot."""
+
+
+class Fenced(PublishFailed):
+    """The model producer's transactional id was taken by a newer trainer: this one is a zombie."""

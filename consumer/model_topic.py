@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from consumer.errors import PublishFailed
+from consumer.errors import Fenced, PublishFailed
 
 __all__ = [
     "DEFAULT_CHUNK_BYTES",
@@ -295,10 +295,15 @@ class ModelPublisher:
         At most this many deltas follow a full snapshot.
     timeout_s : float, default 30.0
         How long a publication may wait for acknowledgements.
+    transactional : bool, default False
+        Each publication is one transaction of a producer configured with a ``transactional.id``
+        (shared by every trainer of a deployment): :meth:`start` fences the producer of any
+        earlier trainer, whose next publication then raises :class:`~consumer.errors.Fenced`
+        and writes nothing.
     """
 
     def __init__(self, producer: Any, topic: str, chunk_bytes: int = DEFAULT_CHUNK_BYTES, full_every: int = 50,
-                 timeout_s: float = 30.0) -> None:
+                 timeout_s: float = 30.0, transactional: bool = False) -> None:
         if chunk_bytes < 1 or full_every < 0:
             raise ValueError(f"chunk_bytes must be >= 1 and full_every >= 0, not {chunk_bytes}, {full_every}")
         self.producer = producer() if callable(producer) else producer
@@ -306,6 +311,7 @@ class ModelPublisher:
         self.chunk_bytes = chunk_bytes
         self.full_every = full_every
         self.timeout_s = timeout_s
+        self.transactional = transactional
         self.epoch: int | None = None
         self.version = 0  # the last version number used
         self._last: State | None = None  # the last published state, which the next delta is against
@@ -319,6 +325,11 @@ class ModelPublisher:
         """Begin ``epoch``, numbering from ``after_version + 1``; the first publication is a full
         snapshot. Checkpoints share the numbering, so ``after_version`` is the larger version of
         the newest model and the newest checkpoint manifests (:func:`newest_manifest`)."""
+        if self.transactional:
+            try:
+                self.producer.init_transactions(self.timeout_s)
+            except KafkaException as exc:
+                raise PublishFailed(f"cannot begin transactions on {self.topic}: {exc}") from None
         self.epoch, self.version = epoch, after_version
         self._last = None
 
@@ -377,6 +388,7 @@ class ModelPublisher:
         n = max(1, -(-size // step))
         chains, orphans = self._chains[prefix], self._orphans[prefix]
         try:
+            self._transaction("begin_transaction")
             # Step 1.
             # bytes(): the client refuses memoryviews, so each chunk is copied once, and only once.
             offsets = self._send([(_chunk_key(prefix, version, i), bytes(payload[i * step:(i + 1) * step]))
@@ -401,7 +413,10 @@ class ModelPublisher:
             }
             (manifest_offset,) = self._send([(_manifest_key(prefix, version), json.dumps(manifest).encode())],
                                             deadline, f"{prefix} manifest {version}")
-        except PublishFailed:
+            self._transaction("commit_transaction", max(0.0, deadline - time.monotonic()))
+        except PublishFailed as exc:
+            if self.transactional and not isinstance(exc, Fenced):
+                self._abort()
             orphans.append((version, n))  # its records, if any landed, go with the next rotation
             if prefix == MODEL:
                 self._last = None
@@ -414,6 +429,22 @@ class ModelPublisher:
             chains.append(_Chain(snapshot_offset, [(version, n)]))
         log.debug("published %s version %d (%s, %d bytes in %d chunks)", prefix, version, kind, size, n)
         return Published(version, epoch, kind, size, n, published_at, tuple(offsets), manifest_offset)
+
+    def _transaction(self, step: str, *timeout: float) -> None:
+        """A step of the publication's transaction (none unless ``transactional``); a fenced
+        producer raises :class:`Fenced`."""
+        if not self.transactional:
+            return
+        try:
+            getattr(self.producer, step)(*timeout)
+        except KafkaException as exc:
+            raise _failure(exc.args[0], f"{self.topic}: {step}") from None
+
+    def _abort(self) -> None:
+        try:
+            self.producer.abort_transaction(self.timeout_s)
+        except KafkaException as exc:
+            log.warning("%s: aborting the publication's transaction: %s", self.topic, exc)
 
     def _send(self, records: list[tuple[bytes, bytes | None]], deadline: float, what: str) -> list[int]:
         """Produce ``records`` to partition 0 and wait for their acknowledgements; their offsets."""
@@ -433,17 +464,21 @@ class ModelPublisher:
                     if time.monotonic() >= deadline:
                         raise PublishFailed(f"{what}: the producer queue stayed full") from None
                     self.producer.poll(0.1)
-                except (KafkaException, ValueError, TypeError) as exc:
+                except KafkaException as exc:
+                    raise _failure(exc.args[0], f"{what}: cannot produce to {self.topic}") from None
+                except (ValueError, TypeError) as exc:
                     raise PublishFailed(f"{what}: cannot produce to {self.topic}: {exc}") from None
-        self.producer.flush(max(0.0, deadline - time.monotonic()))
+        try:
+            self.producer.flush(max(0.0, deadline - time.monotonic()))
+        except KafkaException as exc:  # a fatal error: a fenced producer
+            raise _failure(exc.args[0], f"{what}: {self.topic}") from None
         offsets = []
         for i, got in enumerate(reports):
             if got is None:
                 raise PublishFailed(f"{what}: record {i} of {len(records)} not acknowledged in time")
             err, msg = got
             if err is not None:
-                text = err.str() if isinstance(err, KafkaError) else str(err)
-                raise PublishFailed(f"{what}: record {i} of {len(records)} not delivered: {text}")
+                raise _failure(err, f"{what}: record {i} of {len(records)} not delivered")
             offsets.append(msg.offset())
         return offsets
 
@@ -462,12 +497,21 @@ class ModelPublisher:
                 log.warning("%s", exc)
 
 
+def _failure(err: Any, what: str) -> PublishFailed:
+    """The exception for a Kafka error: :class:`Fenced` when the error is fatal (librdkafka's
+    verdict on a producer whose transactional id a newer one took), else :class:`PublishFailed`."""
+    if isinstance(err, KafkaError):
+        return (Fenced if err.fatal() else PublishFailed)(f"{what}: {err.str()}")
+    return PublishFailed(f"{what}: {err}")
+
+
 # ---------------------------------------------------------------------------------------- reading
 
 
 def _read_range(consumer: Any, topic: str, start: int, end: int, deadline: float) -> Iterator[Any]:
-    """The records at offsets [start, end) of partition 0 (compaction may have left gaps), one by
-    one: a wide range of chunks is never held at once. ``TimeoutError`` if not read by ``deadline``."""
+    """The records at offsets [start, end) of partition 0 (compaction and transaction markers leave
+    gaps; at the log's end only ``enable.partition.eof`` tells), one by one: a wide range of chunks
+    is never held at once. ``TimeoutError`` if not read by ``deadline``."""
     consumer.assign([TopicPartition(topic, 0, start)])
     while True:
         remaining = deadline - time.monotonic()
@@ -572,11 +616,13 @@ class Model:
 class ModelFollower:
     """Follows the model topic and holds its newest complete model.
 
-    ``consumer`` is a confluent_kafka Consumer with no subscription: the follower assigns partition 0
-    itself. :meth:`start` finds where to begin, then :meth:`poll` (non-blocking) returns each newer
-    model once it is complete. Bad data (corrupt payload, missing chunk, bad manifest) is logged and
-    that version skipped; :meth:`poll` never raises for it. A state that does not fit the caller's
-    learner is the caller's to find out (``learner.load_state_dict`` raises).
+    ``consumer`` is a confluent_kafka Consumer with no subscription and ``enable.partition.eof``
+    (a transactional trainer's log ends with a commit marker, which no consumer is handed): the
+    follower assigns partition 0 itself. :meth:`start` finds where to begin, then :meth:`poll`
+    (non-blocking) returns each newer model once it is complete. Bad data (corrupt payload, missing
+    chunk, bad manifest) is logged and that version skipped; :meth:`poll` never raises for it. A
+    state that does not fit the caller's learner is the caller's to find out
+    (``learner.load_state_dict`` raises).
     """
 
     def __init__(self, consumer: Any, topic: str) -> None:

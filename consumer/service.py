@@ -183,10 +183,13 @@ class KafkaClients:
 
     def model_producer(self) -> Producer:
         """The trainer's producer for the model topic: every delivery is reported, with its offset."""
+        # one transactional id for every trainer of the deployment: a trainer taking over fences the last
         conf = {**producer_config(self.settings), "client.id": "activestream-model", "error_cb": self._on_error,
                 "delivery.report.only.error": False, "enable.idempotence": True, "linger.ms": "0",
-                "logger": kafka_logger()}
+                "transactional.id": f"{self.settings.group_id}-trainer", "logger": kafka_logger()}
         conf.pop("max.in.flight.requests.per.connection", None)
+        # librdkafka refuses a transaction that could time out before a message in it
+        conf.setdefault("transaction.timeout.ms", str(max(60_000, int(conf.get("message.timeout.ms", 0)))))
         return Producer(conf)
 
     def ensure_lease_topic(self, topic: str) -> None:

@@ -34,7 +34,7 @@ import orjson
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
 from consumer import steps
-from consumer.errors import CheckpointError, IncompatibleCheckpoint, PublishFailed
+from consumer.errors import CheckpointError, Fenced, IncompatibleCheckpoint, LeaseLost, PublishFailed
 from consumer.kafka import Emitter, offset_reset_policy
 from consumer.model_topic import ModelPublisher, newest_manifest, read_checkpoint
 from consumer.pending import Entry
@@ -86,7 +86,7 @@ class Trainer(Service):
                                dead_letter_topic=s.topics.dead_letters)
         self._producer = self.emitter.producer
         self.publisher = ModelPublisher(self._clients.model_producer(), s.topics.model, chunk_bytes=s.model.chunk_bytes,
-                                        full_every=s.model.full_every)
+                                        full_every=s.model.full_every, transactional=True)
         last = self._restore_from_topic()
         self.publisher.start(self.epoch, last)
         self._requests = self._clients.consumer("trainer")
@@ -327,6 +327,8 @@ class Trainer(Service):
     def _publish(self) -> None:
         try:
             published = self.publisher.publish(self.learner.state_dict(), epoch=self.epoch)
+        except Fenced as exc:
+            raise _zombie(exc) from None
         except PublishFailed as exc:  # the next one is a full snapshot; keep learning meanwhile
             log.warning("model publication failed: %s", exc)
             self._last_publish_at = self.clock.monotonic()
@@ -351,6 +353,8 @@ class Trainer(Service):
             [[rid, list(lab), at] for rid, (lab, at, _) in self._parked.items()]), dtype=np.uint8)
         try:
             published = self.publisher.publish_checkpoint(state, epoch=self.epoch)
+        except Fenced as exc:
+            raise _zombie(exc) from None
         except PublishFailed as exc:
             self.metrics.checkpoint_failures.inc()
             raise CheckpointError(f"checkpoint not published to {self.settings.topics.model}: {exc}") from None
@@ -367,3 +371,8 @@ class Trainer(Service):
             self.checkpoint()
         except CheckpointError as exc:
             self._checkpoint_failed(exc)
+
+
+def _zombie(exc: Fenced) -> LeaseLost:
+    return LeaseLost(f"a newer trainer fenced this one's model producer ({exc}): it wrote nothing more; stopping "
+                     "without a checkpoint")

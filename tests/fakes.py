@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, TIMESTAMP_CREATE_TIME, KafkaError, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    TIMESTAMP_CREATE_TIME,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
 
 
 @dataclass
@@ -209,9 +216,31 @@ class FakeProducer:
         self.fail: list[KafkaError] = []  # the next deliveries fail with these errors, in order
         self.hold = False  # while True nothing is acknowledged (a slow or absent broker)
         self.closed = False
+        self.fenced = False
+        self.transactions: list[str] = []
 
     def __len__(self) -> int:
         return len(self._queue)
+
+    # transactions: what was called, in order; ``fenced`` makes each raise librdkafka's fatal error
+    def init_transactions(self, timeout: float = -1) -> None:
+        self._transaction("init")
+
+    def begin_transaction(self) -> None:
+        self._transaction("begin")
+
+    def commit_transaction(self, timeout: float = -1) -> None:
+        self.poll()
+        self._transaction("commit")
+
+    def abort_transaction(self, timeout: float = -1) -> None:
+        self._queue.clear()
+        self._transaction("abort")
+
+    def _transaction(self, step: str) -> None:
+        if self.fenced:
+            raise KafkaException(KafkaError(KafkaError._FENCED, "fenced by a newer instance", fatal=True))
+        self.transactions.append(step)
 
     def produce(self, topic: str, value: bytes | None = None, key: bytes | None = None, headers=None,
                 on_delivery=None, partition: int | None = None) -> None:

@@ -157,7 +157,7 @@ def lineage(directory: Path) -> list[tuple[str, object]]:
 def newest_model(bootstrap: str, topic: str, labels: int):
     """The first published model that learnt ``labels`` labels (None if none within 30 s)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"m-{uuid.uuid4().hex[:6]}",
-                         "enable.auto.commit": False, **CLIENT_SETTINGS})
+                         "enable.auto.commit": False, "enable.partition.eof": True, **CLIENT_SETTINGS})
     try:
         follower = ModelFollower(consumer, topic)
         follower.start(timeout_s=30)

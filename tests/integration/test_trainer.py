@@ -8,9 +8,11 @@ import time
 import uuid
 
 import orjson
+import pytest
 from confluent_kafka import Producer
 
 from consumer.demo.broker import create_topics
+from consumer.errors import LeaseLost
 from consumer.service import service_for
 from consumer.trainer import Trainer
 from tests.kafka_helpers import read_all, run_until, settings_for, unique_topics
@@ -42,9 +44,9 @@ def label(rid: str, y: int) -> tuple[str, bytes]:
     return rid, orjson.dumps({"id": rid, "label": y})
 
 
-def trainer(bootstrap, topics, tmp_path) -> Trainer:
-    made = service_for(settings_for(bootstrap, topics, tmp_path, role="trainer", model={"publish_every_s": 0.1}),
-                       serve_http=False)
+def trainer(bootstrap, topics, tmp_path, **settings) -> Trainer:
+    made = service_for(settings_for(bootstrap, topics, tmp_path, role="trainer", model={"publish_every_s": 0.1},
+                                    **settings), serve_http=False)
     assert isinstance(made, Trainer)
     return made
 
@@ -94,3 +96,40 @@ def test_a_second_trainer_restores_the_model_pending_requests_and_parked_labels(
     finally:
         second.request_stop()
         second._shutdown()
+
+
+def manifests(bootstrap: str, topic: str) -> list[dict]:
+    return [orjson.loads(m.value()) for m in read_all(bootstrap, topic)
+            if m.value() is not None and b"/manifest/" in m.key()]
+
+
+def test_a_trainer_that_lost_its_lease_is_fenced_and_writes_nothing_more(kafka_bootstrap, tmp_path):
+    topics = topics_for(kafka_bootstrap)
+    group = f"g-{uuid.uuid4().hex[:8]}"  # one deployment: one lease, one transactional id
+    zombie = trainer(kafka_bootstrap, topics, tmp_path / "zombie", group_id=group)
+    zombie.start()
+    send(kafka_bootstrap, topics["label_requests"], ("a", request("a", [1.0] * 8)), ("b", request("b", [-1.0] * 8)))
+    send(kafka_bootstrap, topics["labels"], label("a", 1))
+    run_until(zombie, lambda: zombie.totals.get("labels.applied") == 1, what="a applied")
+    zombie.checkpoint()  # the successor restores a, applied
+    # Paused, it would not look at its lease while the group gives it away: it leaves the group
+    # without knowing, as a process paused past the session timeout is dropped from it.
+    zombie._check_lease = lambda: None
+    zombie.lease.close()
+    successor = trainer(kafka_bootstrap, topics, tmp_path / "successor", group_id=group)
+    successor.start()  # takes the lease, restores the newest checkpoint, fences the zombie's producer
+    try:
+        assert successor.epoch > zombie.epoch
+        written = len(manifests(kafka_bootstrap, topics["model"]))
+        send(kafka_bootstrap, topics["labels"], label("b", -1))
+        with pytest.raises(LeaseLost, match="fenced"):  # resumed, it learns b and publishes
+            run_until(zombie, lambda: False, timeout_s=30, what="a publication")
+        with pytest.raises(LeaseLost, match="fenced"):
+            zombie.checkpoint()
+        run_until(successor, lambda: successor.learner.labels_ == 2, what="b applied by the successor")
+        successor.checkpoint()
+    finally:
+        successor.request_stop()
+        successor._shutdown()
+    after = manifests(kafka_bootstrap, topics["model"])[written:]
+    assert after and {m["epoch"] for m in after} == {successor.epoch}  # nothing from the zombie

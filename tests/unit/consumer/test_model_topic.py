@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from consumer.errors import PublishFailed
+from consumer.errors import Fenced, PublishFailed
 from consumer.model_topic import (
     ModelFollower,
     ModelPublisher,
@@ -231,6 +231,34 @@ def test_a_publication_is_chunks_then_a_manifest_naming_them(broker):
                         "bytes": published.bytes, "meta": {"learner": "test"}, "extra": {"labels": 10}}
     assert published.offsets == tuple(range(n)) and published.manifest_offset == n
     assert same(decode_state(b"".join(m.value() for m in messages[:-1])), state)
+
+
+def test_a_transactional_publisher_writes_each_publication_in_one_transaction(broker):
+    producer = Producer(broker)
+    publisher = ModelPublisher(producer, TOPIC, chunk_bytes=1000, transactional=True)
+    publisher.start(epoch=1, after_version=0)
+    state = model_state(1000)
+    publisher.publish(state, epoch=1)
+    publisher.publish_checkpoint(state, epoch=1)
+    assert producer.transactions == ["init", "begin", "commit", "begin", "commit"]
+    producer.lose_ack.add(b"model/manifest/3")  # a record not delivered: the transaction is aborted
+    with pytest.raises(PublishFailed) as failed:
+        publisher.publish(state, epoch=1)
+    assert type(failed.value) is PublishFailed and producer.transactions[-2:] == ["begin", "abort"]
+
+
+def test_a_fenced_publisher_raises_fenced_and_writes_nothing(broker):
+    producer = Producer(broker)
+    publisher = ModelPublisher(producer, TOPIC, transactional=True)
+    publisher.start(epoch=1, after_version=0)
+    publisher.publish(model_state(), epoch=1)
+    written = len(broker.messages(TOPIC))
+    producer.fenced = True  # a newer trainer initialised the same transactional id
+    with pytest.raises(Fenced):
+        publisher.publish(model_state(), epoch=1)
+    with pytest.raises(Fenced):
+        publisher.publish_checkpoint(model_state(), epoch=1)
+    assert len(broker.messages(TOPIC)) == written
 
 
 def test_publisher_chooses_full_then_deltas_until_full_every(broker):
