@@ -229,6 +229,8 @@ ENVIRONMENT: dict[str, tuple[str, str, str]] = {
     "ACTIVESTREAM_REQUIRE_LABEL_STUDIO": (
         _DEVELOPMENT, "not set", "`1`: the Label Studio integration tests fail, instead of skipping, when Label "
         "Studio, Playwright or Chromium is missing (as in CI)"),
+    # tests/deploy/test_image.py
+    "ACTIVESTREAM_REQUIRE_IMAGE": (_DEVELOPMENT, "not set", "`1`: the image's tests fail without podman (as in CI)"),
 }
 
 # Where environment_reads() looks, and what a read is: os.environ.get/pop/setdefault, os.getenv or
