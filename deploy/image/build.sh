@@ -99,5 +99,10 @@ while read -r pair; do
     mounts+=(-v "$pair:ro")
 done < <(sort -u "$pipconf/paths")
 say "building $tag from $root/Dockerfile on $BASE (pip: ${#mounts[@]} mounts)"
+before=$("${podman[@]}" image inspect --format '{{.Id}}' "$tag" 2>/dev/null || true)
 "${podman[@]}" build --format docker --network host --build-arg PYTHON_IMAGE="$BASE" \
     "${mounts[@]}" "$@" -t "$tag" "$root"
+# the image the tag named before, unless something still uses it (podman keeps the layer cache)
+if [ -n "$before" ] && [ "$before" != "$("${podman[@]}" image inspect --format '{{.Id}}' "$tag")" ]; then
+    "${podman[@]}" rmi "$before" >/dev/null 2>&1 || true
+fi
