@@ -73,7 +73,8 @@ class Containers:
     def __init__(self) -> None:
         self.names: list[str] = []
 
-    def run(self, image: str, env: dict[str, str], volume: Path | None = None, *args: str) -> str:
+    def run(self, image: str, env: dict[str, str], volume: Path | None = None) -> str:
+        """Start the image's service (``run``) read-only, on the host's network, as its user."""
         name = f"activestream-test-{uuid.uuid4().hex[:8]}"
         self.names.append(name)
         options = ["--network", "host", "--read-only", "--read-only-tmpfs=false", "--tmpfs", "/tmp"]
@@ -81,7 +82,7 @@ class Containers:
             options += ["-v", f"{volume}:{VOLUME}"]
         for key, value in env.items():
             options += ["-e", f"{key}={value}"]
-        podman("run", "-d", "--name", name, *options, image, *args)
+        podman("run", "-d", "--name", name, *options, image)
         return name
 
     def logs(self, name: str) -> str:
@@ -129,7 +130,7 @@ def ready(port: int) -> bool:
         return False
 
 
-def running(containers: Containers, name: str) -> bool:
+def running(name: str) -> bool:
     return podman("inspect", "--format", "{{.State.Running}}", name).stdout.strip() == "true"
 
 
@@ -138,7 +139,7 @@ def wait_until(condition, timeout_s: float, what: str, containers: Containers, n
     with the container's log after ``timeout_s``, or as soon as the container has exited."""
     started = time.monotonic()
     while not condition():
-        assert running(containers, name), f"{name} exited while waiting for {what}:\n{containers.logs(name)}"
+        assert running(name), f"{name} exited while waiting for {what}:\n{containers.logs(name)}"
         assert time.monotonic() - started < timeout_s, f"{what}: not within {timeout_s} s\n{containers.logs(name)}"
         time.sleep(0.2)
     return time.monotonic() - started
