@@ -20,7 +20,10 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY learners ./learners
 COPY consumer ./consumer
-RUN python -m venv "$VIRTUAL_ENV" && "$VIRTUAL_ENV/bin/pip" install .
+# The service needs neither pip nor the packages' own test suites at run time (about 90 MB).
+RUN python -m venv "$VIRTUAL_ENV" && "$VIRTUAL_ENV/bin/pip" install . \
+ && "$VIRTUAL_ENV/bin/pip" uninstall --yes --quiet pip setuptools \
+ && find "$VIRTUAL_ENV" -depth -type d -name tests -exec rm -rf {} +
 
 FROM ${PYTHON_IMAGE}
 ENV VIRTUAL_ENV=/opt/activestream \
@@ -39,7 +42,8 @@ USER 10001:10001
 # 400 records): the image is smoke-tested at build time and a container starts without a compile
 # pause. Twice: with the demo's query-rate target and without one, whose decisions take other
 # kernels (a service with ACTIVESTREAM_QUERY_RATE_TARGET and one without). The cache loads
-# read-only too (readOnlyRootFilesystem); a different CPU model only recompiles in memory at start.
+# read-only too (readOnlyRootFilesystem): numba must write where it reads, so each command first
+# copies it into /tmp (consumer.cli.writable_numba_cache); a different CPU model recompiles there.
 RUN activestream demo --records 400 --rate 0 --label-delay 0 --json > /dev/null \
  && activestream demo --records 400 --rate 0 --label-delay 0 --query-rate-target none --json > /dev/null
 VOLUME ["/var/lib/activestream"]

@@ -573,6 +573,8 @@ RESULTS: tuple[Entry, ...] = (
           timing=True),
     Entry("replay-startup", "performance", ("startup.md",), ("-m", "benchmarks.startup"), {"repeats": 5},
           timing=True),
+    Entry("image", "performance", ("image.md", "image.json"), ("-m", "benchmarks.image"), {"repeats": 5},
+          timing=True),
     Entry("replay-memory", "performance", ("replay_memory.md",), ("-m", "benchmarks.replay_memory"),
           {"repeats": 3, "synthetic_rows": 1_000_000}, timing=True),
     Entry("update-cost-uniform", "performance", ("update_cost_uniform.md", "update_cost_uniform.png"),

@@ -517,8 +517,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def writable_numba_cache() -> None:
+    """Before numba is imported: when ``$NUMBA_CACHE_DIR`` cannot be written (the image's cache on a
+    read-only root file system), copy it into the temporary folder and point numba there.
+
+    numba writes a probe file into its cache folder before it reads a kernel from it, and fails
+    ("no locator available") where it cannot; from the copy it loads the image's kernels, and
+    compiles and saves there those it lacks (another learner, another CPU model)."""
+    cache = os.environ.get("NUMBA_CACHE_DIR")
+    if not cache or "numba" in sys.modules or not os.path.isdir(cache) or os.access(cache, os.W_OK):
+        return
+    import shutil
+    import tempfile
+
+    copy = Path(tempfile.gettempdir()) / f"activestream-numba-{os.getuid()}"
+    if not copy.is_dir():  # the first command in the container copies; a copy in progress is not seen
+        staging = Path(tempfile.mkdtemp(prefix=f"{copy.name}."))
+        shutil.copytree(cache, staging, dirs_exist_ok=True)
+        try:
+            staging.rename(copy)
+        except OSError:  # another command made it meanwhile
+            shutil.rmtree(staging, ignore_errors=True)
+    os.environ["NUMBA_CACHE_DIR"] = str(copy)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    writable_numba_cache()
     try:
         code = args.func(args)
     except ValueError as exc:

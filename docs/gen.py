@@ -233,6 +233,8 @@ ENVIRONMENT: dict[str, tuple[str, str, str]] = {
     "ACTIVESTREAM_REQUIRE_QUIX": (
         _DEVELOPMENT, "not set", "`1`: the Quix Streams test fails, instead of skipping, when Quix Streams is "
         "missing (as in CI's environment with both installed)"),
+    # tests/deploy/test_image.py
+    "ACTIVESTREAM_REQUIRE_IMAGE": (_DEVELOPMENT, "not set", "`1`: the image's tests fail without podman (as in CI)"),
 }
 
 # Where environment_reads() looks, and what a read is: os.environ.get/pop/setdefault, os.getenv or
