@@ -25,7 +25,8 @@ _SVG_STYLE = (
     "text { font-family: system-ui, sans-serif; fill: #444; } .title { font-size: 15px; font-weight: 600; "
     "fill: #222; } .tick, .legend { font-size: 11px; } .axis { font-size: 12px; } "
     ".frame { fill: none; stroke: #999; } .grid { stroke: #e4e4e4; } .line { fill: none; stroke-width: 1.8; } "
-    ".target { stroke: #555; stroke-width: 1.2; stroke-dasharray: 6 4; } .target-label { font-size: 11px; } "
+    ".target { stroke: #555; stroke-width: 1.2; stroke-dasharray: 6 4; shape-rendering: crispEdges; } "
+    ".target-label { font-size: 11px; } "
     ".mark { stroke: #b33; stroke-width: 2; stroke-dasharray: 5 3; }"
 )
 # The accuracy around a change of concept: windows of this many records, and how close to the
