@@ -17,6 +17,7 @@ import faulthandler
 import json
 import logging
 import os
+import re
 import resource
 import signal
 import sys
@@ -304,7 +305,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    from consumer.checkpoint import CheckpointStore, read_checkpoint
+    from consumer.checkpoint import CheckpointStore, part_paths, read_checkpoint
     from consumer.pending import unpack_strings
 
     path = Path(args.path)
@@ -315,7 +316,7 @@ def _inspect(args: argparse.Namespace) -> int:
             return 2
         path = paths[0]
     try:
-        state = read_checkpoint(path)
+        state, parts = read_checkpoint(path), part_paths(path)
     except Exception as exc:
         print(f"activestream checkpoint inspect: {exc}", file=sys.stderr)
         return 2
@@ -324,6 +325,9 @@ def _inspect(args: argparse.Namespace) -> int:
     report = {
         "path": str(path),
         "bytes": path.stat().st_size,
+        "parts_bytes": sum(p.stat().st_size for p in parts),  # written once each, shared with later checkpoints
+        "remembered": {name: sum(v.size for k, v in state.items()
+                                 if re.fullmatch(rf"pending\.{name}\.\d+\.at", k)) for name in ("applied", "expired")},
         "service": json.loads(str(state["service.meta"])),
         "learner": learner_meta,
         "learner_format_version": int(state["learner.format_version"]),

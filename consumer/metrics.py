@@ -108,6 +108,10 @@ class Metrics:
                                      "Importance-weighted estimate of the error rate over all scored records",
                                      registry=r)
         self.pending = Gauge(p + "pending_label_requests", "Label requests waiting for their label", registry=r)
+        self.remembered = Gauge(p + "remembered_label_ids",
+                                "Ids remembered for a label TTL after their label was applied or their request "
+                                "expired, so that a later label for one is told apart, by kind (applied, expired)",
+                                ["kind"], registry=r)
         self.budget_remaining = Gauge(p + "label_budget_remaining",
                                       "Label requests left in the current budget window (+Inf without budget)",
                                       registry=r)
@@ -177,6 +181,9 @@ class Metrics:
         self.checkpoint_interval = Gauge(p + "checkpoint_interval_seconds",
                                          "Configured time between checkpoints", registry=r)
         self.checkpoint_failures = Counter(p + "checkpoint_failures", "Checkpoints that failed", registry=r)
+        self.checkpoint_bytes = Gauge(p + "checkpoint_bytes",
+                                      "Size of the last durable checkpoint: written (its file and the parts it added) "
+                                      "and held (its file and every part it refers to)", ["kind"], registry=r)
         self.consumer_lag = Gauge(p + "consumer_lag_records", "Records behind the end of each consumed partition",
                                   ["topic", "partition"], registry=r)
         self.consumer_offset = Gauge(p + "consumer_offset", "Next offset to read in each consumed partition",

@@ -968,21 +968,19 @@ class Service:
         entries = self.pending.take_many([lab.id for lab in labels], now, self.settings.labels.duplicates == "all")
         joined = [(entry, lab) for entry, lab in zip(entries, labels, strict=True) if entry is not None]
         if len(joined) < len(labels):
-            for entry, lab in zip(entries, labels, strict=True):
-                if entry is None:
-                    self._unmatched(lab)
+            self._unmatched([lab for entry, lab in zip(entries, labels, strict=True) if entry is None])
         if joined:
             self._learn(joined, now, outcome="applied")
 
-    def _unmatched(self, lab: Label) -> None:
-        """A label without a pending request: counted, or parked until its request is made again."""
-        status = self.pending.status(lab.id)
-        if status == "applied":
-            self.totals.add("labels.duplicate")
-        elif status == "expired":
-            self.totals.add("labels.expired")
-        else:
-            self._unknown(lab)
+    def _unmatched(self, labels: list[Label]) -> None:
+        """Labels without a pending request: counted, or parked until their request is made again."""
+        for lab, status in zip(labels, self.pending.statuses([lab.id for lab in labels]), strict=True):
+            if status == "applied":
+                self.totals.add("labels.duplicate")
+            elif status == "expired":
+                self.totals.add("labels.expired")
+            else:
+                self._unknown(lab)
 
     def _unknown(self, lab: Label) -> None:
         """A label for an id never requested here: parked if a replayed record will request it."""
@@ -1070,6 +1068,8 @@ class Service:
     def _publish_gauges(self) -> None:
         m = self.metrics
         m.pending.set(len(self.pending))
+        for kind, count in self.pending.remembered().items():
+            m.remembered.labels(kind=kind).set(count)
         m.model_version.set(self.learner.labels_)
         controller = self.learner.budget
         if controller is None:
@@ -1135,7 +1135,7 @@ class Service:
         started = self.clock.monotonic()
         try:
             state, offsets = self._prepare_checkpoint()
-            path = self.store.write(state)  # Step 3.
+            path = self.store.write(state, self._parts())  # Step 3.
         except CheckpointError:
             self.metrics.checkpoint_failures.inc()
             raise
@@ -1162,7 +1162,7 @@ class Service:
         except CheckpointError as exc:  # e.g. the broker is away: keep serving, try again later
             self._checkpoint_failed(exc)
             return
-        self._writing = _Writing(self._writer.submit(self.store.write, state), offsets, started)
+        self._writing = _Writing(self._writer.submit(self.store.write, state, self._parts()), offsets, started)
 
     def _finish_checkpoint(self, wait: bool) -> None:
         """Steps 4 and 5 of the checkpoint being written, once it is durable (now, with ``wait``)."""
@@ -1187,6 +1187,8 @@ class Service:
         # Step 5.
         self.metrics.checkpoint_duration.observe(self.clock.monotonic() - started)
         self.metrics.checkpoint_last_success.set(self.clock.now())
+        self.metrics.checkpoint_bytes.labels(kind="written").set(self.store.written_bytes)
+        self.metrics.checkpoint_bytes.labels(kind="held").set(self.store.held_bytes)
         log.debug("checkpoint %s", path.name)
 
     def _snapshot(self) -> dict[str, np.ndarray]:
@@ -1211,6 +1213,10 @@ class Service:
             "topics": self.settings.topics.model_dump(),
         }, sort_keys=True))
         return state
+
+    def _parts(self) -> list[str]:
+        """The parts of the last snapshot written once each (the memory of applied and expired ids)."""
+        return [f"pending.{part}" for part in self.pending.parts()]
 
     def _output_ends(self) -> dict[tuple[str, int], int]:
         """Where each partition of the output topics ends now (after a flush: past all our outputs).

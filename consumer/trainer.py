@@ -215,8 +215,9 @@ class Trainer(Service):
             self.emitter.send(s.topics.dead_letters, *steps.dead_letter(msg, err))
             self.totals.add(f"dead_letters.{msg.topic()}.{err.reason}")
         items: list[tuple[str, Entry]] = []
-        for row, (rid, k) in enumerate(zip(decoded.ids, positions, strict=True)):
-            if self.pending.status(rid) != "unknown":
+        statuses = self.pending.statuses(decoded.ids)
+        for row, (rid, k, status) in enumerate(zip(decoded.ids, positions, statuses, strict=True)):
+            if status != "unknown":
                 continue
             r = orjson.loads(live[k].value())
             try:

@@ -67,6 +67,9 @@ def test_checkpoint_inspect_prints_what_a_checkpoint_holds(tmp_path):
     h.service.start()
     h.feature("a", [1.0, 0.0, 0.0, 0.0])
     h.service.run_once()
+    assert h.requested_ids() == ["a"]  # the first record is always asked about
+    h.label("a", 1)
+    h.service.run_once()
     path = h.service.checkpoint()
     for target in (path, path.parent):
         out = subprocess.run([sys.executable, "-m", "consumer", "checkpoint", "inspect", str(target)],
@@ -74,8 +77,9 @@ def test_checkpoint_inspect_prints_what_a_checkpoint_holds(tmp_path):
         assert out.returncode == 0, out.stderr
         report = json.loads(out.stdout)
         assert report["path"] == str(path) and report["learner"]["learner"] == "paa-1"
-        assert report["offsets"] == [{"topic": "features", "partition": 0, "next_offset": 1}]
+        assert {"topic": "features", "partition": 0, "next_offset": 1} in report["offsets"]
         assert report["counters"]["rounds"] == 1 and report["totals"]["records_scored"] == 1
+        assert report["remembered"] == {"applied": 1, "expired": 0} and report["parts_bytes"] > 0
     out = subprocess.run([sys.executable, "-m", "consumer", "checkpoint", "inspect", str(tmp_path / "none")],
                          capture_output=True, text=True)
     assert out.returncode == 2 and ("no checkpoint" in out.stderr or "cannot read" in out.stderr)

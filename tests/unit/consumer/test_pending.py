@@ -1,8 +1,10 @@
 """The pending store: one hand-out per id, ordered expiry, memory of applied and expired ids."""
 
+import tracemalloc
+
 import numpy as np
 
-from consumer.pending import Entry, Memory, PendingStore, pack_strings, unpack_strings
+from consumer.pending import Entry, Memory, PendingStore, fingerprints, pack_strings, unpack_strings
 from learners.inputs import Rows
 
 
@@ -104,12 +106,102 @@ def test_an_id_applied_again_is_remembered_from_its_last_time_also_after_a_resto
         assert [s.status(rid) for rid in "abc"] == ["unknown", "unknown", "unknown"]
 
 
-def test_a_memory_restores_its_forgetting_order_from_any_order_of_its_state():
-    memory = Memory.from_state(["x", "y", "z", "w"], np.array([3.0, 1.0, 3.0, 2.0]))
-    assert sorted(memory.state()[0]) == ["w", "x", "y", "z"]
+def test_a_memory_of_ids_restores_its_forgetting_order_from_any_order():
+    memory = Memory.from_ids(["x", "y", "z", "w"], np.array([3.0, 1.0, 3.0, 2.0]), seal_every=1.0)
+    assert len(memory) == 4
     memory.forget_before(2.5)
-    assert ("x" in memory, "y" in memory, "z" in memory, "w" in memory) == (True, False, True, False)
-    assert len(Memory.from_state([], np.array([]))) == 0
+    assert memory.holds(fingerprints(["x", "y", "z", "w"])).tolist() == [True, False, True, False]
+    assert len(Memory.from_ids([], np.array([]), seal_every=1.0)) == 0
+
+
+def test_a_memory_holds_each_id_exactly_from_its_time_across_segments_and_head():
+    memory = Memory(seal_every=10.0)
+    ids = [f"id-{k}" for k in range(1000)]
+    for t in range(100):  # 10 ids a second: ten segments of 100, and a head
+        memory.remember(fingerprints(ids[10 * t : 10 * t + 10]), float(t))
+    assert len(memory.state_dict()["segments"]) == 9 and len(memory) == 1000
+    others = fingerprints([f"other-{k}" for k in range(1000)])
+    assert memory.holds(fingerprints(ids)).all() and not memory.holds(others).any()
+    memory.forget_before(45.0)  # mid-segment: its older ids are no longer held, though still stored
+    held = memory.holds(fingerprints(ids))
+    assert held.tolist() == [k >= 450 for k in range(1000)] and len(memory) == 600
+    memory.remember(fingerprints(["id-0"]), 100.0)  # remembered again: held from its new time
+    assert memory.holds(fingerprints(["id-0", "id-1"])).tolist() == [True, False]
+    memory.forget_before(1000.0)
+    assert len(memory) == 0 and not memory.holds(fingerprints(ids)).any()
+
+
+def test_a_fingerprint_ending_in_zero_bytes_survives_a_segment_and_a_restore():
+    rid = next(f"z{k}" for k in range(100_000) if fingerprints([f"z{k}"])[0].endswith(b"\0"))
+    memory = Memory(seal_every=1.0)
+    memory.remember(fingerprints([rid]), 0.0)
+    memory.remember(fingerprints(["later"]), 5.0)  # seals the first into a segment
+    restored = Memory.from_state(memory.state_dict(), seal_every=1.0)
+    for m in (memory, restored):
+        assert m.holds(fingerprints([rid, "later", "never"])).tolist() == [True, True, False]
+
+
+def test_a_part_never_changes_once_made_and_a_snapshot_adds_only_what_is_new():
+    memory = Memory(seal_every=10.0)
+    memory.remember(fingerprints(["a", "b"]), 0.0)
+    first = memory.state_dict()
+    first_parts = memory.parts()
+    memory.remember(fingerprints(["c"]), 1.0)
+    second = memory.state_dict()
+    new = set(memory.parts()) - set(first_parts)
+    assert set(first_parts) <= set(memory.parts()) and len(new) == 1
+    for part in first_parts:
+        assert first[f"{part}.keys"].tobytes() == second[f"{part}.keys"].tobytes()
+    (log,) = new
+    assert second[f"{log}.keys"].tobytes() == b"".join(fingerprints(["c"]))
+    memory.remember(fingerprints(["d"]), 20.0)  # seals a, b and c into a segment: the logs go
+    third = memory.state_dict()
+    assert third["logs"].size == 1 and third["segments"].size == 1
+    assert not set(memory.parts()) & (set(first_parts) | new)
+    restored = Memory.from_state(third, seal_every=10.0)
+    assert restored.holds(fingerprints(["a", "b", "c", "d", "e"])).tolist() == [True] * 4 + [False]
+    restored.remember(fingerprints(["e"]), 21.0)
+    restored.state_dict()
+    assert not set(restored.parts()) & set(memory.parts()) - {str(n) for n in third["segments"].tolist()} \
+        - {str(n) for n in third["logs"].tolist()}  # a restored memory never reuses a number
+
+
+def test_a_remembered_id_costs_at_most_32_bytes():
+    ids = [f"record-{k:012d}-with-a-long-identifier" for k in range(320_000)]
+    tracemalloc.start()
+    try:
+        memory = Memory(seal_every=10.0)
+        for t in range(320):  # one TTL of 320 s at 1,000 ids/s: 32 segments
+            memory.remember(fingerprints(ids[1000 * t : 1000 * t + 1000]), float(t))
+        memory.state_dict()
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert len(memory) == len(ids) and held / len(ids) <= 32
+
+
+def test_a_store_reads_a_checkpoint_written_with_the_ids_themselves():
+    old = PendingStore(max_entries=10, memory_s=100).state_dict()
+    for name in ("applied", "expired"):
+        for key in [k for k in old if k.startswith(f"{name}.")]:
+            del old[key]
+    old["applied_ids"], old["applied_offsets"] = pack_strings(["a", "b"])
+    old["applied_at"] = np.array([1.0, 2.0])
+    old["expired_ids"], old["expired_offsets"] = pack_strings(["c"])
+    old["expired_at"] = np.array([3.0])
+    store = PendingStore(max_entries=10, memory_s=100)
+    store.load_state_dict(old)
+    assert store.statuses(["a", "b", "c", "d"]) == ["applied", "applied", "expired", "unknown"]
+
+
+def test_a_label_more_than_a_ttl_after_the_first_is_unknown_again():
+    store = PendingStore(max_entries=10, memory_s=60)
+    store.add("a", entry(0.0))
+    store.take("a", now=1.0)
+    store.expire(now=60.5)
+    assert store.status("a") == "applied"
+    store.expire(now=61.5)  # one TTL after it was applied
+    assert store.status("a") == "unknown"
 
 
 def test_strings_pack_without_pickles():

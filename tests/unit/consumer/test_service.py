@@ -93,6 +93,31 @@ def test_label_joins_its_request_and_is_applied_once(harness):
     assert len(h.service.pending) == 0
 
 
+def test_a_label_again_is_a_duplicate_for_one_ttl_across_a_restart_and_unknown_after(harness):
+    h = harness
+    first = h.service
+    first.start()
+    truth = feed(h, 60)
+    first.run_once()
+    ids = h.requested_ids()
+    for rid in ids:
+        h.label(rid, truth[rid])
+    first.run_once()
+    first.checkpoint()  # the memory of applied ids goes to parts of its own
+    assert list((h.tmp_path / "ckpt").glob("part-pending.applied.*"))
+    second = h.new_service()  # a crash after the checkpoint
+    second.start()
+    h.clock.advance(h.settings.labels.ttl_s - 1)
+    h.label(ids[0], truth[ids[0]])
+    second.run_once()
+    assert second.totals.get("labels.duplicate") == 1 and second.learner.labels_ == len(ids)
+    h.clock.advance(2)  # one TTL after the labels: forgotten, so unknown, and still not applied
+    second.run_once()
+    h.label(ids[1], truth[ids[1]])
+    second.run_once()
+    assert second.totals.get("labels.unknown") == 1 and second.learner.labels_ == len(ids)
+
+
 def test_labels_for_several_batches_teach_their_own_records_in_arrival_order(harness):
     h = harness
     h.service.start()
@@ -594,7 +619,7 @@ def test_a_failed_final_checkpoint_closes_every_client_once_and_exits_with_1(tmp
     h = Harness(tmp_path)
     feed(h, 10)
 
-    def disk_full(state):
+    def disk_full(state, parts=()):
         raise CheckpointError("disk full")
 
     monkeypatch.setattr(h.service.store, "write", disk_full)
@@ -856,9 +881,9 @@ def test_a_due_checkpoint_is_written_beside_the_loop_and_commits_its_snapshot_on
     h.service.start()
     written, write = threading.Event(), h.service.store.write
 
-    def slow_write(state):  # the disk is slow: the file is durable only once the test lets it be
+    def slow_write(state, parts=()):  # the disk is slow: the file is durable only once the test lets it be
         assert written.wait(10)
-        return write(state)
+        return write(state, parts)
 
     monkeypatch.setattr(h.service.store, "write", slow_write)
     feed(h, 5)
