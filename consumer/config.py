@@ -21,7 +21,7 @@ import socket
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from consumer.errors import ConfigError
@@ -148,6 +148,36 @@ class ModelSettings(_Section):
     full_every: int = Field(50, ge=1, description="a full snapshot after this many deltas")
 
 
+class SchemaRegistrySettings(_Section):
+    """Where the schema registry is, for ACTIVESTREAM_FORMAT json-schema or avro (docs: schema registry)."""
+
+    url: str | None = Field(None, min_length=1, description="the registry's URL (several: comma-separated); "
+                            "required by ACTIVESTREAM_FORMAT json-schema and avro")
+    basic_auth_user_info: SecretStr | None = Field(None, description="`<user>:<password>` for HTTP basic "
+                                                   "authentication (Confluent Cloud: `<API key>:<API secret>`)")
+    ssl_ca_location: Path | None = Field(None, description="CA certificate(s) the registry's TLS certificate is "
+                                         "checked against; unset: the system's")
+    ssl_certificate_location: Path | None = Field(None, description="client certificate, for mutual TLS")
+    ssl_key_location: Path | None = Field(None, description="the client certificate's private key")
+    timeout_s: float = Field(10.0, gt=0, description="how long one request to the registry may take")
+    retry_max_s: float = Field(30.0, gt=0, le=120, description="registry down: the records that need it are read "
+                               "again after 1 s, then twice as long each time, up to this")
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, url: str | None) -> str | None:
+        if url is not None and not all(u.strip().startswith(("http://", "https://")) for u in url.split(",")):
+            raise ValueError(f"{url!r}: each URL must start with http:// or https://")
+        return url
+
+    @model_validator(mode="after")
+    def _key_with_certificate(self) -> SchemaRegistrySettings:
+        if (self.ssl_certificate_location is None) != (self.ssl_key_location is None):
+            raise ValueError("ACTIVESTREAM_SCHEMA_REGISTRY__SSL_CERTIFICATE_LOCATION and __SSL_KEY_LOCATION go "
+                             "together: set both or neither")
+        return self
+
+
 class Settings(BaseSettings):
     """Everything the service reads at start-up (docs: configuration reference)."""
 
@@ -163,6 +193,11 @@ class Settings(BaseSettings):
                           description="consumer group of the features (the labels use <group_id>-labels)")
     group_instance_id: str | None = Field(None, description="static membership (KIP-345), e.g. the pod name")
     topics: Topics = Topics()
+    format: Literal["json", "json-schema", "avro"] = Field(
+        "json", description="how the features and labels are written: json: a plain JSON object per record (docs: "
+        "record schemas); json-schema, avro: the schema registry's wire format, read with the schema it names "
+        "(docs: schema registry)")
+    schema_registry: SchemaRegistrySettings = SchemaRegistrySettings()
     kafka: dict[str, str] = Field(default_factory=dict, description="extra client properties, both clients")
     kafka_consumer: dict[str, str] = Field(default_factory=dict, description="extra consumer properties")
     kafka_producer: dict[str, str] = Field(default_factory=dict, description="extra producer properties")
@@ -252,6 +287,13 @@ class Settings(BaseSettings):
         if (self.budget_warmup or self.budget_warmup_boost is not None) and self.query_rate_target is None:
             raise ValueError(f"{ENV_PREFIX}BUDGET_WARMUP needs {ENV_PREFIX}QUERY_RATE_TARGET: the requests "
                              "it makes are paid back out of that rate")
+        return self
+
+    @model_validator(mode="after")
+    def _framed_needs_a_registry(self) -> Settings:
+        if self.format != "json" and self.schema_registry.url is None:
+            raise ValueError(f"{ENV_PREFIX}FORMAT={self.format} needs {ENV_PREFIX}SCHEMA_REGISTRY__URL: the records "
+                             "name their schema by its id in the registry")
         return self
 
     @property

@@ -14,6 +14,7 @@ __all__ = [
     "OffsetsNotIncreasing",
     "ProduceFailed",
     "PublishFailed",
+    "RegistryUnavailable",
 ]
 
 
@@ -28,6 +29,11 @@ class InvalidRecord(Exception):
         super().__init__(f"{reason}: {detail}")
         self.reason, self.detail = reason, detail
         self.topic, self.partition, self.offset = topic, partition, offset
+
+
+class RegistryUnavailable(Exception):
+    """The schema registry did not answer (down, unreachable, refusing the credentials): the records
+    that need it are held back and read again, never sent to the dead-letter topic."""
 
 
 class Backpressure(Exception):

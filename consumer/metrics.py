@@ -191,6 +191,10 @@ class Metrics:
         self.offset_resets = Counter(p + "offset_resets",
                                      "Partitions whose position was not in the log any more (truncated or re-created)",
                                      ["topic"], registry=r)
+        self.registry_holds = Counter(p + "schema_registry_holds",
+                                      "Batches held back because the schema registry did not answer, to be read "
+                                      "again after a backoff (ACTIVESTREAM_FORMAT json-schema and avro)", ["topic"],
+                                      registry=r)
         self.rebalances = Counter(p + "rebalances", "Partitions assigned to this service", ["topic"], registry=r)
         self.loop_last_iteration = Gauge(p + "loop_last_iteration_timestamp_seconds",
                                          "When the poll loop last completed an iteration", registry=r)

@@ -55,6 +55,7 @@ from learners.inputs import Rows
 DefaultTimes = Callable[[np.ndarray], np.ndarray]
 
 __all__ = [
+    "FRAMED_REASONS",
     "REASONS",
     "SCHEMA_VERSION",
     "FeatureBatch",
@@ -94,6 +95,13 @@ REASONS = (
     "missing_label",  # a label record without "label"
     "unknown_class",  # a label outside the model's classes (a JSON boolean is never a class)
     "bad_cost",  # a cost that is not a number in 0..MAX_COST
+)
+# What only records in the schema registry's wire format (ACTIVESTREAM_FORMAT json-schema or avro) are
+# refused for, before the payload meets the rules above (consumer.registry_formats)
+FRAMED_REASONS = (
+    "not_framed",  # no magic byte 0 and 4-byte schema id in front of a payload
+    "unknown_schema",  # a schema id the registry does not hold
+    "schema_mismatch",  # a payload its own schema does not read (or, JSON Schema, does not validate)
 )
 
 

@@ -46,8 +46,10 @@ from consumer.errors import (
     CheckpointError,
     ConfigError,
     IncompatibleCheckpoint,
+    InvalidRecord,
     LeaseLost,
     OffsetOutOfRange,
+    RegistryUnavailable,
 )
 from consumer.fastjson import ScanJob, run_scan, scan_job, scan_result
 from consumer.fastwrite import Packed, write_label_requests
@@ -59,7 +61,7 @@ from consumer.metrics import Metrics
 from consumer.pending import Entry, PendingStore, pack_strings, unpack_strings
 from consumer.preflight import check_security
 from consumer.rdkafka import BatchProducer
-from consumer.records import REASONS, Label, decode_feature_batch, encode_predictions, pack_keys
+from consumer.records import FRAMED_REASONS, REASONS, Label, decode_feature_batch, encode_predictions, pack_keys
 from consumer.recovery import Recovery, read_tail
 from consumer.totals import Totals
 from learners import make
@@ -240,6 +242,7 @@ class _Read(NamedTuple):
     values: Sequence[bytes | None]
     job: ScanJob | None
     scan: Future | None
+    refused: dict[int, InvalidRecord] | None = None  # framed values refused before decoding
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,7 +313,7 @@ class Service:
     decides = True
 
     def __init__(self, settings: Settings, *, clock: Clock | None = None, clients: Any = None,
-                 serve_http: bool = True) -> None:
+                 serve_http: bool = True, registry: Any = None) -> None:
         self.settings = s = settings
         self.clock = clock or SystemClock()
         self.metrics = Metrics()
@@ -328,6 +331,15 @@ class Service:
         self.recovery = Recovery()
         self.health = Health(self.clock, s.healthy_loop_age_s)
         self._clients = clients or KafkaClients(s)
+        # ACTIVESTREAM_FORMAT json-schema or avro: the readers of framed features and labels, and when
+        # each topic may be read again after the registry failed (``registry``: a client already
+        # made, e.g. confluent-kafka's in-memory one; else one for the settings)
+        self._framed: Any = None
+        if s.format != "json":
+            from consumer.registry_formats import Backoff, readers_for
+
+            self._framed = readers_for(s, registry)
+            self._registry_backoff = {role: Backoff(s.schema_registry.retry_max_s) for role in ("features", "labels")}
         self._serve_http = serve_http
         self._stop_requested = False
         self._stopped = threading.Event()  # the same request, for waits that should end on it
@@ -603,11 +615,11 @@ class Service:
         self._check_lease()
         self.emitter.serve()
         self._serve_labels()
-        if self._batch is None:
+        if self._batch is None and (self._ahead is not None or self._may_read("features")):
             read, self._ahead = self._ahead or self._read(self._take_features(s.poll_timeout_s), scan=False), None
             if read is not None:
                 revocations = self._revocations
-                self._ahead = self._read(self._take_features(0), scan=True)
+                self._ahead = self._read(self._take_features(0), scan=True) if self._may_read("features") else None
                 try:
                     # reading ahead serves the group's events: a revocation there takes `read` with it
                     # (its offsets are past the checkpoint the revocation committed)
@@ -630,10 +642,12 @@ class Service:
 
     def _serve_labels(self) -> None:
         s = self.settings
+        if not self._may_read("labels"):
+            return
         # the consumer first: the group's events, and labels fetched before their partitions were
         # forwarded to the reader (older than any the reader holds)
         self._take_labels(self._labels.consume(s.batch_size, 0))
-        if self._label_reader is not None:
+        if self._label_reader is not None and self._may_read("labels"):
             labels = self._label_reader.read(s.batch_size, 0)
             if labels is not None:
                 try:
@@ -741,12 +755,43 @@ class Service:
             return None
         good = _without_errors(messages, "features", self._out_of_range)
         values, joined = steps.values_of(good)
+        refused = None
+        if self._framed is not None and len(good):
+            try:
+                (values, refused), joined = self._framed[0].unframe(values), None
+            except RegistryUnavailable as exc:
+                self._hold_back("features", self._features, good, exc)
+                if isinstance(good, Fetched):
+                    good.release()
+                return None
+            self._registry_backoff["features"].succeeded()
         if not scan and joined is None:
-            return _Read(good, values, None, None)
+            return _Read(good, values, None, None, refused)
         # Laid out here, so that the scan thread holds the GIL only to call the compiled loop: each
         # moment it holds it is one the loop waits for it.
         job = scan_job(values, self.settings.n_features, joined)
-        return _Read(good, values, job, self._scanner.submit(run_scan, job) if scan else None)
+        return _Read(good, values, job, self._scanner.submit(run_scan, job) if scan else None, refused)
+
+    def _may_read(self, role: str) -> bool:
+        """Whether the features or labels may be read now: always, but for a while after the schema
+        registry failed for them."""
+        return self._framed is None or self._registry_backoff[role].ready(self.clock.monotonic())
+
+    def _hold_back(self, role: str, consumer: Any, messages: Sequence[Any], exc: RegistryUnavailable) -> None:
+        """The registry did not answer for a batch: send each of its partitions back to the batch's
+        first record there, and read none of ``role`` for a while. Nothing was decided, stored or
+        committed for the batch, so its records are read again, in order, once the registry
+        answers: an outage pauses the topic (its lag grows) rather than filling the dead-letter topic."""
+        wait = self._registry_backoff[role].failed(self.clock.monotonic())
+        partitions, offsets = steps.places_of(messages)
+        topic = messages[0].topic()
+        first: dict[tuple[str, int], int] = {}
+        for p, o in zip(partitions.tolist(), offsets.tolist(), strict=True):
+            first[(topic, p)] = min(o, first.get((topic, p), o))
+        log.warning("schema registry unavailable (%s): %d %s held back, read again in %.0f s", exc, len(messages),
+                    role, wait)
+        self.metrics.registry_holds.labels(topic=topic).inc()
+        self._assign_from(first, consumer)
 
     def _try_emit(self) -> None:
         try:
@@ -767,7 +812,7 @@ class Service:
 
     # -- scoring -----------------------------------------------------------------------------------
     def _decide(self, good: list[Any], values: list[bytes | None], job: ScanJob | None = None,
-                scan: Future | None = None) -> _Batch:
+                scan: Future | None = None, refused: dict[int, InvalidRecord] | None = None) -> _Batch:
         """Decode a batch (messages without an error, and their values), score it in one call,
         decide queries, and prepare every output. ``job``, ``scan``: the compiled scan of the
         values, if it was started when the batch was read."""
@@ -775,7 +820,7 @@ class Service:
         now = self.clock.now()
         batch = _Batch(started=self.clock.monotonic())
         scanned = None if job is None else scan_result(job, *(run_scan(job) if scan is None else scan.result()))
-        decoded, positions, rejected = steps.decode_features(good, s.n_features, now, scanned, values)
+        decoded, positions, rejected = steps.decode_features(good, s.n_features, now, scanned, values, refused)
         for msg, err in rejected:
             batch.outgoing.append((topics.dead_letters, *steps.dead_letter(msg, err)))
             batch.dead[(msg.topic(), err.reason)] += 1
@@ -950,10 +995,17 @@ class Service:
         if not good:
             return
         now = self.clock.now()
-        if self.learner.learns_classes and len(self.learner.classes) < 2:  # the labels define the classes
-            decoded = steps.decode_labels(good, steps.ANY_CLASS, now, adopt=self.learner.adopt)
-        else:
-            decoded = steps.decode_labels(good, self.learner._codes, now)
+        framed = None if self._framed is None else self._framed[1]
+        try:
+            if self.learner.learns_classes and len(self.learner.classes) < 2:  # the labels define the classes
+                decoded = steps.decode_labels(good, steps.ANY_CLASS, now, adopt=self.learner.adopt, framed=framed)
+            else:
+                decoded = steps.decode_labels(good, self.learner._codes, now, framed=framed)
+        except RegistryUnavailable as exc:
+            self._hold_back("labels", self._labels, good, exc)
+            return
+        if framed is not None:
+            self._registry_backoff["labels"].succeeded()
         for msg, err in decoded.rejected:
             self.emitter.send(self.settings.topics.dead_letters, *steps.dead_letter(msg, err))
             self.totals.add(f"dead_letters.{msg.topic()}.{err.reason}")
@@ -1048,7 +1100,7 @@ class Service:
         40 shows no increase to rate(), so a first burst of dead letters would go unseen by alerts."""
         m, topics = self.metrics, self.settings.topics
         for topic in (topics.features, topics.labels):
-            for reason in REASONS:
+            for reason in REASONS + (FRAMED_REASONS if self.settings.format != "json" else ()):
                 m.dead_letters.labels(reason=reason, topic=topic)
         for outcome in LABEL_OUTCOMES:
             m.labels.labels(outcome)

@@ -91,14 +91,23 @@ class Decoded:
 
 
 def decode_features(msgs: Sequence[Any], n_features: int, now: float, scanned: tuple | None = None,
-                    values: list[bytes | None] | None = None) -> tuple[FeatureBatch, list[int], list]:
+                    values: list[bytes | None] | None = None, refused: Mapping[int, InvalidRecord] | None = None,
+                    ) -> tuple[FeatureBatch, list[int], list]:
     """A batch of feature messages → (the decoded batch, the position in ``msgs`` of each usable
     record, [(message, InvalidRecord)] for the others). ``scanned``: the compiled scan of their
     values, if it ran already (:func:`consumer.fastjson.scan_batch`); ``values``: their values, if
-    they were taken already."""
+    they were taken already; ``refused``: {position: why} of the values refused before decoding (a
+    framed record's, :mod:`consumer.registry_formats`), whose place in ``values`` holds None."""
     batch = decode_feature_batch([m.value() for m in msgs] if values is None else values, n_features,
                                  _times_of(msgs, now), scanned)
-    return batch, batch.positions, _located(msgs, batch.rejected)
+    rejected = _with_refusals(batch.rejected, refused) if refused else batch.rejected
+    return batch, batch.positions, _located(msgs, rejected)
+
+
+def _with_refusals(rejected: list[tuple[int, InvalidRecord]], refused: Mapping[int, InvalidRecord],
+                   ) -> list[tuple[int, InvalidRecord]]:
+    """The decoders' rejections, a refused value's (its None read as empty) replaced by its refusal."""
+    return [(k, refused.get(k, err)) for k, err in rejected]
 
 
 def key_id_mismatches(msgs: Sequence[Any], batch: FeatureBatch) -> int:
@@ -155,12 +164,19 @@ ANY_CLASS: Mapping[Any, int] = _AnyClass()
 
 
 def decode_labels(msgs: Sequence[Any], classes: Mapping[Any, int], now: float,
-                  adopt: Callable[[list[Any]], list[bool]] | None = None) -> Decoded:
+                  adopt: Callable[[list[Any]], list[bool]] | None = None, framed: Any = None) -> Decoded:
     """Labels of a batch, in order; invalid ones are set aside with their reason. ``adopt``: which
     labels a model learning its classes takes (:meth:`learners.base.Learner.adopt`), with
-    ``classes`` :data:`ANY_CLASS`; the others are set aside as ``unknown_class``."""
+    ``classes`` :data:`ANY_CLASS`; the others are set aside as ``unknown_class``. ``framed``: the
+    :class:`consumer.registry_formats.FramedReader` of the labels topic, when its records are framed
+    (it may raise :class:`~consumer.errors.RegistryUnavailable`, before anything is adopted)."""
     values, joined = values_of(msgs)
+    refused = None
+    if framed is not None:
+        (values, refused), joined = framed.unframe(values), None
     labels, positions, rejected = decode_label_batch(values, classes, _times_of(msgs, now), joined)
+    if refused:
+        rejected = _with_refusals(rejected, refused)
     if adopt is not None:
         taken = adopt([lab.label for lab in labels])
         refused = [(k, InvalidRecord("unknown_class", f"label {lab.label!r:.60} is not one of the classes learnt "

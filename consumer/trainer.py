@@ -187,7 +187,8 @@ class Trainer(Service):
         self.emitter.serve()
         requests = self._requests.consume(s.batch_size, 0)
         self._take_requests(requests)
-        self._take_labels(self._labels.consume(s.batch_size, 0 if requests else s.poll_timeout_s))
+        if self._may_read("labels"):  # not while the schema registry is being waited for
+            self._take_labels(self._labels.consume(s.batch_size, 0 if requests else s.poll_timeout_s))
         now = self.clock.now()
         self._watch_partitions(now)
         self._expire(now)

@@ -15,7 +15,7 @@ from consumer.config import load_settings
 from consumer.dead_letters import HEADER_PREFIX, truncated
 from consumer.errors import ConfigError
 from consumer.fastwrite import pack, write_label_requests, write_predictions
-from consumer.records import REASONS
+from consumer.records import FRAMED_REASONS, REASONS
 from learners.defaults import DEFAULT_LEARNERS
 from tests.bad_records import BAD_LABELS, bad_features
 from tests.corpus.corpus import FEATURES, LABELS
@@ -113,7 +113,8 @@ def dead_letter_headers(headers: list[tuple[str, bytes]]) -> dict[str, str]:
 
 
 def test_schemas_dead_letter_reasons_are_the_decoders():
-    assert schema("dead-letter.v1.json")["properties"][HEADER_PREFIX + "reason"]["enum"] == list(REASONS)
+    enum = schema("dead-letter.v1.json")["properties"][HEADER_PREFIX + "reason"]["enum"]
+    assert enum == list(REASONS + FRAMED_REASONS)
 
 
 def test_schemas_writers_outputs_validate():
