@@ -245,7 +245,7 @@ def run(profile: Profile, workdir: Path) -> dict[str, Any]:
         proc = start_service(env, log)
         samples: list[dict] = []
         try:
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + 600  # a checkout without numba's cache compiles the kernels first
             while not scrape(port).get("activestream_ready"):
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"the service did not become ready: {log.read_text()[-2000:]}")
@@ -264,7 +264,8 @@ def run(profile: Profile, workdir: Path) -> dict[str, Any]:
         finally:
             stop.set()
             for worker in workers:
-                worker.join(60)
+                if worker.pid is not None:
+                    worker.join(60)
             proc.terminate()
             try:
                 proc.wait(60)
@@ -358,6 +359,8 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m benchmarks.soak " + " ".join(argv if argv is not None else sys.argv[1:])
     result = {"name": name, "profile": asdict(profile), "made": dt.date.today().isoformat(), "commit": commit(),
               "command": command.strip(), "seconds": time.time() - started, **result}
+    result["provenance"] = {key: result[key] for key in ("made", "commit", "command")} | {
+        "minutes": round(result["seconds"] / 60, 1), "settings": asdict(profile)}
     out = Path(tempfile.gettempdir()) if args.quick else RESULTS
     (out / f"soak-{name}.json").write_text(json.dumps(result, indent=1) + "\n")
     (out / f"soak-{name}.md").write_text(render(result))

@@ -1,0 +1,51 @@
+"""The soak's arithmetic: trend, histogram quantiles, and the plateau verdict."""
+
+import numpy as np
+import pytest
+
+from benchmarks.soak import PROFILES, histogram, measure, quantile, sizing, trend
+
+
+def test_trend_is_the_change_along_the_fitted_line_over_the_mean():
+    t = np.arange(10.0)
+    assert trend(t, 100 + 0 * t) == pytest.approx(0.0)
+    assert trend(t, 100 + t) == pytest.approx(9 / 104.5)
+    assert trend(t, 100 - 2 * t) == pytest.approx(-18 / 91)
+
+
+def test_quantile_reads_the_upper_bound_of_the_bucket_that_holds_it():
+    metrics = {'x_bucket{le="0.01"}': 50.0, 'x_bucket{le="0.1"}': 98.0, 'x_bucket{le="+Inf"}': 100.0, "x_count": 100}
+    buckets = histogram(metrics, "x")
+    assert buckets == {0.01: 50.0, 0.1: 98.0, float("inf"): 100.0}
+    assert quantile(buckets, 0.5) == 0.01 and quantile(buckets, 0.98) == 0.1 and quantile(buckets, 0.99) == np.inf
+    assert np.isnan(quantile({}, 0.5))
+
+
+def samples(rss_growth_after_ttl: float) -> list[dict]:
+    profile = PROFILES["memory-quick"]
+    out = []
+    for t in np.arange(5.0, profile.duration_s + 1, profile.sample_s):
+        held = 200 * min(t, profile.ttl_s)  # 200 labels/s, each remembered for one TTL
+        extra = rss_growth_after_ttl * max(0.0, t - profile.ttl_s)
+        out.append({"t_s": float(t), "rss_bytes": 2e8 + 30 * held + extra, "records": 2000 * t,
+                    "labels_applied": 200 * t, "remembered_applied": held, "remembered_expired": 0.0,
+                    "checkpoint_written_bytes": 1e4, "checkpoint_file_bytes": 5e4, "parts_bytes": 24 * held,
+                    "lag": 10.0})
+    return out
+
+
+def test_a_run_that_stops_growing_after_a_ttl_plateaus_and_counts_its_bytes_per_id(monkeypatch):
+    monkeypatch.setattr("benchmarks.soak.isolated_bytes_per_id", lambda n, profile: 24.0)
+    result = measure(samples(0.0), PROFILES["memory-quick"])
+    assert result["flat"] and result["rss_per_remembered_bytes"] == pytest.approx(30.0)
+    assert result["parts_per_remembered_bytes"] == pytest.approx(24.0)
+    assert result["labels_per_s"] == pytest.approx(200.0) and result["query_ratio"] == pytest.approx(0.1)
+    table = sizing({**result, "profile": {"checkpoint_every_s": 5}})
+    assert "| 1,000 | 1 h | 3,600,000 | 108.0 MB | 86.4 MB |" in "\n".join(table)
+
+
+def test_a_run_whose_memory_keeps_growing_does_not_plateau(monkeypatch):
+    monkeypatch.setattr("benchmarks.soak.isolated_bytes_per_id", lambda n, profile: 24.0)
+    result = measure(samples(1e6), PROFILES["memory-quick"])  # 1 MB more every second past the TTL
+    assert not result["flat"] and not result["figures"]["rss_bytes"]["flat"]
+    assert result["figures"]["remembered_applied"]["flat"]
