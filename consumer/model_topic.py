@@ -21,6 +21,12 @@ versions need not be consecutive); followers skip them by key, never reading the
 Once a full snapshot's chunks are acknowledged, the publisher tombstones the records of the chains
 before the previous one (those it published itself), so compaction keeps about two chains.
 
+A checkpoint's *parts* (groups of arrays that never change once made, as in
+:mod:`consumer.checkpoint`) are published once each, as chunks keyed ``part/<number>/<i>`` in the
+transaction of the first checkpoint that holds them; every checkpoint's manifest lists the parts it
+holds (``parts``: name → number, offsets, chunk count, size and SHA-256), and a reader assembles them
+into the state. A part neither the newest checkpoint nor the one before holds is tombstoned.
+
 A follower only ever holds a complete, verified model: a full snapshot replaces what it holds, a
 delta applies only to the exact version it was computed against, anything else waits for the next
 full snapshot. Whether a state fits the caller's learner (learner, dimension, format version) is not
@@ -35,7 +41,7 @@ import json
 import logging
 import time
 import zipfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,7 +68,7 @@ log = logging.getLogger(__name__)
 
 # Kafka's default message limit is 1 MB (message.max.bytes); 900 kB leaves room for key and headers.
 DEFAULT_CHUNK_BYTES = 900_000
-MODEL, CHECKPOINT = "model", "checkpoint"
+MODEL, CHECKPOINT, PART = "model", "checkpoint", "part"
 _KINDS = ("full", "delta", "checkpoint")
 _NUMERIC = "biufc"  # bool, signed, unsigned, float, complex: arrays a delta may patch element-wise
 # Backward search for the newest manifest: the first window, then each one this many times wider.
@@ -197,7 +203,7 @@ def _parse_key(key: bytes | None) -> tuple[str, str, int, int] | None:
     if key is None:
         return None
     parts = key.split(b"/")
-    if len(parts) != 3 or parts[0] not in (b"model", b"checkpoint"):
+    if len(parts) != 3 or parts[0] not in (b"model", b"checkpoint", b"part"):
         return None
     try:
         if parts[1] == b"manifest":
@@ -319,7 +325,9 @@ class ModelPublisher:
         self._deltas_since_full = 0
         # What this publisher wrote, for its tombstones: complete chains, and failed publications.
         self._chains: dict[str, list[_Chain]] = {MODEL: [], CHECKPOINT: []}
-        self._orphans: dict[str, list[tuple[int, int]]] = {MODEL: [], CHECKPOINT: []}
+        self._orphans: dict[str, list[tuple[int, int]]] = {MODEL: [], CHECKPOINT: [], PART: []}
+        self._parts: dict[str, dict[str, Any]] = {}  # the parts on the topic: name → where and what
+        self._held: list[set[str]] = []  # the parts of the last two checkpoints, which stay
 
     def start(self, epoch: int, after_version: int) -> None:
         """Begin ``epoch``, numbering from ``after_version + 1``; the first publication is a full
@@ -359,12 +367,26 @@ class ModelPublisher:
         self._deltas_since_full = 0 if chosen == "full" else self._deltas_since_full + 1
         return published
 
-    def publish_checkpoint(self, state: Mapping[str, np.ndarray], *, epoch: int,
+    def publish_checkpoint(self, state: Mapping[str, np.ndarray], *, epoch: int, parts: Iterable[str] = (),
                            extra: Mapping[str, Any] | None = None, timeout_s: float | None = None) -> Published:
-        """Publish ``state`` in full under the ``checkpoint/`` prefix (it takes a version number);
-        see :func:`read_checkpoint`."""
+        """Publish ``state`` under the ``checkpoint/`` prefix (it takes a version number); the arrays
+        ``<part>.<key>`` of each of ``parts`` go in that part, published only if it is not on the
+        topic already; see :func:`read_checkpoint`."""
         self._begin_epoch(epoch)
-        return self._publish(CHECKPOINT, "checkpoint", _archive(state), state, epoch, extra, timeout_s)
+        own, new = dict(state), {}
+        for name in sorted(set(parts)):
+            prefix = f"{name}."
+            arrays = {key[len(prefix):]: own.pop(key) for key in [k for k in own if k.startswith(prefix)]}
+            if name not in self._parts:
+                new[name] = _archive(arrays)
+        return self._publish(CHECKPOINT, "checkpoint", _archive(own), own, epoch, extra, timeout_s,
+                             parts=(sorted(set(parts)), new))
+
+    def adopt_parts(self, parts: Mapping[str, Mapping[str, Any]]) -> None:
+        """The parts of the checkpoint a new trainer restored (its manifest's ``parts``): already on
+        the topic, so the next checkpoints refer to them rather than publish them again."""
+        self._parts.update({name: dict(where) for name, where in parts.items()})
+        self._held = [set(parts)]
 
     def _begin_epoch(self, epoch: int) -> None:
         if self.epoch is not None and epoch < self.epoch:
@@ -373,7 +395,8 @@ class ModelPublisher:
             self.epoch, self._last = epoch, None
 
     def _publish(self, prefix: str, kind: str, payload: memoryview, state: Mapping[str, np.ndarray], epoch: int,
-                 extra: Mapping[str, Any] | None, timeout_s: float | None) -> Published:
+                 extra: Mapping[str, Any] | None, timeout_s: float | None,
+                 parts: tuple[list[str], dict[str, memoryview]] = ([], {})) -> Published:
         """Step 1. Produce the chunks and wait until each is acknowledged.
         Step 2. If a full snapshot: tombstone the chains before the newest complete one, and the
                 records of failed publications.
@@ -387,12 +410,14 @@ class ModelPublisher:
         version, step = self.version, self.chunk_bytes
         n = max(1, -(-size // step))
         chains, orphans = self._chains[prefix], self._orphans[prefix]
+        listing: dict[str, dict[str, Any]] = {}
         try:
             self._transaction("begin_transaction")
             # Step 1.
             # bytes(): the client refuses memoryviews, so each chunk is copied once, and only once.
             offsets = self._send([(_chunk_key(prefix, version, i), bytes(payload[i * step:(i + 1) * step]))
                                   for i in range(n)], deadline, f"{prefix} {version}")
+            listing = self._send_parts(parts[1], deadline)
             if kind == "delta":
                 snapshot_offset = chains[-1].snapshot_offset
             else:
@@ -411,6 +436,9 @@ class ModelPublisher:
                 "chunks": n, "bytes": size, "sha256": digest,
                 "published_at": published_at, "meta": _meta(state), "extra": extra,
             }
+            if parts[0]:
+                manifest["parts"] = {name: listing.get(name) or self._parts[name] for name in parts[0]}
+                self._tombstone_parts(set(parts[0]), deadline)
             (manifest_offset,) = self._send([(_manifest_key(prefix, version), json.dumps(manifest).encode())],
                                             deadline, f"{prefix} manifest {version}")
             self._transaction("commit_transaction", max(0.0, deadline - time.monotonic()))
@@ -418,17 +446,56 @@ class ModelPublisher:
             if self.transactional and not isinstance(exc, Fenced):
                 self._abort()
             orphans.append((version, n))  # its records, if any landed, go with the next rotation
+            if parts[1]:
+                self._orphans[PART] += [(where["version"], where["chunks"]) for where in listing.values()]
             if prefix == MODEL:
                 self._last = None
             raise
         finally:
             payload.release()
+            for part in parts[1].values():
+                part.release()
+        if parts[0]:
+            self._parts.update(listing)
+            self._held = [*self._held[-1:], set(parts[0])]
         if kind == "delta":
             chains[-1].versions.append((version, n))
         else:
             chains.append(_Chain(snapshot_offset, [(version, n)]))
         log.debug("published %s version %d (%s, %d bytes in %d chunks)", prefix, version, kind, size, n)
         return Published(version, epoch, kind, size, n, published_at, tuple(offsets), manifest_offset)
+
+    def _send_parts(self, parts: Mapping[str, memoryview], deadline: float) -> dict[str, dict[str, Any]]:
+        """Produce each part's chunks, each part with a version number of its own; where each is."""
+        listing = {}
+        step = self.chunk_bytes
+        for name, payload in parts.items():
+            self.version += 1
+            n = max(1, -(-len(payload) // step))
+            # an entry before the send: a failed one's records, if any landed, are tombstoned later
+            listing[name] = where = {"version": self.version, "chunks": n, "bytes": len(payload),
+                                     "sha256": hashlib.sha256(payload).hexdigest()}
+            offsets = self._send([(_chunk_key(PART, self.version, i), bytes(payload[i * step:(i + 1) * step]))
+                                  for i in range(n)], deadline, f"part {name}")
+            where["first_offset"], where["last_offset"] = min(offsets), max(offsets)
+        return listing
+
+    def _tombstone_parts(self, now_held: set[str], deadline: float) -> None:
+        """Tombstones for the parts neither this checkpoint nor the one before holds, and for the
+        records of failed publications' parts."""
+        keep = now_held.union(*self._held[-1:])
+        gone = [name for name in self._parts if name not in keep]
+        chains = [(self._parts[name]["version"], self._parts[name]["chunks"]) for name in gone] + self._orphans[PART]
+        records = [(_chunk_key(PART, version, i), None) for version, n in chains for i in range(n)]
+        if records:
+            try:
+                self._send(records, deadline, f"tombstones for {len(records)} part records")
+            except PublishFailed as exc:
+                log.warning("%s", exc)
+                return
+        for name in gone:
+            del self._parts[name]
+        self._orphans[PART] = []
 
     def _transaction(self, step: str, *timeout: float) -> None:
         """A step of the publication's transaction (none unless ``transactional``); a fenced
@@ -590,12 +657,39 @@ def read_checkpoint(consumer_factory: Callable[[], Any], topic: str,
                         and msg.value() is not None:
                     chunks[parsed[3]] = (msg.offset(), msg.value())
             try:
-                return manifest, decode_state(_assemble(manifest, chunks))
+                state = decode_state(_assemble(manifest, chunks))
+                for name, where in _parts_of(manifest).items():
+                    state.update({f"{name}.{key}": value for key, value in
+                                  decode_state(_read_part(consumer, topic, where, deadline)).items()})
+                return manifest, state
             except ValueError as exc:
                 log.warning("skipping checkpoint %d at offset %d of %s: %s", manifest["version"], offset, topic, exc)
         return None
 
     return _with_consumer(consumer_factory, read)
+
+
+def _parts_of(manifest: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """A checkpoint manifest's parts; ``ValueError`` if the listing is malformed."""
+    parts = manifest.get("parts", {})
+    if not isinstance(parts, dict):
+        raise ValueError("manifest field 'parts' is not an object")
+    for name, where in parts.items():
+        if not isinstance(where, dict) or any(type(where.get(k)) is not int for k in
+                                              ("version", "first_offset", "last_offset", "chunks", "bytes")) \
+                or not isinstance(where.get("sha256"), str):
+            raise ValueError(f"part {name!r} is not listed with its version, offsets, chunks, bytes and sha256")
+    return parts
+
+
+def _read_part(consumer: Any, topic: str, where: Mapping[str, Any], deadline: float) -> bytes:
+    """One part's payload, checked against its listing (``ValueError`` if incomplete or changed)."""
+    chunks: dict[int, tuple[int, bytes]] = {}
+    for msg in _read_range(consumer, topic, where["first_offset"], where["last_offset"] + 1, deadline):
+        parsed = _parse_key(msg.key())
+        if parsed is not None and parsed[:3] == (PART, "chunk", where["version"]) and msg.value() is not None:
+            chunks[parsed[3]] = (msg.offset(), msg.value())
+    return _assemble(where, chunks)
 
 
 # ---------------------------------------------------------------------------------------- follower

@@ -124,6 +124,7 @@ class Trainer(Service):
             self._parked = {rid: [Label(*lab), at, None] for rid, lab, at in
                             orjson.loads(state["service.parked"].tobytes())}
             self.restored_version = int(manifest["version"])
+            self.publisher.adopt_parts(manifest.get("parts", {}))
             epochs.append(int(manifest["epoch"]))
             last = max(last, int(manifest["version"]))
         else:
@@ -354,7 +355,7 @@ class Trainer(Service):
         state["service.parked"] = np.frombuffer(orjson.dumps(
             [[rid, list(lab), at] for rid, (lab, at, _) in self._parked.items()]), dtype=np.uint8)
         try:
-            published = self.publisher.publish_checkpoint(state, epoch=self.epoch)
+            published = self.publisher.publish_checkpoint(state, epoch=self.epoch, parts=self._parts())
         except Fenced as exc:
             raise _zombie(exc) from None
         except PublishFailed as exc:

@@ -93,6 +93,13 @@ def test_a_second_trainer_restores_the_model_pending_requests_and_parked_labels(
         send(kafka_bootstrap, topics["label_requests"], ("c", request("c", [0.5] * 8, prediction=-1)))
         run_until(second, lambda: second.totals.get("labels.applied") == 3, what="b and c applied")
         assert second.learner.labels_ == 3 and second.totals.get("labels.duplicate") == 0
+        # a was applied before the takeover: its id came back in a part of the checkpoint
+        checkpoint = [m for m in manifests(kafka_bootstrap, topics["model"]) if m["kind"] == "checkpoint"][-1]
+        assert any(name.startswith("pending.applied.") for name in checkpoint["parts"])
+        send(kafka_bootstrap, topics["label_requests"], ("a", request("a", [1.0] * 8)))  # asked again: ignored
+        send(kafka_bootstrap, topics["labels"], label("a", 1))
+        run_until(second, lambda: second.totals.get("labels.duplicate") == 1, what="a again, a duplicate")
+        assert second.learner.labels_ == 3 and "a" not in second.pending
     finally:
         second.request_stop()
         second._shutdown()

@@ -546,6 +546,69 @@ def test_read_checkpoint_returns_the_newest_complete_one(broker):
     assert manifest["extra"] == {"offsets": {"features": [5]}} and same(state, first)
 
 
+def with_parts(seed: int, parts: dict[str, float]) -> dict:
+    state = model_state(seed=seed)
+    for name, value in parts.items():
+        state[f"{name}.keys"], state[f"{name}.at"] = np.full(500, value), np.arange(500.0)
+    return state
+
+
+def part_records(broker) -> dict[bytes, bytes | None]:
+    """The newest value of each ``part/`` key (what compaction keeps)."""
+    return {m.key(): m.value() for m in broker.log[(TOPIC, 0)] if m.key().startswith(b"part/")}
+
+
+def test_a_checkpoint_part_is_published_once_and_read_back_into_each_checkpoint(broker):
+    publisher = ModelPublisher(Producer(broker), TOPIC, chunk_bytes=3000)
+    reader = lambda: FakeConsumer(broker, "restore")  # noqa: E731
+    first = publisher.publish_checkpoint(with_parts(1, {"m.0": 1.0}), epoch=1, parts=["m.0"])
+    published = len(part_records(broker))
+    assert published >= 3  # 8,000 bytes of arrays in chunks of 3,000
+    second = publisher.publish_checkpoint(with_parts(2, {"m.0": 1.0, "m.1": 2.0}), epoch=1, parts=["m.0", "m.1"])
+    assert len(part_records(broker)) == 2 * published  # m.0 not again
+    assert second.bytes < first.bytes + 100  # a checkpoint's own payload holds no part
+    manifest, state = read_checkpoint(reader, TOPIC, timeout_s=1)
+    assert manifest["version"] == second.version and same(state, with_parts(2, {"m.0": 1.0, "m.1": 2.0}))
+    assert set(manifest["parts"]) == {"m.0", "m.1"}
+
+
+def test_a_part_no_kept_checkpoint_holds_is_tombstoned(broker):
+    publisher = ModelPublisher(Producer(broker), TOPIC, chunk_bytes=3000)
+    publisher.publish_checkpoint(with_parts(1, {"m.0": 1.0}), epoch=1, parts=["m.0"])
+    publisher.publish_checkpoint(with_parts(2, {"m.1": 2.0}), epoch=1, parts=["m.1"])
+    assert all(v is not None for v in part_records(broker).values())  # m.0: the checkpoint before holds it
+    publisher.publish_checkpoint(with_parts(3, {"m.1": 2.0}), epoch=1, parts=["m.1"])
+    records = part_records(broker)
+    gone = {k for k, v in records.items() if v is None}
+    assert 2 * len(gone) == len(records) >= 6  # m.0's chunks, and m.1's still there
+    _, state = read_checkpoint(lambda: FakeConsumer(broker, "restore"), TOPIC, timeout_s=1)
+    assert same(state, with_parts(3, {"m.1": 2.0}))
+
+
+def test_a_damaged_part_makes_the_checkpoint_unreadable_and_the_one_before_is_used(broker):
+    publisher = ModelPublisher(Producer(broker), TOPIC, chunk_bytes=3000)
+    publisher.publish_checkpoint(with_parts(1, {"m.0": 1.0}), epoch=1, parts=["m.0"])
+    publisher.publish_checkpoint(with_parts(2, {"m.0": 1.0, "m.1": 2.0}), epoch=1, parts=["m.0", "m.1"])
+    newest_part = max((m for m in broker.log[(TOPIC, 0)] if m.key().startswith(b"part/")), key=lambda m: m.offset())
+    newest_part._value = b"y" + newest_part._value[1:]
+    _, state = read_checkpoint(lambda: FakeConsumer(broker, "restore"), TOPIC, timeout_s=1)
+    assert same(state, with_parts(1, {"m.0": 1.0}))
+
+
+def test_a_new_trainer_refers_to_the_parts_it_restored_without_publishing_them_again(broker):
+    ModelPublisher(Producer(broker), TOPIC, chunk_bytes=3000).publish_checkpoint(
+        with_parts(1, {"m.0": 1.0}), epoch=1, parts=["m.0"])
+    manifest, _ = read_checkpoint(lambda: FakeConsumer(broker, "restore"), TOPIC, timeout_s=1)
+    successor = ModelPublisher(Producer(broker), TOPIC, chunk_bytes=3000)
+    successor.start(2, manifest["version"])
+    successor.adopt_parts(manifest["parts"])
+    before = len(part_records(broker))
+    successor.publish_checkpoint(with_parts(2, {"m.0": 1.0, "m.1": 5.0}), epoch=2, parts=["m.0", "m.1"])
+    assert len(part_records(broker)) == 2 * before
+    _, state = read_checkpoint(lambda: FakeConsumer(broker, "restore"), TOPIC, timeout_s=1)
+    assert same(state, with_parts(2, {"m.0": 1.0, "m.1": 5.0}))
+
+
 def test_extra_that_is_not_json_is_refused_before_anything_is_sent(broker):
     publisher = ModelPublisher(Producer(broker), TOPIC)
     with pytest.raises(TypeError):
