@@ -3,14 +3,23 @@
 import numpy as np
 import pytest
 
-from benchmarks.soak import PROFILES, histogram, measure, quantile, sizing, trend
+from benchmarks.soak import PROFILES, histogram, measure, quantile, rise, since, sizing
 
 
-def test_trend_is_the_change_along_the_fitted_line_over_the_mean():
-    t = np.arange(10.0)
-    assert trend(t, 100 + 0 * t) == pytest.approx(0.0)
-    assert trend(t, 100 + t) == pytest.approx(9 / 104.5)
-    assert trend(t, 100 - 2 * t) == pytest.approx(-18 / 91)
+def test_rise_is_the_robust_line_over_the_median_and_one_spike_is_not_a_trend():
+    t = np.arange(11.0)
+    assert rise(t, 100 + 0 * t) == pytest.approx(0.0)
+    assert rise(t, 100 + t) == pytest.approx(10 / 105)
+    assert rise(t, 100 - 2 * t) == pytest.approx(-20 / 90)
+    spiked = 100 + 0 * t
+    spiked[7] = 10_000  # a fault's minute
+    assert rise(t, spiked) == pytest.approx(0.0)
+    assert np.isnan(rise(t[:2], t[:2]))
+
+
+def test_a_histogram_since_a_restart_counts_from_the_restart():
+    assert since({1.0: 5.0, 2.0: 9.0}, {1.0: 2.0, 2.0: 3.0}) == {1.0: 3.0, 2.0: 6.0}
+    assert since({1.0: 1.0, 2.0: 2.0}, {1.0: 2.0, 2.0: 3.0}) == {1.0: 1.0, 2.0: 2.0}
 
 
 def test_quantile_reads_the_upper_bound_of_the_bucket_that_holds_it():
@@ -29,8 +38,9 @@ def samples(rss_growth_after_ttl: float) -> list[dict]:
         extra = rss_growth_after_ttl * max(0.0, t - profile.ttl_s)
         out.append({"t_s": float(t), "rss_bytes": 2e8 + 30 * held + extra, "records": 2000 * t,
                     "labels_applied": 200 * t, "remembered_applied": held, "remembered_expired": 0.0,
-                    "checkpoint_written_bytes": 1e4, "checkpoint_file_bytes": 5e4, "parts_bytes": 24 * held,
-                    "lag": 10.0})
+                    "remembered": held, "checkpoint_written_bytes": 1e4, "checkpoint_file_bytes": 5e4,
+                    "parts_bytes": 24 * held, "lag": 10.0, "latency_p50_s": 0.05, "latency_p99_s": 0.1,
+                    "checkpoint_duration_s": 0.01 if t % 20 else float("nan")})
     return out
 
 
@@ -48,4 +58,10 @@ def test_a_run_whose_memory_keeps_growing_does_not_plateau(monkeypatch):
     monkeypatch.setattr("benchmarks.soak.isolated_bytes_per_id", lambda n, profile: 24.0)
     result = measure(samples(1e6), PROFILES["memory-quick"])  # 1 MB more every second past the TTL
     assert not result["flat"] and not result["figures"]["rss_bytes"]["flat"]
-    assert result["figures"]["remembered_applied"]["flat"]
+    assert result["figures"]["remembered"]["flat"] and result["figures"]["checkpoint_duration_s"]["flat"]
+
+
+def test_the_window_judged_starts_one_ttl_in_and_after_the_faults_settled():
+    assert PROFILES["memory"].window_from_s == 600 + 60 and not PROFILES["memory"].faults
+    assert PROFILES["service"].window_from_s == 660 + 60 + 3 * 60  # the storm, then three samples
+    assert PROFILES["service"].duration_s - PROFILES["service"].window_from_s == 45 * 60
