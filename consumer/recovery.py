@@ -20,14 +20,16 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from confluent_kafka import KafkaError, TopicPartition
 
 from consumer.errors import InvalidRecord
-from consumer.output_formats import OutputReader
 from consumer.records import parse_source
+
+if TYPE_CHECKING:  # the registry's modules are loaded only where a framed format asks for them
+    from consumer.output_formats import OutputReader
 
 __all__ = ["Recorded", "Recovery", "read_tail"]
 

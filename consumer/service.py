@@ -30,7 +30,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import repeat
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -58,13 +58,15 @@ from consumer.kafka import Emitter, OffsetTracker, consumer_config, offset_reset
 from consumer.lease import Lease, ensure_lease_topic
 from consumer.logs import kafka_logger
 from consumer.metrics import Metrics
-from consumer.output_formats import OutputFormat, OutputReader, register_outputs
 from consumer.pending import Entry, PendingStore, pack_strings, unpack_strings
 from consumer.preflight import check_security
 from consumer.rdkafka import BatchProducer
 from consumer.records import FRAMED_REASONS, REASONS, Label, decode_feature_batch, encode_predictions, pack_keys
 from consumer.recovery import Recovery, read_tail
 from consumer.totals import Totals
+
+if TYPE_CHECKING:  # the registry's modules are loaded only where a framed format asks for them
+    from consumer.output_formats import OutputFormat, OutputReader
 from learners import make
 from learners.budget import advance_clock
 from learners.inputs import Rows
@@ -353,6 +355,8 @@ class Service:
         self._outputs: OutputFormat | None = None
         self._output_reader: OutputReader | None = None
         if self._registry is not None:
+            from consumer.output_formats import OutputReader
+
             self._output_reader = OutputReader(self._registry)
         self._serve_http = serve_http
         self._stop_requested = False
@@ -481,6 +485,7 @@ class Service:
         False if asked to stop first."""
         if self.settings.output_format == "json":
             return True
+        from consumer.output_formats import OutputReader, register_outputs
 
         def wait(seconds: float) -> bool:
             self.health.beat()
