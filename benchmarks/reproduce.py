@@ -573,6 +573,8 @@ RESULTS: tuple[Entry, ...] = (
           timing=True),
     Entry("replay-startup", "performance", ("startup.md",), ("-m", "benchmarks.startup"), {"repeats": 5},
           timing=True),
+    Entry("output-formats", "performance", ("output_formats.md",),
+          ("-m", "benchmarks.output_formats", "--repeats", "7"), {"rows per batch": 2000, "repeats": 7}, timing=True),
     Entry("image", "performance", ("image.md", "image.json"), ("-m", "benchmarks.image"), {"repeats": 5},
           timing=True),
     Entry("replay-memory", "performance", ("replay_memory.md",), ("-m", "benchmarks.replay_memory"),

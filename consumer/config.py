@@ -149,10 +149,11 @@ class ModelSettings(_Section):
 
 
 class SchemaRegistrySettings(_Section):
-    """Where the schema registry is, for ACTIVESTREAM_FORMAT json-schema or avro (docs: schema registry)."""
+    """Where the schema registry is, for ACTIVESTREAM_FORMAT or OUTPUT_FORMAT json-schema or avro (docs: schema
+    registry)."""
 
     url: str | None = Field(None, min_length=1, description="the registry's URL (several: comma-separated); "
-                            "required by ACTIVESTREAM_FORMAT json-schema and avro")
+                            "required by ACTIVESTREAM_FORMAT and OUTPUT_FORMAT json-schema and avro")
     basic_auth_user_info: SecretStr | None = Field(None, description="`<user>:<password>` for HTTP basic "
                                                    "authentication (Confluent Cloud: `<API key>:<API secret>`)")
     ssl_ca_location: Path | None = Field(None, description="CA certificate(s) the registry's TLS certificate is "
@@ -161,7 +162,8 @@ class SchemaRegistrySettings(_Section):
     ssl_key_location: Path | None = Field(None, description="the client certificate's private key")
     timeout_s: float = Field(10.0, gt=0, description="how long one request to the registry may take")
     retry_max_s: float = Field(30.0, gt=0, le=120, description="registry down: the records that need it are read "
-                               "again after 1 s, then twice as long each time, up to this")
+                               "again (at start-up: the outputs' schemas registered again) after 1 s, then twice as "
+                               "long each time, up to this")
 
     @field_validator("url")
     @classmethod
@@ -197,6 +199,10 @@ class Settings(BaseSettings):
         "json", description="how the features and labels are written: json: a plain JSON object per record (docs: "
         "record schemas); json-schema, avro: the schema registry's wire format, read with the schema it names "
         "(docs: schema registry)")
+    output_format: Literal["json", "json-schema", "avro"] = Field(
+        "json", description="how the predictions and label requests are written: json: a plain JSON object per "
+        "record, whatever FORMAT says (consumers need no registry); json-schema, avro: the schema registry's wire "
+        "format, the schemas registered at start-up under <topic>-value (docs: schema registry)")
     schema_registry: SchemaRegistrySettings = SchemaRegistrySettings()
     kafka: dict[str, str] = Field(default_factory=dict, description="extra client properties, both clients")
     kafka_consumer: dict[str, str] = Field(default_factory=dict, description="extra consumer properties")
@@ -294,6 +300,9 @@ class Settings(BaseSettings):
         if self.format != "json" and self.schema_registry.url is None:
             raise ValueError(f"{ENV_PREFIX}FORMAT={self.format} needs {ENV_PREFIX}SCHEMA_REGISTRY__URL: the records "
                              "name their schema by its id in the registry")
+        if self.output_format != "json" and self.schema_registry.url is None:
+            raise ValueError(f"{ENV_PREFIX}OUTPUT_FORMAT={self.output_format} needs {ENV_PREFIX}SCHEMA_REGISTRY__URL: "
+                             "the outputs' schemas are registered there")
         return self
 
     @property

@@ -192,15 +192,16 @@ def _records(parts: Sequence[bytes], columns: Sequence[bytes | Packed], n: int) 
 
 def write_predictions(ids: Sequence[str], labels: Sequence[Any], scores: Any, probabilities: Any,
                       requested: Sequence[bool], ts: Any, model_version: int, predicted_at: float, topic: str,
-                      partitions: Sequence[int], offsets: Sequence[int]) -> Packed:
+                      partitions: Sequence[int], offsets: Sequence[int], prefix: bytes = b"") -> Packed:
     """The prediction record of each feature record, as ``orjson.dumps`` would write its dict::
 
         {"v": 1, "id", "label", "score", "probability", "label_requested", "model_version", "ts",
          "predicted_at", "source": "<topic>:<partition>:<offset>"}
 
-    ``topic`` is a Kafka topic name (letters, digits, ``._-``: nothing to escape).
+    ``topic`` is a Kafka topic name (letters, digits, ``._-``: nothing to escape). ``prefix`` goes
+    before each record (a schema registry's header, :mod:`consumer.output_formats`).
     """
-    parts = (b'{"v":1,"id":', b',"label":', b',"score":', b',"probability":', b',"label_requested":',
+    parts = (prefix + b'{"v":1,"id":', b',"label":', b',"score":', b',"probability":', b',"label_requested":',
              b',"model_version":%d,"ts":' % model_version,
              b',"predicted_at":%b,"source":"%b:' % (orjson.dumps(predicted_at), topic.encode()), b":", b'"}')
     columns = (_json_array(ids), _json_array(labels), _json_array(scores, "f"), _json_array(probabilities, "f"),
@@ -211,15 +212,17 @@ def write_predictions(ids: Sequence[str], labels: Sequence[Any], scores: Any, pr
 
 def write_label_requests(ids: Sequence[str], features: Packed, predictions: Sequence[Any], scores: Any,
                          probabilities: Any, uncertainty: Any, costs: Any, requested_at: float, expires_at: float,
-                         model_version: int, topic: str, partitions: Sequence[int], offsets: Sequence[int]) -> Packed:
+                         model_version: int, topic: str, partitions: Sequence[int], offsets: Sequence[int],
+                         prefix: bytes = b"") -> Packed:
     """The label request of each record, as ``orjson.dumps`` would write its dict::
 
         {"v": 1, "id", "features", "prediction", "score", "probability", "uncertainty", "cost",
          "requested_at", "expires_at", "model_version", "source": "<topic>:<partition>:<offset>"}
 
     ``features`` holds each record's features as JSON text (the received text, written as is).
+    ``prefix`` goes before each record, as in :func:`write_predictions`.
     """
-    parts = (b'{"v":1,"id":', b',"features":', b',"prediction":', b',"score":', b',"probability":',
+    parts = (prefix + b'{"v":1,"id":', b',"features":', b',"prediction":', b',"score":', b',"probability":',
              b',"uncertainty":', b',"cost":',
              b',"requested_at":%b,"expires_at":%b,"model_version":%d,"source":"%b:' % (
                  orjson.dumps(requested_at), orjson.dumps(expires_at), model_version, topic.encode()),

@@ -193,7 +193,8 @@ class Metrics:
                                      ["topic"], registry=r)
         self.registry_holds = Counter(p + "schema_registry_holds",
                                       "Batches held back because the schema registry did not answer, to be read "
-                                      "again after a backoff (ACTIVESTREAM_FORMAT json-schema and avro)", ["topic"],
+                                      "again after a backoff (ACTIVESTREAM_FORMAT json-schema and avro; the "
+                                      "trainer's framed label requests)", ["topic"],
                                       registry=r)
         self.rebalances = Counter(p + "rebalances", "Partitions assigned to this service", ["topic"], registry=r)
         self.loop_last_iteration = Gauge(p + "loop_last_iteration_timestamp_seconds",

@@ -20,18 +20,23 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from confluent_kafka import KafkaError, TopicPartition
 
+from consumer.errors import InvalidRecord
 from consumer.records import parse_source
+
+if TYPE_CHECKING:  # the registry's modules are loaded only where a framed format asks for them
+    from consumer.output_formats import OutputReader
 
 __all__ = ["Recorded", "Recovery", "read_tail"]
 
 log = logging.getLogger(__name__)
 
 _OLD_SOURCE_HEADER = "activestream.source"  # where outputs written before the "source" field kept it
+_FRAMED = b"\x00"  # the first byte of a value in the schema registry's wire format (a JSON record starts with "{")
 
 
 @dataclass(slots=True)
@@ -91,12 +96,28 @@ class Recovery:
     def __len__(self) -> int:
         return len(self.recorded)
 
-    def add_outputs(self, messages: list[Any], kind: str) -> None:
-        """Index produced predictions (``kind="prediction"``) or label requests (``"request"``)."""
+    def add_outputs(self, messages: list[Any], kind: str, reader: OutputReader | None = None) -> None:
+        """Index produced predictions (``kind="prediction"``) or label requests (``"request"``).
+
+        ``reader`` reads outputs in the schema registry's wire format (ACTIVESTREAM_OUTPUT_FORMAT
+        json-schema or avro, now or before a restart); without one (no registry configured), a framed
+        output is skipped, and its record decided again. Raises
+        :class:`~consumer.errors.RegistryUnavailable` if the registry is needed and does not answer."""
+        skipped = 0
         for msg in messages:
-            if msg.value() is None:  # a retraction
+            raw = msg.value()
+            if raw is None:  # a retraction
                 continue
-            value = orjson.loads(msg.value())
+            if reader is not None:
+                try:
+                    raw = reader.plain(raw)
+                except InvalidRecord as err:  # not written by this service: nothing to keep
+                    log.warning("%s[%d]@%d read back: %s", msg.topic(), msg.partition(), msg.offset(), err)
+                    continue
+            elif raw[:1] == _FRAMED:
+                skipped += 1
+                continue
+            value = orjson.loads(raw)
             if not isinstance(value, dict):
                 continue
             where = value.get("source") or dict(msg.headers() or []).get(_OLD_SOURCE_HEADER, b"").decode()
@@ -109,6 +130,9 @@ class Recovery:
             else:
                 record.request = value
                 self.expected_ids[value["id"]] = source
+        if skipped:
+            log.warning("%d outputs in the schema registry's wire format skipped: reading them back needs "
+                        "ACTIVESTREAM_SCHEMA_REGISTRY__URL; their records are decided again", skipped)
 
     def take(self, source: tuple[str, int, int]) -> Recorded | None:
         """The record's recorded decision, handed out once."""

@@ -46,7 +46,7 @@ _EXTRA = "activestream[schema-registry]"
 def registry_client(settings: Any) -> Any:
     """A ``SchemaRegistryClient`` for ``settings.schema_registry`` (a ``mock://`` URL: confluent-kafka's
     in-memory registry, for tests); a missing extra is a :class:`ConfigError` naming it."""
-    sr = _registry_module()
+    sr = _registry_module("ACTIVESTREAM_FORMAT" if settings.format != "json" else "ACTIVESTREAM_OUTPUT_FORMAT")
     conf = _client_conf(settings.schema_registry)
     return sr.SchemaRegistryClient.new_client(conf) if conf["url"].startswith("mock://") else \
         sr.SchemaRegistryClient(conf)
@@ -66,14 +66,15 @@ def _client_conf(section: Any) -> dict[str, Any]:
     return conf
 
 
-def _registry_module() -> Any:
+def _registry_module(setting: str = "ACTIVESTREAM_FORMAT") -> Any:
+    """confluent-kafka's registry package; ``setting``: the setting that needs it, named if it is missing."""
     try:
         # the package (httpx, authlib, cachetools, attrs) and both formats' modules (fastavro, jsonschema)
         sr = importlib.import_module("confluent_kafka.schema_registry")
         for fmt in ("avro", "json_schema"):
             importlib.import_module(f"confluent_kafka.schema_registry.{fmt}")
     except ImportError as exc:
-        raise ConfigError(f"ACTIVESTREAM_FORMAT json-schema and avro need the schema-registry extra: "
+        raise ConfigError(f"{setting} json-schema and avro need the schema-registry extra: "
                           f"pip install '{_EXTRA}' ({exc})") from None
     return sr
 

@@ -31,7 +31,7 @@ from typing import Any
 from confluent_kafka import KafkaException, TopicPartition
 
 from consumer import batch_reader
-from consumer.errors import CheckpointError, ConfigError
+from consumer.errors import CheckpointError, ConfigError, RegistryUnavailable
 from consumer.kafka import Emitter, consumer_config, offset_reset_policy
 from consumer.model_topic import Model, ModelFollower
 from consumer.recovery import read_tail
@@ -66,6 +66,8 @@ class Scorer(Service):
         self.metrics.model_version_in_use.set(0.0)
         self.metrics.model_age.set(math.nan)
         self._serve()
+        if not self._register_outputs():
+            return
         self.emitter = Emitter(self._clients.producer, self.metrics, s.max_in_flight, self._clients.batch_producer,
                                dead_letter_topic=s.topics.dead_letters)
         self._producer = self.emitter.producer
@@ -171,9 +173,9 @@ class Scorer(Service):
             for topic, kind in ((s.topics.predictions, "prediction"), (s.topics.label_requests, "request")):
                 start = {p: max(0, floors.get((topic, p), 0)) for p in ps}
                 messages = read_tail(self._clients.reader, topic, start, ps, timeout_s=_READ_BACK_TIMEOUT_S)
-                self.recovery.add_outputs(messages, kind)
+                self.recovery.add_outputs(messages, kind, self._output_reader)
                 found += len(messages)
-        except (KafkaException, TimeoutError) as exc:
+        except (KafkaException, TimeoutError, RegistryUnavailable) as exc:
             log.warning("reading back the outputs of %s failed (%s): records after the last commit may be "
                         "predicted again", ps, exc)
             return

@@ -30,7 +30,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import repeat
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -64,6 +64,9 @@ from consumer.rdkafka import BatchProducer
 from consumer.records import FRAMED_REASONS, REASONS, Label, decode_feature_batch, encode_predictions, pack_keys
 from consumer.recovery import Recovery, read_tail
 from consumer.totals import Totals
+
+if TYPE_CHECKING:  # the registry's modules are loaded only where a framed format asks for them
+    from consumer.output_formats import OutputFormat, OutputReader
 from learners import make
 from learners.budget import advance_clock
 from learners.inputs import Rows
@@ -335,11 +338,26 @@ class Service:
         # each topic may be read again after the registry failed (``registry``: a client already
         # made, e.g. confluent-kafka's in-memory one; else one for the settings)
         self._framed: Any = None
+        self._registry_backoff: dict[str, Any] = {}
+        self._registry = registry
+        if s.format != "json" or s.output_format != "json":
+            from consumer.registry_formats import registry_client
+
+            self._registry = registry_client(s) if registry is None else registry
         if s.format != "json":
             from consumer.registry_formats import Backoff, readers_for
 
-            self._framed = readers_for(s, registry)
+            self._framed = readers_for(s, self._registry)
             self._registry_backoff = {role: Backoff(s.schema_registry.retry_max_s) for role in ("features", "labels")}
+        # ACTIVESTREAM_OUTPUT_FORMAT json-schema or avro: how the outputs are framed, once their schemas
+        # are registered (start-up); with a registry, outputs read back (recovery, a trainer's requests)
+        # may be framed, whatever the format is now
+        self._outputs: OutputFormat | None = None
+        self._output_reader: OutputReader | None = None
+        if self._registry is not None:
+            from consumer.output_formats import OutputReader
+
+            self._output_reader = OutputReader(self._registry)
         self._serve_http = serve_http
         self._stop_requested = False
         self._stopped = threading.Event()  # the same request, for waits that should end on it
@@ -440,6 +458,8 @@ class Service:
         self._serve()
         if not self._take_lease():
             return
+        if not self._register_outputs():
+            return
         self._restore()
         self.emitter = Emitter(self._clients.producer, self.metrics, s.max_in_flight, self._clients.batch_producer,
                                dead_letter_topic=s.topics.dead_letters)
@@ -458,6 +478,24 @@ class Service:
         self.health.restored = True
         self._started = True
         self._publish_gauges()
+
+    def _register_outputs(self) -> bool:
+        """With ACTIVESTREAM_OUTPUT_FORMAT json-schema or avro, register the outputs' schemas, waiting
+        for the registry while it does not answer (the loop is not running yet: /readyz says so);
+        False if asked to stop first."""
+        if self.settings.output_format == "json":
+            return True
+        from consumer.output_formats import OutputReader, register_outputs
+
+        def wait(seconds: float) -> bool:
+            self.health.beat()
+            return self._stopped.wait(seconds)
+
+        self._outputs = register_outputs(self.settings, self._registry, wait)
+        if self._outputs is None:
+            return False
+        self._output_reader = OutputReader(self._registry, self._outputs.known_schemas())
+        return True
 
     def _serve(self) -> None:
         """/healthz, /readyz and /metrics, from before the restore: a standby is alive, not ready."""
@@ -775,7 +813,8 @@ class Service:
     def _may_read(self, role: str) -> bool:
         """Whether the features or labels may be read now: always, but for a while after the schema
         registry failed for them."""
-        return self._framed is None or self._registry_backoff[role].ready(self.clock.monotonic())
+        backoff = self._registry_backoff.get(role)
+        return backoff is None or backoff.ready(self.clock.monotonic())
 
     def _hold_back(self, role: str, consumer: Any, messages: Sequence[Any], exc: RegistryUnavailable) -> None:
         """The registry did not answer for a batch: send each of its partitions back to the batch's
@@ -858,12 +897,16 @@ class Service:
         if granted:
             self._request(granted, labels, scores, probs, codes, now, d, decoded, partitions, offsets, batch)
             requested[granted] = True
+        framing = self._outputs
         values = encode_predictions(ids, labels.tolist(), scores, probs, requested, ts, learner.labels_, now,
-                                    topics.features, partitions, offsets)
+                                    topics.features, partitions, offsets,
+                                    b"" if framing is None else framing.prefix(topics.predictions))
         keys, sources = decoded.packed_ids(), partitions
         if produced is not None and any(produced):
             left = ~np.array(produced, dtype=np.bool_)
             keys, values, sources = keys.select(left), values.select(left), sources[left]
+        if framing is not None:
+            values = framing.frame(topics.predictions, values)
         batch.outputs.append((topics.predictions, keys, values, sources))
         batch.predicted = codes
         batch.probability = np.asarray(probs)
@@ -907,9 +950,12 @@ class Service:
                                                             probability.tolist(), score.tolist(), repeat(now),
                                                             repeat(expires_at), costs.tolist(), strict=False))
             batch.pending += zip(ids, entries, strict=True)
+        framing, topic = self._outputs, s.topics.label_requests
         requests = write_label_requests(ids, decoded.features_packed(granted), predicted, score, probability,
                                         uncertainty, costs, now, expires_at, version, s.topics.features,
-                                        partitions[at], offsets[at])
+                                        partitions[at], offsets[at], b"" if framing is None else framing.prefix(topic))
+        if framing is not None:
+            requests = framing.frame(topic, requests)
         batch.outputs.append((s.topics.label_requests, pack_keys(ids), requests, partitions[at]))
         batch.requests += len(granted)
 
@@ -1368,9 +1414,9 @@ class Service:
                     partitions = self._partitions(topic, required=True)
                     start = {p: o for (t, p), o in self._output_floor.items() if t == topic}
                     messages = read_tail(self._clients.reader, topic, start, partitions, timeout_s=120.0)
-                    self.recovery.add_outputs(messages, kind)
+                    self.recovery.add_outputs(messages, kind, self._output_reader)
                 break
-            except (KafkaException, TimeoutError) as exc:
+            except (KafkaException, TimeoutError, RegistryUnavailable) as exc:
                 log.warning("reading back recent decisions failed (%s); retrying in %.0f s", exc, backoff)
                 self.recovery = Recovery()
                 self.health.beat()

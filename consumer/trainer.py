@@ -34,7 +34,14 @@ import orjson
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
 from consumer import steps
-from consumer.errors import CheckpointError, Fenced, IncompatibleCheckpoint, LeaseLost, PublishFailed
+from consumer.errors import (
+    CheckpointError,
+    Fenced,
+    IncompatibleCheckpoint,
+    LeaseLost,
+    PublishFailed,
+    RegistryUnavailable,
+)
 from consumer.kafka import Emitter, offset_reset_policy
 from consumer.model_topic import ModelPublisher, newest_manifest, read_checkpoint
 from consumer.pending import Entry
@@ -70,6 +77,10 @@ class Trainer(Service):
         self._last_publish_at = -math.inf
         self.restored_version: int | None = None
         self._partitions_listed_at = -math.inf  # wall clock of the last look that the broker answered
+        if self._output_reader is not None:  # framed requests may name a schema to be asked for
+            from consumer.registry_formats import Backoff
+
+            self._registry_backoff["requests"] = Backoff(self.settings.schema_registry.retry_max_s)
 
     # -- lifecycle -------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -186,7 +197,8 @@ class Trainer(Service):
         s = self.settings
         self._check_lease()
         self.emitter.serve()
-        requests = self._requests.consume(s.batch_size, 0)
+        # not while the schema registry is being waited for (framed requests of a schema not seen yet)
+        requests = self._requests.consume(s.batch_size, 0) if self._may_read("requests") else []
         self._take_requests(requests)
         if self._may_read("labels"):  # not while the schema registry is being waited for
             self._take_labels(self._labels.consume(s.batch_size, 0 if requests else s.poll_timeout_s))
@@ -212,7 +224,15 @@ class Trainer(Service):
             return
         now = self.clock.now()
         live = [m for m in good if m.value() is not None]  # a tombstone retracts an expired request
-        decoded, positions, rejected = steps.decode_features(live, s.n_features, now)
+        values, refused = None, None
+        if self._output_reader is not None:  # requests in the schema registry's wire format, or plain
+            try:
+                values, refused = self._output_reader.plain_many([m.value() for m in live])
+            except RegistryUnavailable as exc:
+                self._hold_back("requests", self._requests, good, exc)
+                return
+            self._registry_backoff["requests"].succeeded()
+        decoded, positions, rejected = steps.decode_features(live, s.n_features, now, values=values, refused=refused)
         for msg, err in rejected:
             self.emitter.send(s.topics.dead_letters, *steps.dead_letter(msg, err))
             self.totals.add(f"dead_letters.{msg.topic()}.{err.reason}")
@@ -221,7 +241,7 @@ class Trainer(Service):
         for row, (rid, k, status) in enumerate(zip(decoded.ids, positions, statuses, strict=True)):
             if status != "unknown":
                 continue
-            r = orjson.loads(live[k].value())
+            r = orjson.loads(live[k].value() if values is None else values[k])
             try:
                 code = self.learner.code_of_prediction(r["prediction"])
                 items.append((rid, Entry(decoded.rows, row, code, float(r["probability"]), float(r["score"]),

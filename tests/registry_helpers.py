@@ -64,11 +64,13 @@ def with_schema_id(framed: bytes, schema_id: int) -> bytes:
 
 class RegistryStub:
     """A schema registry over HTTP, enough of Confluent's REST API for confluent-kafka's serializers
-    and deserializers: register a schema under a subject, fetch a schema by id. While ``down``,
+    and deserializers: register a schema under a subject (``subjects`` keeps which), fetch a schema
+    by id. While ``down``,
     every request is answered 503, as a registry in an outage answers."""
 
     def __init__(self) -> None:
         self.schemas: list[dict] = []  # id k + 1 is schemas[k]
+        self.subjects: dict[str, list[int]] = {}  # subject → the ids registered under it, in order
         self.down = False
         stub = self
 
@@ -104,6 +106,9 @@ class RegistryStub:
                 if schema not in stub.schemas:
                     stub.schemas.append(schema)
                 sid = stub.schemas.index(schema) + 1
+                versions = stub.subjects.setdefault(found.group(1), [])
+                if sid not in versions:
+                    versions.append(sid)
                 return self._answer(200, {"id": sid, "subject": found.group(1), "version": 1, **schema})
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

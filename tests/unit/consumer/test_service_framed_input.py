@@ -117,7 +117,8 @@ def test_plain_json_service_loads_no_registry_module(tmp_path):
     code = ("import sys; from consumer.cli import main; from consumer.service import Service; "
             "from tests.unit.consumer.conftest import Harness; h = Harness(__import__('pathlib').Path(sys.argv[1])); "
             "assert h.service._framed is None and h.service._may_read('features'); "
-            "print(sorted(m for m in sys.modules if 'schema_registry' in m or 'registry_formats' in m))")
+            "print(sorted(m for m in sys.modules if 'schema_registry' in m or m.endswith(('registry_formats', "
+            "'output_formats'))))")
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).parents[3])
     assert out.stdout.strip() == "[]"
