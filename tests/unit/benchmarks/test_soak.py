@@ -58,7 +58,8 @@ def test_a_run_whose_memory_keeps_growing_does_not_plateau(monkeypatch):
     monkeypatch.setattr("benchmarks.soak.isolated_bytes_per_id", lambda n, profile: 24.0)
     result = measure(samples(1e6), PROFILES["memory-quick"])  # 1 MB more every second past the TTL
     assert not result["flat"] and not result["figures"]["rss_bytes"]["flat"]
-    assert result["figures"]["remembered"]["flat"] and result["figures"]["checkpoint_duration_s"]["flat"]
+    assert result["figures"]["remembered"]["flat"]
+    assert result["figures"]["checkpoint_duration_s"]["flat"] is None  # shown, not judged, in this profile
 
 
 def test_the_window_judged_starts_one_ttl_in_and_after_the_faults_settled():
