@@ -599,12 +599,12 @@ def revocation(*, records: int = 20_000, joins: int = 10, hold_s: float = 3.0, w
                              "checkpoint_being_written": pending is not None and not pending.future.done()})
             revoke(consumer, partitions)
 
-        def slowed_write(state: Any) -> Path:
+        def slowed_write(state: Any, parts: Any = ()) -> Path:
             if slow.is_set():
                 slow.clear()
                 writing.set()
                 time.sleep(write_s)  # the disk is slow: the revocation arrives while this write is under way
-            return write(state)
+            return write(state, parts)
 
         # instance attributes: the subscription and the writer look these up on the service
         service._on_revoke, service.store.write, service._take_features = on_revoke, slowed_write, take_features
@@ -678,11 +678,11 @@ def unwritable(*, records: int = 20_000, fail_s: float = 10.0, workdir: Path) ->
         write = service.store.write
         failing = threading.Event()
 
-        def full_disk(state: Any) -> Path:
+        def full_disk(state: Any, parts: Any = ()) -> Path:
             if failing.is_set():
                 raise CheckpointError(f"cannot write {checkpoint_dir}: [Errno {errno.ENOSPC}] "
                                       f"{os.strerror(errno.ENOSPC)}")
-            return write(state)
+            return write(state, parts)
 
         service.store.write = full_disk  # an instance attribute: the loop and the writer look it up here
         service.start()
