@@ -10,8 +10,10 @@ the default learner, 8 raw dense features, ``ACTIVESTREAM_QUERY_RATE_TARGET=0.1`
 TTL and checkpoint interval, every other setting at its default). A feeder process produces records
 at the profile's rate (for ``service``: half the rate the same service drains a backlog at, measured
 first), paced in tenths of a second, from a linear concept over columns of different scales; an
-annotator process answers label requests at once with the concept's label, one per id, leaving one
-in ``SKIP_EVERY`` unanswered so that requests expire too.
+annotator process answers label requests at once with the concept's label, one per id; in the
+``service`` profile it leaves one in ``skip_every`` unanswered, so that requests expire too (in the
+``memory`` profile every one is answered: the pending requests stay few, and what grows is the
+memory of answered ids).
 
 The ``service`` profile's schedule: a SIGKILL of the service, restarted at once as a supervisor
 would; the broker stopped (SIGSTOP) for ``outage_s`` and let go (the embedded broker keeps its data
@@ -71,7 +73,6 @@ __all__ = ["PROFILES", "Profile", "main", "run"]
 RESULTS = Path(__file__).parent / "results"
 N_FEATURES = 8
 QUERY_RATE = 0.1
-SKIP_EVERY = 50  # one request in this many is left unanswered, to expire
 STORM_FACTOR = 10  # storm labels per record
 BASELINE_S = 60.0  # past start-up: the learner, the clients and the broker's buffers have their size
 MAX_RATE_RECORDS = 300_000  # the backlog whose drain measures the maximum rate
@@ -98,6 +99,7 @@ class Profile:
     storm_at_s: float | None = None
     storm_s: float = 60.0
     judged: tuple[str, ...] = tuple(RISE)  # the figures that must not rise; the others are shown
+    skip_every: int = 50  # one request in this many is left unanswered, to expire (0: none)
 
     @property
     def faults(self) -> bool:
@@ -120,9 +122,9 @@ PROFILES = {
     "service-quick": Profile(ttl_s=30, duration_s=180, sample_s=5, checkpoint_every_s=5, records_per_s=2_000,
                              kill_at_s=20, outage_at_s=33, outage_s=5, storm_at_s=50, storm_s=5),
     # near the service's maximum on this machine: latency and lag are shown, only sizes judged
-    "memory": Profile(ttl_s=600, duration_s=1200, sample_s=30, records_per_s=10_000, judged=SIZES),
+    "memory": Profile(ttl_s=600, duration_s=1200, sample_s=30, records_per_s=10_000, judged=SIZES, skip_every=0),
     "memory-quick": Profile(ttl_s=40, duration_s=130, sample_s=5, checkpoint_every_s=5, records_per_s=2_000,
-                            judged=SIZES),
+                            judged=SIZES, skip_every=0),
 }
 
 
@@ -146,9 +148,9 @@ def feed(bootstrap: str, topic: str, rate: float, stop: Any) -> None:
     producer.flush(30)
 
 
-def annotate(bootstrap: str, topics: dict[str, str], ttl_s: float, stop: Any, storm: Any, storm_rate: float,
-             storm_s: float, sent: Any) -> None:
-    """Answer label requests at once with the concept's label, all but one in ``SKIP_EVERY`` (in a
+def annotate(bootstrap: str, topics: dict[str, str], ttl_s: float, skip_every: int, stop: Any, storm: Any,
+             storm_rate: float, storm_s: float, sent: Any) -> None:
+    """Answer label requests at once with the concept's label, all but one in ``skip_every`` (in a
     process of its own). While ``storm`` is set, also send the storm's labels; what was sent, by
     kind, goes to ``sent`` at its end."""
     group = f"soak-annotator-{uuid.uuid4().hex[:6]}"
@@ -164,7 +166,7 @@ def annotate(bootstrap: str, topics: dict[str, str], ttl_s: float, stop: Any, st
                 continue
             request = orjson.loads(msg.value())
             seen += 1
-            if seen % SKIP_EVERY == 0:
+            if skip_every and seen % skip_every == 0:
                 skipped.append((request["id"], time.time()))
                 continue
             label = 1 if float(np.dot(CONCEPT, request["features"])) > 0 else -1
@@ -444,7 +446,8 @@ def run(profile: Profile, workdir: Path) -> dict[str, Any]:
         rate = profile.records_per_s or drained / 2
         topics = unique_topics(broker.bootstrap, partitions=1)
         stop, storm, sent = fork.Event(), fork.Event(), fork.Queue()
-        answering = (broker.bootstrap, topics, profile.ttl_s, stop, storm, STORM_FACTOR * rate, profile.storm_s, sent)
+        answering = (broker.bootstrap, topics, profile.ttl_s, profile.skip_every, stop, storm, STORM_FACTOR * rate,
+                     profile.storm_s, sent)
         workers = [fork.Process(target=annotate, args=answering, daemon=True),
                    fork.Process(target=feed, args=(broker.bootstrap, topics["features"], rate, stop), daemon=True)]
         service = Service(service_env(broker.bootstrap, topics, checkpoint_dir, port, profile), port,
@@ -595,8 +598,8 @@ def render(r: dict[str, Any], image: str | None) -> str:
         f"`python -m consumer run` (role `all`, the default learner, {N_FEATURES} raw dense features, "
         f"`ACTIVESTREAM_QUERY_RATE_TARGET={QUERY_RATE}`, `ACTIVESTREAM_LABELS__TTL_S={p['ttl_s']:.0f}`, "
         f"`ACTIVESTREAM_CHECKPOINT__EVERY_S={p['checkpoint_every_s']:.0f}`, every other setting at its default) "
-        f"on the embedded broker, fed {fed} for {p['duration_s'] / 60:.0f} min; label requests answered at once, "
-        f"but for one in {SKIP_EVERY}, left to expire.", "",
+        f"on the embedded broker, fed {fed} for {p['duration_s'] / 60:.0f} min; label requests answered at once"
+        + (f", but for one in {p['skip_every']}, left to expire." if p["skip_every"] else ", every one."), "",
         "## Summary", "",
         f"- Scored {r['records_per_s']:,.0f} records/s and applied {r['labels_per_s']:,.0f} labels/s "
         f"(query ratio {r['query_ratio']:.3f}). "
