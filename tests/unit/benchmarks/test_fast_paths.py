@@ -11,6 +11,7 @@ from benchmarks.fast_paths import (
     columns,
     compiled_predictions,
     compiled_requests,
+    cpu_verdicts,
     dense_records,
     orjson_predictions,
     orjson_requests,
@@ -40,6 +41,14 @@ def test_verdicts_judge_each_workload_of_each_fast_path_apart():
              Runs("reader", "sparse", "fast", True, "rows/s", [4.0]), Runs("reader", "sparse", "plain", False,
                                                                             "rows/s", [6.0])]
     assert verdicts(table) == {"reader": {"dense": "wins", "sparse": "does not win"}}
+
+
+def test_the_cpu_verdict_asks_for_less_cpu_in_every_run_and_is_given_only_where_measured():
+    fast = Runs("producer", "predictions", "batch", True, "messages/s", [3.0, 3.5], [1.0, 1.2])
+    slow = Runs("producer", "predictions", "each", False, "messages/s", [2.0], [1.1, 4.0])
+    assert cpu_verdicts([fast, slow, runs("fast", [10.0], fast=True)]) == {"producer": {"predictions": "does not win"}}
+    slow.cpu_us = [1.3, 4.0]
+    assert cpu_verdicts([fast, slow]) == {"producer": {"predictions": "wins"}}
 
 
 def test_each_round_runs_every_variant_once_in_a_rotated_order():
