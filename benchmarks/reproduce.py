@@ -597,7 +597,7 @@ RESULTS: tuple[Entry, ...] = (
           {"sigkill": "200,000 records, 50 kills", "others": "full sizes (benchmarks/chaos.py SCENARIOS)",
            "hypothesis_profile": "long"},
           quick=("-m", "benchmarks.chaos", "--quick"), timing=True),
-    Entry("soak-memory", "reliability", ("soak-memory.md", "soak-memory.json"),
+    Entry("soak-memory", "reliability", ("soak-memory.md", "soak-memory.json", "soak-memory.png"),
           ("-m", "benchmarks.soak", "--profile", "memory"),
           {"records_per_s": 10_000, "query_rate": 0.1, "ttl_s": 600, "minutes": 20},
           quick=("-m", "benchmarks.soak", "--quick"), minutes=21, timing=True),
