@@ -12,7 +12,10 @@ each a setting of the rule beside its registered defaults:
   plain AdaGrad exactly;
 - for the binary learners, a change detector: Page's test on the labelled prequential error
   (:class:`DetectorRule`, a prototype kept here), which restarts AdaGrad's sums when it fires, and
-  also shrinks the weights in one variant.
+  also shrinks the weights in one variant;
+- for the binary learners, paired learners (:mod:`learners.rules.paired`): the model as registered
+  beside a reactive twin forgetting by β_r and λ_r, which replaces it after h mistakes more than it
+  (Page's CUSUM); the candidates without a pair never replace (``replace_after`` = :data:`NEVER`).
 
 Each runs as ``activestream replay --budget-rate 0.1`` and the service run it, the
 :class:`~learners.budget.BudgetController` holding 10 % of queries online, on
@@ -71,9 +74,10 @@ from learners.kernels import UPDATE_SIG, kernel, sparse_dot, sq_norm
 from learners.params import Interval
 from learners.replay import replay, run
 from learners.rules.logistic import LogisticRule
+from learners.rules.paired import PairedLogisticRule
 
-__all__ = ["CANDIDATES", "Candidate", "DetectorRule", "Result", "chosen", "demo_stream", "flipped", "main", "measure",
-           "recovered_after"]
+__all__ = ["CANDIDATES", "PAIR", "Candidate", "DetectorRule", "Result", "chosen", "demo_stream", "flipped", "main",
+           "measure", "recovered_after"]
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGET = 0.10
@@ -82,6 +86,7 @@ PERMUTATIONS, QUICK_PERMUTATIONS = 3, 1
 DEMO_RECORDS = 10_000
 DELAYS = (0, 100, 250, 1000)  # the demo feeds 1,000 records/s: its annotator at 0.1 s is 100, at 1 s 1,000
 WINDOW = 500
+NEVER = 1e18  # replace_after beyond any stream's mistakes: the stable model alone, AdaGrad as registered before
 RECOVERY = 1500  # records after the change within which accuracy should be back
 BACK = 0.05  # ... within this of its level before the change
 # ijcnn1: the longest (141,691 records), where a forgetting that bounds the weights costs most
@@ -96,9 +101,14 @@ class Candidate:
     beta: float = 1.0
     lam: float = 0.0
     detector: dict[str, float] | None = None  # DetectorRule's parameters
+    pair: dict[str, float] | None = None  # the reactive twin of learners.rules.paired; None: no replacement
 
     @property
     def label(self) -> str:
+        if self.pair is not None:
+            p = self.pair
+            return (f"β = {self.beta:g}, paired: β_r = {p['reactive_beta']:g}, λ_r = {p['reactive_lam']:g}, "
+                    f"h = {p['replace_after']:g}")
         if self.detector is not None:
             kappa = self.detector.get("kappa", 1.0)
             return "Page's test: G ← 0" + ("" if kappa == 1.0 else f", w ← {kappa:g} w")
@@ -111,14 +121,19 @@ def _grid(betas: Sequence[float], lams: Sequence[float]) -> list[Candidate]:
 
 _LAMS = (0.0, 0.0005, 0.001, 0.002, 0.003, 0.005)
 _PAGE = {"delta": 0.05, "threshold": 5.0}
+PAIR = {"reactive_beta": 0.99, "reactive_lam": 0.005, "replace_after": 10.0}
+PAIRS = [Candidate(0.999, pair=PAIR), Candidate(0.999, pair={**PAIR, "replace_after": 5.0}),
+          Candidate(0.999, pair={**PAIR, "replace_after": 20.0}), Candidate(0.999, pair={**PAIR, "reactive_lam": 0.01}),
+          Candidate(0.999, pair={**PAIR, "reactive_lam": 0.003})]
 CANDIDATES: dict[str, list[Candidate]] = {
     "lr-ada-entropy": [*_grid((1.0, 0.999, 0.99), _LAMS), Candidate(detector=_PAGE),
-                       Candidate(detector={**_PAGE, "kappa": 0.3})],
+                       Candidate(detector={**_PAGE, "kappa": 0.3}), *PAIRS],
     # its map makes every pass ~10 times slower: the grid's corners that lost on lr-ada-entropy are left out
-    "lr-ada-entropy-rff": [*_grid((1.0, 0.999), _LAMS), Candidate(detector=_PAGE)],
+    "lr-ada-entropy-rff": [*_grid((1.0, 0.999), (0.0, 0.002, 0.005)), Candidate(detector=_PAGE), *PAIRS[:3]],
     "mlr-factored-entropy": _grid((1.0, 0.999, 0.995, 0.99), (0.0, 1e-4, 3e-4, 1e-3)),
 }
-QUICK_CANDIDATES = (Candidate(), Candidate(0.999, 0.003), Candidate(1.0, 0.003), Candidate(0.999, 3e-4))
+QUICK_CANDIDATES = (Candidate(), Candidate(0.999, 0.003), Candidate(1.0, 0.003), Candidate(0.999, 3e-4),
+                    Candidate(0.999, pair=PAIR))
 
 
 # -- the change detector, a prototype -------------------------------------------------------------------
@@ -183,7 +198,9 @@ def build(name: str, candidate: Candidate, n_features: int, classes: Sequence | 
     """The registry learner with its defaults and the candidate's setting of the rule."""
     sized = {"n_features": n_features, **({} if classes is None else {"classes": list(classes)})}
     if candidate.detector is None:
-        return make(name, **sized, beta=candidate.beta, lam=candidate.lam)
+        paired = isinstance(make(name).rule, PairedLogisticRule)
+        pair = candidate.pair or ({"replace_after": NEVER} if paired else {})
+        return make(name, **sized, beta=candidate.beta, lam=candidate.lam, **pair)
     base = make(name, **sized)
     own = {k: v for k, v in base.get_params().items() if k in set(Learner.param_names()) - {"name"}}
     rule = DetectorRule(eta=base.rule.eta, damping=base.rule.damping, tolerance=candidate.detector["delta"],
@@ -269,6 +286,7 @@ class Result:
     beta: float
     lam: float
     detector: dict[str, float] | None
+    pair: dict[str, float] | None = None
     changes: list[ChangeCell] = field(default_factory=list)
     board: dict[str, float] = field(default_factory=dict)  # drift board stream → accuracy
     stationary: dict[str, float] = field(default_factory=dict)  # set → F1 or accuracy
@@ -279,7 +297,7 @@ class Result:
     @property
     def is_today(self) -> bool:
         """β = 1, λ = 0 and no detector: plain AdaGrad, the defaults before forgetting."""
-        return self.detector is None and self.beta == 1.0 and self.lam == 0.0
+        return self.detector is None and self.pair is None and self.beta == 1.0 and self.lam == 0.0
 
 
 Drawn = tuple[tuple[Dataset, int], ...]  # each draw of a change stream, and where it changes
@@ -315,7 +333,7 @@ def measure(name: str, candidate: Candidate, draws: int, permutations: int) -> R
     """Every stream of :data:`__doc__` for one learner and one candidate."""
     started = time.perf_counter()
     multiclass = make(name).multiclass
-    result = Result(name, candidate.label, candidate.beta, candidate.lam, candidate.detector)
+    result = Result(name, candidate.label, candidate.beta, candidate.lam, candidate.detector, candidate.pair)
     for stream, draws_ in _change_streams(multiclass, name == "lr-ada-entropy", draws):
         for delay in DELAYS:
             seen = []
@@ -420,7 +438,8 @@ def markdown(results: Sequence[Result], meta: dict) -> str:
              "Online, `BudgetController(target=0.1)` (the service's on the change streams and the drift board; "
              "`replay --budget-rate 0.1`'s warm-up on the stationary sets). β: G ← β G + g² (RMSProp's sums); "
              "λ: w ← (1 − λ) w at each update (NORMA's shrinkage); Page's test: a change detector on the labelled "
-             "error restarting AdaGrad's sums. See `benchmarks/drift_defaults.py`.", ""]
+             "error restarting AdaGrad's sums; paired: a reactive twin forgetting by β_r and λ_r replaces the model "
+             "after h mistakes more than it (`learners/rules/paired.py`). See `benchmarks/drift_defaults.py`.", ""]
     groups = [[r for r in results if r.learner == name] for name in dict.fromkeys(r.learner for r in results)]
     lines += summary(groups)
     for group in groups:

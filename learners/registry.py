@@ -58,6 +58,7 @@ from learners.rules import (
     MPARule,
     MulticlassDualAveragingRule,
     MulticlassMirrorDescentRule,
+    PairedLogisticRule,
     PARule,
     PAUMRule,
     PerceptronRule,
@@ -111,6 +112,9 @@ _IWAL = ("IWAL: Beygelzimer, Hsu, Langford & Zhang, Agnostic Active Learning Wit
 _MELLOW, _MELLOW_GAP = 2.0**-5, 2.0**-10
 _LOG = "online logistic regression (Zhang, ICML 2004)"
 _ADAGRAD = "diagonal AdaGrad (Duchi, Hazan & Singer, JMLR 12, 2011)"
+_PAIRED = ("paired with a reactive twin (Bach & Maloof, ICDM 2008) that replaces it by Page's CUSUM on their "
+           "mistakes (Biometrika 41, 1954)")
+_PAIR = {"reactive_beta": 0.99, "reactive_lam": 0.005, "replace_after": 10.0}
 _RFF = "random Fourier features (Rahimi & Recht, NIPS 2007, Algorithm 1)"
 _ENTROPY = ("River active.EntropySampler (entropy^discount); Settles, Active Learning Literature Survey, 2009, "
             "Sect. 3.1")
@@ -204,20 +208,22 @@ ALGORITHMS: dict[str, Spec] = {
     # δ and mlr-ada-entropy's unit-norm rows chosen on the tuning permutations (benchmarks.logistic_defaults)
     "lr-entropy": Spec(LogisticRule, EntropyQuery, fixed={"step": "sgd"}, defaults={"eta": 0.01, "discount": 3.0},
                        cite=f"SGD step of {_LOG}; entropy query H₂(σ(p))^k after {_ENTROPY}"),
-    # the defaults' forgetting (β of the sums, λ of the weights): the best rank on drifting streams among the
-    # settings that lose no stationary set more than 0.01 to AdaGrad (benchmarks.drift_defaults); any λ > 0
-    # bounds the weights, which a long stream (ijcnn1) pays for
-    "lr-ada-entropy": Spec(LogisticRule, EntropyQuery, fixed={"step": "adagrad"},
-                           defaults={"eta": 0.5, "damping": 0.1, "discount": 3.0, "scale": "auto", "beta": 0.999},
-                           cite=f"{_ADAGRAD} step of {_LOG}; entropy query H₂(σ(p))^k after {_ENTROPY}"),
+    # the defaults follow a change of concept by a reactive twin that forgets (β_r, λ_r) and replaces the
+    # model after h = replace_after mistakes more than it: the best rank on drifting streams among the
+    # settings that lose no stationary set more than 0.01 to AdaGrad (benchmarks.drift_defaults); a λ > 0
+    # in the model itself bounds the weights, which a long stream (ijcnn1) pays for
+    "lr-ada-entropy": Spec(PairedLogisticRule, EntropyQuery, fixed={"step": "adagrad"},
+                           defaults={"eta": 0.5, "damping": 0.1, "discount": 3.0, "scale": "auto", "beta": 0.999,
+                                     **_PAIR},
+                           cite=f"{_ADAGRAD} step of {_LOG}, {_PAIRED}; entropy query H₂(σ(p))^k after {_ENTROPY}"),
     # lr-ada-entropy on [x, z(u)]: the row beside random Fourier features of the row lifted onto the
     # sphere, u = [x, 1]/‖[x, 1]‖; m and γ chosen on the tuning permutations (benchmarks.kernel_defaults)
-    "lr-ada-entropy-rff": Spec(LogisticRule, EntropyQuery, fixed={"step": "adagrad"},
+    "lr-ada-entropy-rff": Spec(PairedLogisticRule, EntropyQuery, fixed={"step": "adagrad"},
                                defaults={"eta": 0.5, "damping": 0.1, "discount": 3.0, "rff_components": 512,
                                          "rff_gamma": 4.0, "rff_lift": 1.0, "rff_keep": True, "scale": "auto",
-                                         "beta": 0.999},
+                                         "beta": 0.999, **_PAIR},
                                cite=f"{_ADAGRAD} step of {_LOG} on the row and {_RFF} of the row lifted onto the "
-                                    f"unit sphere; entropy query H₂(σ(p))^k after {_ENTROPY}"),
+                                    f"unit sphere, {_PAIRED}; entropy query H₂(σ(p))^k after {_ENTROPY}"),
     "paa-1-entropy": Spec(PARule, EntropyQuery, fixed={"mode": 1}, defaults={"C": _C_PA1, "discount": 3.0},
                           cite=f"PA-I update of {_PAA}; entropy query H₂(σ(p))^k after {_ENTROPY}"),
     # beyond the papers: IWAL's query, each label learnt with importance weight 1/P (C ω for C);

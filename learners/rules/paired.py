@@ -1,0 +1,147 @@
+"""Paired learners: a stable logistic model, and a reactive one that replaces it when the concept moves.
+
+AdaGrad's steps shrink like 1/√G, so after thousands of labels a model barely moves, and a concept
+that changes is not followed. Forgetting in the model itself (λ of :mod:`learners.rules.logistic`)
+follows the change but costs every stationary stream, most a long one whose weights it bounds. Paired
+learners (Bach & Maloof, "Paired learners for concept drift", ICDM 2008) keep both:
+
+- the *stable* model (w, G): the rule of :class:`~learners.rules.logistic.LogisticRule` with its own
+  β and λ; it scores every record and is the model the queries read;
+- a *reactive* model (v, H): the same step on the same labels, forgetting faster (β_r, λ_r);
+- on each label, before either learns it, their mistakes e_s = [y w·x ≤ 0] and e_r = [y v·x ≤ 0]
+  feed Page's CUSUM test (Page, "Continuous inspection schemes", Biometrika 41, 1954, Sect. 2, with
+  reference value k = 0):
+
+      C ← max(0, C + e_s − e_r)                                              (1)
+
+  C is the number of mistakes the stable model made beyond the reactive one's since it last was
+  ahead. When C > h the stable model is replaced by a copy of the reactive one (Bach & Maloof's
+  Algorithm 1, line 10), and C ← 0.
+
+On a stationary stream the reactive model errs at least as often, C stays near 0 and the stable model
+is AdaGrad as before. When the concept moves, the stable model errs and the reactive one has already
+learnt the new concept: after h more mistakes the stable model starts again from it, with the
+reactive model's small sums, so its steps are large again.
+
+Both models step at each label: twice the update's O(nnz), and O(D) when a replacement copies the
+reactive model. The mistakes count whatever a label's importance weight: the test is over labels.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from learners.jit import jit
+from learners.kernels import UPDATE_SIG, kernel, sparse_dot
+from learners.params import Interval
+from learners.rules.logistic import LogisticRule, logistic_update
+
+__all__ = ["PairedLogisticRule", "paired_update"]
+
+
+@jit
+def paired_update(w, G, v, H, a, idx, val, y, eta, mode, weight, delta, beta, lam, reactive_beta, reactive_lam,
+                  replace_after):
+    """One label for the pair: Eq. (1) on the two models' mistakes, the replacement when C > h, then
+    each model's step (:func:`~learners.rules.logistic.logistic_update`). a = (C, replacements).
+    Returns True if either model moved."""
+    mistakes = (1.0 if y * sparse_dot(w, idx, val) <= 0.0 else 0.0) - (1.0 if y * sparse_dot(v, idx, val) <= 0.0
+                                                                        else 0.0)
+    a[0] = max(0.0, a[0] + mistakes)  # Eq. (1)
+    if a[0] > replace_after:
+        w[:] = v
+        G[:] = H
+        a[0] = 0.0
+        a[1] += 1.0
+    stable = logistic_update(w, G, idx, val, y, eta, mode, weight, delta, beta, lam)
+    reactive = logistic_update(v, H, idx, val, y, eta, mode, weight, delta, reactive_beta, reactive_lam)
+    return stable or reactive
+
+
+@kernel(UPDATE_SIG)
+def _paired(S, a, P, idx, val, y, weight):
+    return paired_update(S[0], S[1], S[2], S[3], a, idx, val, y, P[0], int(P[1]), weight, P[2], P[3], P[4], P[5],
+                         P[6], P[7])
+
+
+class PairedLogisticRule(LogisticRule):
+    """:class:`~learners.rules.logistic.LogisticRule` with a reactive twin that replaces it after a change.
+
+    Parameters
+    ----------
+    eta, step, damping, beta, lam
+        The stable model's step, as :class:`~learners.rules.logistic.LogisticRule`; the reactive
+        model takes the same η, step and δ.
+    reactive_beta : float in (0, 1], default 0.99
+        The reactive model's forgetting of AdaGrad's sums (β_r).
+    reactive_lam : float in [0, 1), default 0.005
+        The reactive model's forgetting of its weights (λ_r): a memory of ~1/λ_r updates.
+    replace_after : float > 0, default 10
+        h of Eq. (1): the mistakes the stable model may make beyond the reactive one's, since it last
+        was ahead, before it is replaced.
+
+    State
+    -----
+    w_, G_ : float64 (D,)
+        The stable model, which scores.
+    v_, H_ : float64 (D,)
+        The reactive model.
+    a_ : (C, replacements)
+        The CUSUM of Eq. (1) and how many times the stable model was replaced.
+
+    Complexity
+    ----------
+    O(nnz) per scored row, 2·O(nnz) per update and O(D) per replacement; O(D) memory, twice the
+    logistic rule's.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rule = PairedLogisticRule(eta=0.5); rule.allocate(1)
+    >>> x = np.array([0], dtype=np.int32), np.array([1.0])
+    >>> for _ in range(500):   # y = +1, 500 times
+    ...     _ = rule.update(*x, 1)
+    >>> round(float(rule.w_[0]), 2), round(float(rule.v_[0]), 2)   # the reactive model forgets: a smaller weight
+    (5.51, 4.83)
+    >>> for _ in range(43):   # the concept flips; the reactive model is right first
+    ...     _ = rule.update(*x, -1)
+    >>> int(rule.a_[1]), bool(rule.w_[0] < 0)   # after 11 mistakes more than it, the stable one was replaced
+    (1, True)
+
+    References
+    ----------
+    Bach & Maloof, ICDM 2008. Page, Biometrika 41(1/2):100-115, 1954. Duchi, Hazan & Singer, JMLR 12,
+    2011. Kivinen, Smola & Williamson, IEEE Trans. Signal Processing 52(8), 2004.
+    """
+
+    _constraints: ClassVar = {**LogisticRule._constraints, "reactive_beta": Interval(0, 1, closed="right"),
+                              "reactive_lam": Interval(0, 1, closed="left"),
+                              "replace_after": Interval(0, None, closed="neither")}
+    scalars: ClassVar = ("cusum", "replacements")
+    # each model moves as the logistic rule's under a change of scale
+    scaling: ClassVar = {"w": 1, "G": -2, "v": 1, "H": -2}
+    signed: ClassVar = ("w", "v")
+    has_sparse_update: ClassVar = False  # a replacement copies the whole reactive model
+    update_kernel = _paired
+
+    def __init__(self, *, eta: float = 1.0, step: str = "adagrad", damping: float = 0.0, beta: float = 1.0,
+                 lam: float = 0.0, reactive_beta: float = 0.99, reactive_lam: float = 0.005,
+                 replace_after: float = 10.0) -> None:
+        self.reactive_beta = reactive_beta
+        self.reactive_lam = reactive_lam
+        self.replace_after = replace_after
+        super().__init__(eta=eta, step=step, damping=damping, beta=beta, lam=lam)
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.step == "sgd" and self.reactive_beta != 1.0:
+            raise ValueError(f"reactive_beta={self.reactive_beta!r} forgets AdaGrad's sums, which step='sgd' does "
+                             "not keep; leave it at 1")
+
+    def layout(self, n_features: int, n_classes: int) -> dict[str, int]:
+        return {"w": 1, "G": 1, "v": 1, "H": 1}
+
+    def packed_params(self) -> np.ndarray:
+        return np.append(super().packed_params(), [self.reactive_beta, self.reactive_lam, self.replace_after])
