@@ -74,7 +74,7 @@ from learners.kernels import UPDATE_SIG, kernel, sparse_dot, sq_norm
 from learners.params import Interval
 from learners.replay import replay, run
 from learners.rules.logistic import LogisticRule
-from learners.rules.paired import PairedLogisticRule
+from learners.rules.paired import PairedFactoredSoftmaxRule, PairedLogisticRule
 
 __all__ = ["CANDIDATES", "PAIR", "Candidate", "DetectorRule", "Result", "chosen", "demo_stream", "flipped", "main",
            "measure", "recovered_after"]
@@ -129,8 +129,10 @@ CANDIDATES: dict[str, list[Candidate]] = {
     "lr-ada-entropy": [*_grid((1.0, 0.999, 0.99), _LAMS), Candidate(detector=_PAGE),
                        Candidate(detector={**_PAGE, "kappa": 0.3}), *PAIRS],
     # its map makes every pass ~10 times slower: the grid's corners that lost on lr-ada-entropy are left out
-    "lr-ada-entropy-rff": [*_grid((1.0, 0.999), (0.0, 0.002, 0.005)), Candidate(detector=_PAGE), *PAIRS[:3]],
-    "mlr-factored-entropy": _grid((1.0, 0.999, 0.995, 0.99), (0.0, 1e-4, 3e-4, 1e-3)),
+    "lr-ada-entropy-rff": [*_grid((1.0, 0.999), (0.0, 0.002, 0.005)), Candidate(detector=_PAGE), PAIRS[0],
+                           *(Candidate(0.999, pair={**PAIR, "replace_after": h}) for h in (15.0, 20.0))],
+    "mlr-factored-entropy": [*_grid((1.0, 0.999, 0.995, 0.99), (0.0, 1e-4, 3e-4, 1e-3)),
+                             *(Candidate(0.999, pair={**PAIR, "reactive_lam": lam}) for lam in (0.005, 0.01, 0.02))],
 }
 QUICK_CANDIDATES = (Candidate(), Candidate(0.999, 0.003), Candidate(1.0, 0.003), Candidate(0.999, 3e-4),
                     Candidate(0.999, pair=PAIR))
@@ -198,7 +200,7 @@ def build(name: str, candidate: Candidate, n_features: int, classes: Sequence | 
     """The registry learner with its defaults and the candidate's setting of the rule."""
     sized = {"n_features": n_features, **({} if classes is None else {"classes": list(classes)})}
     if candidate.detector is None:
-        paired = isinstance(make(name).rule, PairedLogisticRule)
+        paired = isinstance(make(name).rule, PairedLogisticRule | PairedFactoredSoftmaxRule)
         pair = candidate.pair or ({"replace_after": NEVER} if paired else {})
         return make(name, **sized, beta=candidate.beta, lam=candidate.lam, **pair)
     base = make(name, **sized)

@@ -430,7 +430,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--annotator", choices=("simulated", "label-studio"), default="simulated",
                       help="who answers the label requests: the simulated annotator (the truth after --label-delay), "
                            "or people in Label Studio (ACTIVESTREAM_ANNOTATE__URL and __TOKEN; docs: Label Studio)")
-    demo.add_argument("--label-delay", type=float, default=1.0, help="seconds before the annotator answers (1)")
+    demo.add_argument("--label-delay", type=float, default=0.1,
+                      help="seconds before the annotator answers (0.1: at the default rate, 100 records are scored "
+                           "before a label can help, a tenth of a percent of the stream as in a long-running service "
+                           "whose labels come back in minutes)")
     demo.add_argument("--label-cost", type=float, default=1.0, help="cost of one label (1)")
     demo.add_argument("--rate", type=float, default=1000.0,
                       help="records per second fed (default 1000; 0: all at once). Labels come back after "

@@ -47,7 +47,6 @@ from learners.rules import (
     CWDiagRule,
     CWRule,
     DualAveragingRule,
-    FactoredSoftmaxRule,
     KernelPARule,
     LASECDiagRule,
     LASECRule,
@@ -58,6 +57,7 @@ from learners.rules import (
     MPARule,
     MulticlassDualAveragingRule,
     MulticlassMirrorDescentRule,
+    PairedFactoredSoftmaxRule,
     PairedLogisticRule,
     PARule,
     PAUMRule,
@@ -262,13 +262,15 @@ ALGORITHMS: dict[str, Spec] = {
                             cite=f"{_ADAGRAD} step of softmax {_LOG}; entropy query H₂(σ(gap))^k, gap = the "
                                  f"top-1 − top-2 log-odds, after {_ENTROPY}"),
     # mlr-ada-entropy with AdaGrad's k·D sums factored into one per class and one per feature; η and
-    # the unit-norm rows chosen on the tuning permutations (benchmarks.logistic_defaults)
-    "mlr-factored-entropy": Spec(FactoredSoftmaxRule, GapEntropyQuery,
+    # the unit-norm rows chosen on the tuning permutations (benchmarks.logistic_defaults); paired as the
+    # binary defaults, its twin's λ_r chosen on the flipped multiclass streams (benchmarks.drift_defaults)
+    "mlr-factored-entropy": Spec(PairedFactoredSoftmaxRule, GapEntropyQuery,
                                  defaults={"eta": 0.5, "normalize": True, "discount": 3.0, "scale": "auto",
-                                           "beta": 0.999},
+                                           "beta": 0.999, **_PAIR, "reactive_lam": 0.01},
                                  cite=f"AdaGrad step of softmax {_LOG} with the sums of squared gradients "
-                                      f"factored as Adafactor's (Shazeer & Stern, ICML 2018, Sect. 3); entropy "
-                                      f"query H₂(σ(gap))^k, gap = the top-1 − top-2 log-odds, after {_ENTROPY}"),
+                                      f"factored as Adafactor's (Shazeer & Stern, ICML 2018, Sect. 3), {_PAIRED}; "
+                                      f"entropy query H₂(σ(gap))^k, gap = the top-1 − top-2 log-odds, after "
+                                      f"{_ENTROPY}"),
     "mpaa-1-iwal": Spec(MPARule, GapIWALQuery, fixed={"mode": 1}, defaults={"C": 1.0, "mellowness": _MELLOW_GAP},
                         cite=f"importance-weighted MPA-I update of {_PAA}; {_IWAL}, G from the top-2 gap"),
     "mpaa-2-iwal": Spec(MPARule, GapIWALQuery, fixed={"mode": 2}, defaults={"C": 1.0, "mellowness": _MELLOW_GAP},

@@ -59,7 +59,7 @@ class DemoOptions:
     data: list[str] = field(default_factory=list)
     learner: str | None = None  # default: the registry's for the stream's number of classes
     records: int = 10_000
-    label_delay_s: float = 1.0
+    label_delay_s: float = 0.1
     label_cost: float = 1.0
     rate: float = 1000.0  # records per second fed (0: all at once)
     params: dict[str, Any] = field(default_factory=dict)

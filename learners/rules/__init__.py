@@ -11,7 +11,7 @@ from learners.rules.lasec import LASECDiagRule, LASECRule
 from learners.rules.logistic import LogisticRule, SoftmaxRule
 from learners.rules.multiclass import MaxScorePerceptronRule, MPARule
 from learners.rules.pa import PARule
-from learners.rules.paired import PairedLogisticRule
+from learners.rules.paired import PairedFactoredSoftmaxRule, PairedLogisticRule
 from learners.rules.perceptron import PerceptronRule
 from learners.rules.rls import RLSRule
 from learners.rules.soal import SOALDiagRule, SOALRule
@@ -39,6 +39,7 @@ __all__ = [
     "MulticlassMirrorDescentRule",
     "PARule",
     "PAUMRule",
+    "PairedFactoredSoftmaxRule",
     "PairedLogisticRule",
     "PerceptronRule",
     "RLSRule",

@@ -34,11 +34,28 @@ from typing import ClassVar
 import numpy as np
 
 from learners.jit import jit
-from learners.kernels import UPDATE_SIG, kernel, sparse_dot
+from learners.kernels import SCORE_SIG, UPDATE_SIG, kernel, sparse_dot
 from learners.params import Interval
+from learners.rules.factored import FactoredSoftmaxRule, factored_softmax_update
 from learners.rules.logistic import LogisticRule, logistic_update
+from learners.rules.multiclass import top_two
 
-__all__ = ["PairedLogisticRule", "paired_update"]
+__all__ = ["PairedFactoredSoftmaxRule", "PairedLogisticRule", "paired_factored_update", "paired_update"]
+
+_PAIR_CONSTRAINTS = {"reactive_beta": Interval(0, 1, closed="right"), "reactive_lam": Interval(0, 1, closed="left"),
+                     "replace_after": Interval(0, None, closed="neither")}
+
+
+@jit(inline="always")
+def cusum(a, stable_mistake, reactive_mistake, replace_after):
+    """Eq. (1) on one label's two mistakes; True when the stable model is to be replaced, and then C ← 0.
+    a = (C, replacements)."""
+    a[0] = max(0.0, a[0] + stable_mistake - reactive_mistake)
+    if a[0] <= replace_after:
+        return False
+    a[0] = 0.0
+    a[1] += 1.0
+    return True
 
 
 @jit
@@ -47,14 +64,10 @@ def paired_update(w, G, v, H, a, idx, val, y, eta, mode, weight, delta, beta, la
     """One label for the pair: Eq. (1) on the two models' mistakes, the replacement when C > h, then
     each model's step (:func:`~learners.rules.logistic.logistic_update`). a = (C, replacements).
     Returns True if either model moved."""
-    mistakes = (1.0 if y * sparse_dot(w, idx, val) <= 0.0 else 0.0) - (1.0 if y * sparse_dot(v, idx, val) <= 0.0
-                                                                        else 0.0)
-    a[0] = max(0.0, a[0] + mistakes)  # Eq. (1)
-    if a[0] > replace_after:
+    if cusum(a, 1.0 if y * sparse_dot(w, idx, val) <= 0.0 else 0.0, 1.0 if y * sparse_dot(v, idx, val) <= 0.0 else 0.0,
+             replace_after):
         w[:] = v
         G[:] = H
-        a[0] = 0.0
-        a[1] += 1.0
     stable = logistic_update(w, G, idx, val, y, eta, mode, weight, delta, beta, lam)
     reactive = logistic_update(v, H, idx, val, y, eta, mode, weight, delta, reactive_beta, reactive_lam)
     return stable or reactive
@@ -116,9 +129,7 @@ class PairedLogisticRule(LogisticRule):
     2011. Kivinen, Smola & Williamson, IEEE Trans. Signal Processing 52(8), 2004.
     """
 
-    _constraints: ClassVar = {**LogisticRule._constraints, "reactive_beta": Interval(0, 1, closed="right"),
-                              "reactive_lam": Interval(0, 1, closed="left"),
-                              "replace_after": Interval(0, None, closed="neither")}
+    _constraints: ClassVar = {**LogisticRule._constraints, **_PAIR_CONSTRAINTS}
     scalars: ClassVar = ("cusum", "replacements")
     # each model moves as the logistic rule's under a change of scale
     scaling: ClassVar = {"w": 1, "G": -2, "v": 1, "H": -2}
@@ -145,3 +156,92 @@ class PairedLogisticRule(LogisticRule):
 
     def packed_params(self) -> np.ndarray:
         return np.append(super().packed_params(), [self.reactive_beta, self.reactive_lam, self.replace_after])
+
+
+@jit
+def paired_factored_update(W, C, R, V, H, Q, a, idx, val, y, eta, weight, delta, beta, lam, reactive_beta,
+                           reactive_lam, replace_after):
+    """One label for the multiclass pair: Eq. (1) on the two models' mistakes (the top class is not y),
+    the replacement when C > h, then each model's step
+    (:func:`~learners.rules.factored.factored_softmax_update`). Returns True if either model moved."""
+    if cusum(a, 1.0 if top_two(W, idx, val)[0] != y else 0.0, 1.0 if top_two(V, idx, val)[0] != y else 0.0,
+             replace_after):
+        W[:] = V
+        C[:] = H
+        R[:] = Q
+    stable = factored_softmax_update(W, C, R, idx, val, y, eta, weight, delta, beta, lam)
+    reactive = factored_softmax_update(V, H, Q, idx, val, y, eta, weight, delta, reactive_beta, reactive_lam)
+    return stable or reactive
+
+
+@kernel(UPDATE_SIG)
+def _paired_factored(S, a, P, idx, val, y, weight):
+    k = (S.shape[0] - 2) // 2
+    return paired_factored_update(S[:k], S[k], a[2:2 + k], S[k + 1:2 * k + 1], S[2 * k + 1], a[2 + k:], a, idx, val,
+                                  y, P[0], weight, P[1], P[2], P[3], P[4], P[5], P[6])
+
+
+@kernel(SCORE_SIG)
+def _paired_factored_scores(S, a, P, idx, val):
+    """The stable model's scores, as :class:`~learners.rules.factored.FactoredSoftmaxRule`'s."""
+    top, first, second = top_two(S[: (S.shape[0] - 2) // 2], idx, val)
+    return first, first - second, np.nan, top
+
+
+class PairedFactoredSoftmaxRule(FactoredSoftmaxRule):
+    """:class:`~learners.rules.factored.FactoredSoftmaxRule` with a reactive twin that replaces it after
+    a change; a mistake is a top class other than the label.
+
+    Parameters
+    ----------
+    eta, damping, beta, lam
+        The stable model's step, as :class:`~learners.rules.factored.FactoredSoftmaxRule`; the
+        reactive model takes the same η and δ.
+    reactive_beta, reactive_lam, replace_after
+        As :class:`PairedLogisticRule`.
+
+    State
+    -----
+    w_, C_, R_
+        The stable model, which scores.
+    v_, H_, Q_
+        The reactive model's weights, column sums and row sums.
+    a_ : (C, replacements, R, Q)
+        The CUSUM of Eq. (1), the replacements, then the two models' row sums.
+
+    Complexity
+    ----------
+    O(k·nnz) per scored row, 2·O(k·nnz) per update and O(k·D) per replacement; O(k·D) memory, twice
+    the factored rule's.
+
+    References
+    ----------
+    Bach & Maloof, ICDM 2008. Page, Biometrika 41(1/2):100-115, 1954. Shazeer & Stern, ICML 2018.
+    """
+
+    _constraints: ClassVar = {**FactoredSoftmaxRule._constraints, **_PAIR_CONSTRAINTS}
+    scalars: ClassVar = ("cusum", "replacements")
+    scaling: ClassVar = {"w": 1, "C": -2, "v": 1, "H": -2}
+    signed: ClassVar = ("w", "v")
+    has_sparse_update: ClassVar = False  # a replacement copies the whole reactive model
+    score_kernel = _paired_factored_scores
+    update_kernel = _paired_factored
+
+    def __init__(self, *, eta: float = 0.5, damping: float = 0.0, beta: float = 1.0, lam: float = 0.0,
+                 reactive_beta: float = 0.99, reactive_lam: float = 0.005, replace_after: float = 10.0) -> None:
+        self.reactive_beta = reactive_beta
+        self.reactive_lam = reactive_lam
+        self.replace_after = replace_after
+        super().__init__(eta=eta, damping=damping, beta=beta, lam=lam)
+
+    def packed_params(self) -> np.ndarray:
+        return np.append(super().packed_params(), [self.reactive_beta, self.reactive_lam, self.replace_after])
+
+    def layout(self, n_features: int, n_classes: int) -> dict[str, int]:
+        return {"w": n_classes, "C": 1, "v": n_classes, "H": 1}
+
+    def vectors(self) -> dict[str, int]:
+        return {"R": self._n_classes, "Q": self._n_classes}
+
+    def _keeps_2d(self, name: str) -> bool:
+        return name in ("w", "v")

@@ -1,10 +1,11 @@
-"""Paired learners: each model is the logistic rule's step, and Eq. (1) decides the replacement."""
+"""Paired learners: each model steps as its rule alone, and Eq. (1) decides the replacement."""
 
 import numpy as np
 import pytest
 
+from learners.rules.factored import FactoredSoftmaxRule
 from learners.rules.logistic import LogisticRule
-from learners.rules.paired import PairedLogisticRule
+from learners.rules.paired import PairedFactoredSoftmaxRule, PairedLogisticRule
 from tests.unit.learners.rules._streams import sparse, stream
 
 
@@ -82,3 +83,50 @@ def test_the_reactive_model_keeps_adagrad_sums_only_with_adagrad():
         PairedLogisticRule(step="sgd", reactive_beta=0.99)
     with pytest.raises(ValueError, match="replace_after"):
         PairedLogisticRule(replace_after=0)
+
+
+def test_the_multiclass_pair_steps_as_two_factored_rules_and_counts_top_class_mistakes():
+    pair = PairedFactoredSoftmaxRule(eta=0.5, beta=0.999, replace_after=1e18)
+    stable = FactoredSoftmaxRule(eta=0.5, beta=0.999)
+    reactive = FactoredSoftmaxRule(eta=0.5, beta=pair.reactive_beta, lam=pair.reactive_lam)
+    for rule in (pair, stable, reactive):
+        rule.allocate(6, n_classes=3)
+    cusum = 0
+    for x, y in stream(14, 300, 6, density=0.6, classes=3):
+        idx, val = sparse(x)
+        wrong = [int(np.argmax(rule.w_[:, idx] @ val) != y) for rule in (stable, reactive)]
+        cusum = max(0, cusum + wrong[0] - wrong[1])  # Eq. (1)
+        for rule in (pair, stable, reactive):
+            rule.update(idx, val, y)
+        assert np.array_equal(pair.w_, stable.w_) and np.array_equal(pair.C_, stable.C_)
+        assert np.array_equal(pair.R_, stable.R_)
+        assert np.array_equal(pair.v_, reactive.w_) and np.array_equal(pair.H_, reactive.C_)
+        assert np.array_equal(pair.Q_, reactive.R_)
+        assert pair.a_[0] == cusum
+
+
+def test_the_multiclass_pair_replaces_its_stable_model_by_the_reactive_one_after_a_relabelling():
+    pair = PairedFactoredSoftmaxRule(eta=0.5, beta=0.999, replace_after=3)
+    twin = PairedFactoredSoftmaxRule(eta=0.5, beta=0.999, replace_after=1e18)  # the same pair, never replacing
+    for rule in (pair, twin):
+        rule.allocate(6, n_classes=3)
+    rows = list(stream(16, 4000, 6, density=0.8, classes=3))
+    centres = np.random.default_rng(16).standard_normal((3, 6)) * 3.0
+    for t, (x, k) in enumerate(rows):
+        x = centres[k] + x
+        y = k if t < 2000 else (k + 1) % 3  # every class relabelled
+        idx, val = sparse(x)
+        if pair.update(idx, val, y) and pair.a_[1] == 1:
+            assert t >= 2000
+            # the stable model restarted from the reactive one, then learnt the label with its own β, λ
+            restarted = FactoredSoftmaxRule(eta=0.5, beta=0.999)
+            restarted.allocate(6, n_classes=3)
+            restarted.w_[...], restarted.C_[...], restarted.R_[...] = twin.v_, twin.H_, twin.Q_
+            restarted.update(idx, val, y)
+            twin.update(idx, val, y)
+            np.testing.assert_array_equal(pair.w_, restarted.w_)
+            np.testing.assert_array_equal(pair.v_, twin.v_)
+            return
+        twin.update(idx, val, y)
+        np.testing.assert_array_equal(pair.w_, twin.w_)
+    raise AssertionError("the stable model was never replaced")
