@@ -121,6 +121,7 @@ def _replay(args: argparse.Namespace) -> int:
     import numpy as np
     import orjson
 
+    from consumer import progress
     from learners import make
     from learners.budget import BACKTEST_WARMUP_BOOST, backtest_controller
     from learners.datasets import LibsvmStream, StreamSummary, concat, is_libsvm_file, resolve, scan_libsvm
@@ -136,8 +137,9 @@ def _replay(args: argparse.Namespace) -> int:
         raise ValueError("--topic, --labels-topic, --since and --until go with --from-kafka")
     stream: LibsvmStream | None = None
     source: dict[str, Any] | None = None
+    show = progress.wanted(json=args.json, quiet=args.quiet)
     if args.from_kafka is not None:
-        data, source = _topic_data(args, params)
+        data, source = _topic_data(args, params, show)
     elif args.in_order and args.query_rate is None and all(is_libsvm_file(spec) for spec in args.data):
         if "n_features" in params and "classes" in params:
             summary = StreamSummary(0, int(params["n_features"]), np.asarray(params["classes"]), "")  # no pass
@@ -182,12 +184,19 @@ def _replay(args: argparse.Namespace) -> int:
         if budget in params:
             raise SystemExit(f"--query-rate sets {budget}; do not pass --param {budget}= as well")
         learner, result = find_budget(learner, data, args.query_rate, **options)
-    elif stream is not None:
-        result = run_stream(learner, stream, permutations=args.permutations, delay=args.delay, costs=costs,
-                            warmup=args.warmup)
-        read_seconds += stream.read_seconds
     else:
-        result = run(learner, data, **options)
+        rows = (data.n or None) if stream is None else (summary.n or None)  # 0: a stream not scanned ahead
+        bar = progress.ReplayProgress(rows, args.permutations) if show else None
+        try:
+            if stream is not None:
+                result = run_stream(learner, stream, permutations=args.permutations, delay=args.delay, costs=costs,
+                                    warmup=args.warmup, progress=bar)
+                read_seconds += stream.read_seconds
+            else:
+                result = run(learner, data, **options, progress=bar)
+        finally:
+            if bar is not None:
+                bar.close()
     examples = data.n if stream is None else stream.rows
     total_seconds = time.perf_counter() - started
 
@@ -220,9 +229,10 @@ def _replay(args: argparse.Namespace) -> int:
     return 0
 
 
-def _topic_data(args: argparse.Namespace, params: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+def _topic_data(args: argparse.Namespace, params: dict[str, Any], show: bool) -> tuple[Any, dict[str, Any]]:
     """The dataset of ``--from-kafka BOOTSTRAP --topic T [--labels-topic L]`` and what the read found.
     Client properties come from ACTIVESTREAM_KAFKA / ACTIVESTREAM_KAFKA_CONSUMER, as the service's."""
+    from consumer import progress
     from consumer.config import load_settings
     from consumer.kafka import consumer_config
     from consumer.topic_replay import parse_time, read_topic_dataset, used_width
@@ -243,8 +253,14 @@ def _topic_data(args: argparse.Namespace, params: dict[str, Any]) -> tuple[Any, 
         n_features, width = settings.n_features, None
     else:
         n_features, width = settings.n_features, used_width
-    read = read_topic_dataset(conf, args.topic, n_features=n_features, labels_topic=args.labels_topic,
-                              classes=params.get("classes"), since_s=since, until_s=until, width=width)
+    bar = progress.reading() if show else None
+    try:
+        read = read_topic_dataset(conf, args.topic, n_features=n_features, labels_topic=args.labels_topic,
+                                  classes=params.get("classes"), since_s=since, until_s=until, width=width,
+                                  progress=None if bar is None else (lambda n: bar.update(n - bar.n)))
+    finally:
+        if bar is not None:
+            bar.close()
     return read.data, {"bootstrap": args.from_kafka, "topic": args.topic, "labels_topic": args.labels_topic,
                        "since": since, "until": until, **read.summary()}
 
@@ -520,6 +536,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "c_n = 1 - c_p (default: the learner's own, else 0.5)")
     rp.add_argument("--zero-based", action="store_true", help="LIBSVM indices start at 0")
     rp.add_argument("--json", action="store_true", help="print one JSON object")
+    rp.add_argument("--quiet", action="store_true", help="no progress bar (drawn only on a terminal, and never "
+                    "with --json)")
     rp.set_defaults(func=_replay)
     return parser
 

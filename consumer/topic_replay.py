@@ -143,12 +143,13 @@ def _inline_labels(values: list[bytes | None], positions: list[int]) -> list[Any
 
 def read_topic_dataset(conf: Mapping[str, Any], topic: str, *, n_features: int, labels_topic: str | None = None,
                        classes: list | None = None, since_s: float | None = None, until_s: float | None = None,
-                       timeout_s: float = 30.0,
-                       width: Callable[[Rows], int] | None = None) -> TopicDataset:
+                       timeout_s: float = 30.0, width: Callable[[Rows], int] | None = None,
+                       progress: Callable[[int], None] | None = None) -> TopicDataset:
     """The records of ``topic`` (client properties ``conf``) with their labels, as a dataset in time
     order (see the module docstring). Features are read into ``n_features`` coordinates (named
     features are hashed into them); ``width(rows)``, if given, is the dataset's dimension instead.
-    ``classes``, if known, refuse any other label as the service would."""
+    ``classes``, if known, refuse any other label as the service would. ``progress(records)`` after
+    each batch, with the records read so far."""
     known: Mapping[Any, int] = {c: k for k, c in enumerate(classes)} if classes is not None else _AnyLabel()
     joined: dict[str, Any] | None = None
     labels_read, labels_rejected = 0, Counter()
@@ -161,6 +162,8 @@ def read_topic_dataset(conf: Mapping[str, Any], topic: str, *, n_features: int, 
     rejected: Counter = Counter()
     for batch in _messages(conf, topic, since_s, until_s, timeout_s):
         records += len(batch)
+        if progress is not None:
+            progress(records)
         values = [m.value() for m in batch]
         times = _message_times(batch)
         decoded = decode_feature_batch(values, n_features, lambda ks, times=times: times[ks])

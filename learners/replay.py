@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -31,7 +32,11 @@ from learners.datasets import Dataset
 from learners.evaluation import Metrics, binary_metrics, multiclass_metrics
 from learners.inputs import Rows
 
-__all__ = ["Run", "Trace", "find_budget", "replay", "replay_stream", "run", "run_stream"]
+__all__ = ["PROGRESS_ROUNDS", "Run", "Trace", "find_budget", "replay", "replay_stream", "run", "run_stream"]
+
+# rounds per driver call when a pass reports its progress: a few calls a second at the drivers' speed
+PROGRESS_ROUNDS = 1 << 18
+Progress = Callable[[int, int, int], None]  # (rounds so far, mistakes so far, queries so far) of a pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +108,10 @@ class _Outputs:
     def empty(cls, n: int) -> _Outputs:
         return cls(np.empty(n, dtype=np.int64), np.empty(n), np.empty(n), np.empty(n, dtype=np.bool_))
 
+    def window(self, start: int, stop: int) -> _Outputs:
+        """Views of rounds ``start .. stop-1``: what a driver call writes there lands in these arrays."""
+        return _Outputs(self.yhat[start:stop], self.p[start:stop], self.prob[start:stop], self.queried[start:stop])
+
     def carried(self, k: int, n: int) -> _Outputs:
         """Outputs for ``n`` rounds whose first ``k`` are this call's last ``k``."""
         out = _Outputs.empty(n)
@@ -161,11 +170,32 @@ def _drive(learner: Learner, prep: _Prepared, order: np.ndarray, delay: int, fir
     return int(loop(*head, *tail, *learner.query.kernel_state(), *learner.query.kernels, *outputs))
 
 
-def _replay_prepared(learner: Learner, prep: _Prepared, order: np.ndarray, delay: int) -> Trace:
+def _drive_in_steps(learner: Learner, prep: _Prepared, order: np.ndarray, delay: int, out: _Outputs,
+                    progress: Progress) -> int:
+    """:func:`_drive` over ``order`` in calls of :data:`PROGRESS_ROUNDS` rounds, each carrying the
+    previous call's last ``delay`` rounds (their labels still on the way), as :func:`_stream` does:
+    the same rounds, bit for bit. ``progress(rounds, mistakes, queries)`` after each call."""
+    n = order.size
+    changed = mistakes = queries = 0
+    for start in range(0, n, PROGRESS_ROUNDS):
+        stop, k = min(n, start + PROGRESS_ROUNDS), min(delay, start)
+        changed += _drive(learner, prep, order[start - k:stop], delay, k, stop == n, out.window(start - k, stop),
+                          changed)
+        mistakes += int(np.count_nonzero(out.yhat[start:stop] != prep.codes[order[start:stop]]))
+        queries += int(np.count_nonzero(out.queried[start:stop]))
+        progress(stop, mistakes, queries)
+    return changed
+
+
+def _replay_prepared(learner: Learner, prep: _Prepared, order: np.ndarray, delay: int,
+                     progress: Progress | None = None) -> Trace:
     n = order.size
     out = _Outputs.empty(n)
     start = time.perf_counter()
-    changed = _drive(learner, prep, order, delay, 0, True, out)
+    if progress is None or n == 0:
+        changed = _drive(learner, prep, order, delay, 0, True, out)
+    else:
+        changed = _drive_in_steps(learner, prep, order, delay, out, progress)
     seconds = time.perf_counter() - start
     learner.rounds_ += n
     learner.labels_ += int(np.count_nonzero(out.queried))
@@ -390,7 +420,8 @@ def _orders(n: int, permutations: int, seed: int, shuffle: bool) -> list[np.ndar
 
 
 def run(learner: Learner, data: Dataset, *, permutations: int = 1, seed: int = 0, delay: int = 0,
-        shuffle: bool = True, costs: dict | None = None, warmup: int = 0) -> Run:
+        shuffle: bool = True, costs: dict | None = None, warmup: int = 0,
+        progress: Callable[[int, int, int, int], None] | None = None) -> Run:
     """Replay ``data`` once per permutation with a fresh clone of ``learner``.
 
     Permutation k shuffles the rows with ``default_rng(seed + k)`` (file order if not ``shuffle``,
@@ -398,6 +429,8 @@ def run(learner: Learner, data: Dataset, *, permutations: int = 1, seed: int = 0
     ``learner.seed + k``. ``costs`` (``eta_p``, ``eta_n``, ``c_p``, ``c_n``) weight the binary
     metrics' sum and cost. With ``warmup``, the metrics cover the rounds after the first ``warmup``
     of each pass: the model learns from all of them, as a service restored from a checkpoint has.
+    ``progress(pass, rounds, mistakes, queries)`` is called every :data:`PROGRESS_ROUNDS` rounds of
+    each pass, with that pass's counts so far; the results do not change.
     """
     if permutations < 1:
         raise ValueError(f"permutations must be ≥ 1, got {permutations}")
@@ -410,7 +443,7 @@ def run(learner: Learner, data: Dataset, *, permutations: int = 1, seed: int = 0
         fresh._resolve_scale(data.rows, True)  # "auto": the mode the template chose on the same rows
         # a scale before the map depends on the order: each permutation maps its rows anew
         here = _prepare(fresh, data, order=order) if template.scales_before_map else prep
-        trace = _replay_prepared(fresh, here, order, delay)
+        trace = _replay_prepared(fresh, here, order, delay, None if progress is None else partial(progress, k))
         metrics.append(trace.after(warmup).metrics(fresh, **(costs or {})))
         seconds.append(trace.seconds)
         windows.append(budget.max_window_query_ratio(trace.queried))
@@ -418,21 +451,38 @@ def run(learner: Learner, data: Dataset, *, permutations: int = 1, seed: int = 0
 
 
 def run_stream(learner: Learner, chunks: Callable[[], Iterable[Dataset]], *, permutations: int = 1,
-               delay: int = 0, costs: dict | None = None, warmup: int = 0) -> Run:
+               delay: int = 0, costs: dict | None = None, warmup: int = 0,
+               progress: Callable[[int, int, int, int], None] | None = None) -> Run:
     """:func:`run` in file order (``shuffle=False``), bit for bit, over a stream: ``chunks()`` yields
     the rows again for each pass, so memory follows a chunk, not the data (but for the AUC-ROC's
-    8 bytes a round, :class:`_Tally`)."""
+    8 bytes a round, :class:`_Tally`). ``progress`` as :func:`run`'s, after each chunk."""
     if permutations < 1:
         raise ValueError(f"permutations must be ≥ 1, got {permutations}")
     metrics, seconds, windows = [], [], []
     for k in range(permutations):
         fresh = learner.clone(seed=learner.seed + k)
         tally = _Tally(len(fresh.classes), fresh.multiclass, warmup)
-        _, spent = _stream(fresh, chunks(), delay, tally.add)
+        sink = tally.add if progress is None else _reporting(tally.add, partial(progress, k))
+        _, spent = _stream(fresh, chunks(), delay, sink)
         metrics.append(tally.metrics(**(costs or {})))
         seconds.append(spent)
         windows.append(tally.max_window())
     return Run(metrics, learner.get_params(), seconds, windows)
+
+
+def _reporting(sink: Callable[[np.ndarray, _Outputs, int], None],
+               progress: Progress) -> Callable[[np.ndarray, _Outputs, int], None]:
+    """``sink``, then ``progress`` with the pass's rounds, mistakes and queries so far."""
+    counts = [0, 0, 0]
+
+    def both(codes: np.ndarray, out: _Outputs, first: int) -> None:
+        sink(codes, out, first)
+        counts[0] += codes.size
+        counts[1] += int(np.count_nonzero(out.yhat[first:] != codes))
+        counts[2] += int(np.count_nonzero(out.queried[first:]))
+        progress(*counts)
+
+    return both
 
 
 def find_budget(learner: Learner, data: Dataset, target: float, *, permutations: int = 1, seed: int = 0,

@@ -221,12 +221,14 @@ AFTER = 1_000  # records predicted: the first window, where a run without a targ
 
 @pytest.fixture(scope="module")
 def budget_report(tmp_path_factory) -> Path:
-    """A report of the demo with a query-rate target, 10,000 records: windows of 1,000 in its chart."""
+    """A report of the demo with a query-rate target, 10,000 records: windows of 1,000 in its chart.
+    The target is the demo's default, so this is the demo run with no option."""
     page = tmp_path_factory.mktemp("budget") / "report.html"
     out = subprocess.run([sys.executable, "-m", "consumer", "demo", "--records", "10000", "--query-rate-target",
                           str(TARGET), "--report", str(page), "--json"],
                          capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert out.returncode == 0, out.stderr[-2000:]
+    page.with_suffix(".json").write_text(out.stdout)
     return page
 
 
@@ -375,6 +377,25 @@ def test_the_change_of_concept_is_marked_where_it_happens_on_the_accuracy_around
     back = report["drift"]["recovered_after"]
     assert len(chart["marks"]) == (1 if back is None else 2)
     assert drawn_series(chart, "against the ground truth"), "the accuracy is not drawn"
+
+
+def test_the_default_demo_marks_where_its_accuracy_is_back_after_the_change(budget_report, tmp_path):
+    """The default learner's reactive twin takes over after the change: the chart marks where a window's
+    accuracy is back within 5 % of before, at the record the report gives, right of the change."""
+    report = json.loads(budget_report.with_suffix(".json").read_text())
+    back = report["drift"]["recovered_after"]
+    assert back is not None, report["drift"]
+    probe, shot = render(budget_report, tmp_path)
+    chart = next(c for c in probe["charts"] if c["title"].startswith("Accuracy around the change"))
+    change, recovered = chart["marks"]
+    assert change["label"] == "the concept changes"
+    assert recovered["label"].startswith("back within 5%") and f"+{back:,}" in recovered["label"]
+    x_ticks = [t for t in chart["ticks"] if t["anchor"] == "middle"]
+    x_of = axis([t["at"]["x"] for t in x_ticks], [t["text"] for t in x_ticks])
+    assert x_of(recovered["from"]["x"]) == pytest.approx(report["drift"]["change_at"] + back, abs=15)
+    top, bottom = recovered["from"], recovered["to"]
+    column = shot[int(top["y"]):int(bottom["y"]), int(top["x"]) - 1:int(top["x"]) + 2]
+    assert pixels_near(column, css_rgb(recovered["stroke"]), tolerance=40) >= 0.3 * (bottom["y"] - top["y"])
 
 
 @pytest.mark.parametrize(("name", "title"), [("quickstart", "Quickstart"), ("tutorial", "Tutorial: your own Kafka")])

@@ -21,10 +21,8 @@ def demo(*args: str) -> subprocess.CompletedProcess:
 def test_demo_on_the_bundled_stream_reports_every_pinned_key():
     # the demo's own length: the estimate rests on the labels, and with an entropy query few of them
     # fall where the model is sure; over 3,000 records its error was ±0.04 (one standard deviation)
-    # λ: the default forgets too little to be back within the stream (issue #59); one that forgets its
-    # weights is, and the report must say when
-    out = demo("--records", "10000", "--rate", "4000", "--label-delay", "0.2", "--label-cost", "0.5",
-               "--param", "lam=0.005", "--json")
+    # the demo as a user first runs it: its default learner, rate and annotator
+    out = demo("--label-cost", "0.5", "--json")
     assert out.returncode == 0, out.stderr[-2000:]
     report = json.loads(out.stdout)
     assert set(report) >= REPORT_KEYS
@@ -37,7 +35,7 @@ def test_demo_on_the_bundled_stream_reports_every_pinned_key():
     drift = report["drift"]  # the bundled stream's concept jumps at two thirds of it
     assert drift["change_at"] == 6666 and drift["window"] == 500
     assert drift["before"] > 0.8 and drift["lowest_after"] < drift["before"]
-    # with labels back 800 records after their request, that model follows the new concept within the stream
+    # the default's reactive twin replaces its model: back within 0.05 of before, within the stream
     assert drift["recovered_after"] is not None and drift["recovered_after"] <= 10000 - 6666 - 500
 
 
@@ -127,7 +125,7 @@ def _port(service) -> int:
 
 
 def test_demo_without_options_realises_its_default_query_rate_target(tmp_path):
-    """`demo` with no option holds a 10 % target: a fresh model whose labels come back a second late
+    """`demo` with no option holds a 10 % target: a fresh model whose labels come back 0.1 s late
     still asks for 10 % ± 1 % of 10,000 records (the report's chart is checked in tests/docs/test_browser.py)."""
     page = tmp_path / "report.html"
     out = demo("--json", "--report", str(page))

@@ -7,6 +7,7 @@ import contextlib
 import io
 import json
 import random
+import sys
 import uuid
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from confluent_kafka import Producer
 from consumer.cli import main
 from consumer.demo.broker import create_topics
 from learners.datasets import read_libsvm
+from tests.terminal import run_on_a_terminal
 
 ROWS = 3000
 T0 = 1_750_000_000.0  # the records' times: one second apart, in file order
@@ -139,3 +141,17 @@ def test_refusals_name_what_is_missing(kafka_bootstrap):
 
     code, _, err = _replay("--data", "synthetic:sparse?n=10", "--topic", topic, "--learner", "paa-1")
     assert code == 2 and "go with --from-kafka" in err
+
+
+def test_a_topic_replay_on_a_terminal_draws_the_reading_and_the_replay(kafka_bootstrap, a8a_rows):
+    _, rows = a8a_rows
+    topic = f"replay-bar-{uuid.uuid4().hex[:8]}"
+    create_topics(kafka_bootstrap, [topic], 1)
+    _produce(kafka_bootstrap, topic, [
+        (rid, orjson.dumps({"id": rid, "features": {"indices": idx, "values": val}, "label": label}), T0 + i)
+        for i, (rid, label, idx, val) in enumerate(rows)])
+    code, drawn = run_on_a_terminal([sys.executable, "-m", "consumer", "replay", "--from-kafka", kafka_bootstrap,
+                                     "--topic", topic, "--learner", "paa-1"], Path(__file__).resolve().parents[2])
+    assert code == 0, drawn[-2000:]
+    assert "reading" in drawn and "records/s" in drawn, drawn[-2000:]  # the topic's records, as they are read
+    assert "rows/s" in drawn and "accuracy=" in drawn, drawn[-2000:]  # then the replay

@@ -1,9 +1,12 @@
 """Replay: delay semantics against a step-by-step simulation, permutations, the budget search."""
 
+import importlib
+
 import numpy as np
 import pytest
 
 from learners import make
+from learners.budget import BudgetController
 from learners.datasets import Dataset, synthetic_sparse
 from learners.inputs import as_rows
 from learners.replay import find_budget, replay, run
@@ -116,3 +119,27 @@ def test_warmup_leaves_the_first_rounds_out_of_the_metrics_but_not_out_of_learni
     assert abs(result.mean("query_ratio") - 0.1) <= 0.005
     with pytest.raises(ValueError, match="warmup"):
         trace.after(3000)
+
+
+@pytest.mark.parametrize(("name", "budget", "delay"), [("paa-1", False, 0), ("lr-ada-entropy", True, 13),
+                                                       ("lr-ada-entropy-rff", True, 0),
+                                                       ("mlr-factored-entropy", False, 5)])
+def test_a_pass_that_reports_its_progress_gives_the_same_results(monkeypatch, name, budget, delay):
+    module = importlib.import_module("learners.replay")  # the package's name "replay" is the function
+
+    data = synthetic_sparse(n=700, d=30, nnz=5, seed=4)
+    if name.startswith("mlr"):  # three classes: the label's sign and the first coordinate's
+        first = np.asarray(data.rows.to_csr()[:, 0].todense()).ravel() > 0
+        data = Dataset(data.rows, (data.labels > 0).astype(np.int64) + first, "three classes")
+    learner = make(name, n_features=data.rows.n_features, classes=list(np.unique(data.labels)))
+    if budget:
+        learner.budget = BudgetController(target=0.1)
+    monkeypatch.setattr(module, "PROGRESS_ROUNDS", 64)  # eleven driver calls a pass
+    seen = []
+    quiet = run(learner, data, permutations=2, delay=delay)
+    shown = run(learner, data, permutations=2, delay=delay, progress=lambda *counts: seen.append(counts))
+    assert quiet.metrics == shown.metrics
+    assert [s[:2] for s in seen] == [(k, r) for k in range(2) for r in [*range(64, 700, 64), 700]]
+    for k, metrics in enumerate(shown.metrics):
+        _, _, mistakes, queries = seen[11 * (k + 1) - 1]
+        assert (mistakes, queries) == (metrics.mistakes, metrics.queries)
