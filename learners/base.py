@@ -96,6 +96,8 @@ class UpdateRule(Parameterized):
     # swap its classes (:meth:`flip_sign`), so they cannot learn the classes from the labels
     symmetric: ClassVar[bool] = True
     signed: ClassVar[tuple[str, ...]] = ("w",)  # the state arrays whose sign follows the labels'
+    # the rules whose saved state this one loads (its own arrays filled from theirs, :meth:`load_state_dict`)
+    upgrades_from: ClassVar[tuple[str, ...]] = ()
 
     S_: np.ndarray | None = None
     a_: np.ndarray | None = None
@@ -923,6 +925,8 @@ class Learner(Parameterized):
         diff = sorted(k for k in set(theirs["params"]) | set(mine["params"])
                       if theirs["params"].get(k) != mine["params"].get(k))
         hard = [k for k in diff if k in structural] + [k for k in ("rule", "query") if theirs[k] != mine[k]]
+        if hard == ["rule"] and theirs["rule"] in self.rule.upgrades_from:
+            hard, diff = [], [*diff, "rule"]  # a state this rule grows from: allowed as a change of parameters
         if hard or (diff and not allow_param_change):
             detail = ", ".join(f"{k}: saved {theirs['params'].get(k, theirs.get(k))!r} vs "
                                f"this {mine['params'].get(k, mine.get(k))!r}" for k in (hard or diff))

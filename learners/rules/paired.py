@@ -29,6 +29,7 @@ reactive model. The mistakes count whatever a label's importance weight: the tes
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import ClassVar
 
 import numpy as np
@@ -136,6 +137,7 @@ class PairedLogisticRule(LogisticRule):
     signed: ClassVar = ("w", "v")
     has_sparse_update: ClassVar = False  # a replacement copies the whole reactive model
     update_kernel = _paired
+    upgrades_from: ClassVar = ("LogisticRule",)  # a model saved before it had a twin
 
     def __init__(self, *, eta: float = 1.0, step: str = "adagrad", damping: float = 0.0, beta: float = 1.0,
                  lam: float = 0.0, reactive_beta: float = 0.99, reactive_lam: float = 0.005,
@@ -156,6 +158,18 @@ class PairedLogisticRule(LogisticRule):
 
     def packed_params(self) -> np.ndarray:
         return np.append(super().packed_params(), [self.reactive_beta, self.reactive_lam, self.replace_after])
+
+    def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
+        """A logistic rule's state (w, G) loads too: the twin starts as its copy, the count of Eq. (1) at 0."""
+        super().load_state_dict(_with_twin(state, {"v": "w", "H": "G"}))
+
+
+def _with_twin(state: Mapping[str, np.ndarray], twin: Mapping[str, str]) -> Mapping[str, np.ndarray]:
+    """``state``, and if it has no twin (a model saved without one), the twin as a copy of the model."""
+    if all(name in state for name in twin):
+        return state
+    return {**state, **{name: np.array(state[model], copy=True) for name, model in twin.items()},
+            "cusum": np.array(0.0), "replacements": np.array(0.0)}
 
 
 @jit
@@ -226,6 +240,7 @@ class PairedFactoredSoftmaxRule(FactoredSoftmaxRule):
     has_sparse_update: ClassVar = False  # a replacement copies the whole reactive model
     score_kernel = _paired_factored_scores
     update_kernel = _paired_factored
+    upgrades_from: ClassVar = ("FactoredSoftmaxRule",)  # a model saved before it had a twin
 
     def __init__(self, *, eta: float = 0.5, damping: float = 0.0, beta: float = 1.0, lam: float = 0.0,
                  reactive_beta: float = 0.99, reactive_lam: float = 0.005, replace_after: float = 10.0) -> None:
@@ -245,3 +260,7 @@ class PairedFactoredSoftmaxRule(FactoredSoftmaxRule):
 
     def _keeps_2d(self, name: str) -> bool:
         return name in ("w", "v")
+
+    def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
+        """A factored rule's state (w, C, R) loads too: the twin starts as its copy, the count of Eq. (1) at 0."""
+        super().load_state_dict(_with_twin(state, {"v": "w", "H": "C", "Q": "R"}))

@@ -130,3 +130,30 @@ def test_the_multiclass_pair_replaces_its_stable_model_by_the_reactive_one_after
         twin.update(idx, val, y)
         np.testing.assert_array_equal(pair.w_, twin.w_)
     raise AssertionError("the stable model was never replaced")
+
+
+@pytest.mark.parametrize(("name", "before"), [("lr-ada-entropy", LogisticRule), ("mlr-factored-entropy",
+                                                                                FactoredSoftmaxRule)])
+def test_a_default_saved_before_it_had_a_twin_loads_as_a_change_of_parameters(name, before):
+    from learners import make
+    from learners.base import Learner
+
+    rng = np.random.default_rng(17)
+    X = rng.standard_normal((300, 5))
+    classes = [0, 1, 2] if before is FactoredSoftmaxRule else [-1, 1]
+    y = np.array(classes)[rng.integers(len(classes), size=300)]
+    paired = make(name, n_features=5, classes=classes)
+    rule = paired.rule
+    kept = {k: getattr(rule, k) for k in before.param_names()}
+    own = {k: v for k, v in paired.get_params().items() if k in set(Learner.param_names()) - {"name"}}
+    old = Learner(before(**kept), paired.query.clone(), name=name, **own)
+    for i in range(300):
+        old.learn(X[i], y[i])
+    state = old.state_dict()
+    with pytest.raises(ValueError, match="rule"):
+        make(name, n_features=5, classes=classes).load_state_dict(state)
+    paired.load_state_dict(state, allow_param_change=True)
+    np.testing.assert_array_equal(paired.rule.w_, old.rule.w_)
+    np.testing.assert_array_equal(paired.rule.v_, old.rule.w_)  # the twin starts as the model
+    ids = [str(i) for i in range(50)]
+    np.testing.assert_array_equal(paired.decide(X[:50], ids).predicted, old.decide(X[:50], ids).predicted)
