@@ -57,6 +57,16 @@ def _produce(bootstrap: str, topic: str, messages: list[tuple[str, bytes, float]
     assert producer.flush(30) == 0
 
 
+def _inline_topic(bootstrap: str, prefix: str, rows: list) -> str:
+    """A new one-partition topic holding ``rows`` with their labels inline, one second apart."""
+    topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    create_topics(bootstrap, [topic], 1)
+    _produce(bootstrap, topic, [
+        (rid, orjson.dumps({"id": rid, "features": {"indices": idx, "values": val}, "label": label}), T0 + i)
+        for i, (rid, label, idx, val) in enumerate(rows)])
+    return topic
+
+
 def _same(kafka: dict, file: dict) -> None:
     for key in ("examples", "f1", "accuracy", "query_ratio", "queries", "mistakes", "auc_roc", "classes"):
         assert kafka[key] == file[key], (key, kafka.get("kafka"))
@@ -98,11 +108,7 @@ def test_a_topic_across_partitions_with_a_labels_topic_replays_as_its_file(kafka
 
 def test_inline_labels_with_permutations_and_a_start_time(kafka_bootstrap, a8a_rows):
     path, rows = a8a_rows
-    topic = f"replay-inline-{uuid.uuid4().hex[:8]}"
-    create_topics(kafka_bootstrap, [topic], 1)
-    _produce(kafka_bootstrap, topic, [
-        (rid, orjson.dumps({"id": rid, "features": {"indices": idx, "values": val}, "label": label}), T0 + i)
-        for i, (rid, label, idx, val) in enumerate(rows)])
+    topic = _inline_topic(kafka_bootstrap, "replay-inline", rows)
 
     flags = ["--learner", "soal", "--permutations", "3", "--param", "n_features=123"]
     code, kafka, err = _replay("--from-kafka", kafka_bootstrap, "--topic", topic, *flags)
@@ -144,12 +150,7 @@ def test_refusals_name_what_is_missing(kafka_bootstrap):
 
 
 def test_a_topic_replay_on_a_terminal_draws_the_reading_and_the_replay(kafka_bootstrap, a8a_rows):
-    _, rows = a8a_rows
-    topic = f"replay-bar-{uuid.uuid4().hex[:8]}"
-    create_topics(kafka_bootstrap, [topic], 1)
-    _produce(kafka_bootstrap, topic, [
-        (rid, orjson.dumps({"id": rid, "features": {"indices": idx, "values": val}, "label": label}), T0 + i)
-        for i, (rid, label, idx, val) in enumerate(rows)])
+    topic = _inline_topic(kafka_bootstrap, "replay-bar", a8a_rows[1])
     code, drawn = run_on_a_terminal([sys.executable, "-m", "consumer", "replay", "--from-kafka", kafka_bootstrap,
                                      "--topic", topic, "--learner", "paa-1"], Path(__file__).resolve().parents[2])
     assert code == 0, drawn[-2000:]
