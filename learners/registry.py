@@ -209,9 +209,9 @@ ALGORITHMS: dict[str, Spec] = {
     "lr-entropy": Spec(LogisticRule, EntropyQuery, fixed={"step": "sgd"}, defaults={"eta": 0.01, "discount": 3.0},
                        cite=f"SGD step of {_LOG}; entropy query H₂(σ(p))^k after {_ENTROPY}"),
     # the defaults follow a change of concept by a reactive twin that forgets (β_r, λ_r) and replaces the
-    # model after h = replace_after mistakes more than it: the best rank on drifting streams among the
-    # settings that lose no stationary set more than 0.01 to AdaGrad (benchmarks.drift_defaults); a λ > 0
-    # in the model itself bounds the weights, which a long stream (ijcnn1) pays for
+    # model after h = replace_after mistakes more than it: per default, the best rank on drifting streams
+    # among the settings that lose no stationary set more than 0.01 to AdaGrad (benchmarks.drift_defaults);
+    # a λ > 0 in the model itself bounds the weights, which a long stream (ijcnn1) pays for
     "lr-ada-entropy": Spec(PairedLogisticRule, EntropyQuery, fixed={"step": "adagrad"},
                            defaults={"eta": 0.5, "damping": 0.1, "discount": 3.0, "scale": "auto", "beta": 0.999,
                                      **_PAIR},
@@ -221,7 +221,7 @@ ALGORITHMS: dict[str, Spec] = {
     "lr-ada-entropy-rff": Spec(PairedLogisticRule, EntropyQuery, fixed={"step": "adagrad"},
                                defaults={"eta": 0.5, "damping": 0.1, "discount": 3.0, "rff_components": 512,
                                          "rff_gamma": 4.0, "rff_lift": 1.0, "rff_keep": True, "scale": "auto",
-                                         "beta": 0.999, **_PAIR},
+                                         "beta": 0.999, **_PAIR, "replace_after": 20.0},
                                cite=f"{_ADAGRAD} step of {_LOG} on the row and {_RFF} of the row lifted onto the "
                                     f"unit sphere, {_PAIRED}; entropy query H₂(σ(p))^k after {_ENTROPY}"),
     "paa-1-entropy": Spec(PARule, EntropyQuery, fixed={"mode": 1}, defaults={"C": _C_PA1, "discount": 3.0},
@@ -263,10 +263,10 @@ ALGORITHMS: dict[str, Spec] = {
                                  f"top-1 − top-2 log-odds, after {_ENTROPY}"),
     # mlr-ada-entropy with AdaGrad's k·D sums factored into one per class and one per feature; η and
     # the unit-norm rows chosen on the tuning permutations (benchmarks.logistic_defaults); paired as the
-    # binary defaults, its twin's λ_r chosen on the flipped multiclass streams (benchmarks.drift_defaults)
+    # binary defaults, its twin's λ_r chosen on the relabelled multiclass streams (benchmarks.drift_defaults)
     "mlr-factored-entropy": Spec(PairedFactoredSoftmaxRule, GapEntropyQuery,
                                  defaults={"eta": 0.5, "normalize": True, "discount": 3.0, "scale": "auto",
-                                           "beta": 0.999, **_PAIR, "reactive_lam": 0.01},
+                                           "beta": 0.999, **_PAIR, "reactive_lam": 0.02},
                                  cite=f"AdaGrad step of softmax {_LOG} with the sums of squared gradients "
                                       f"factored as Adafactor's (Shazeer & Stern, ICML 2018, Sect. 3), {_PAIRED}; "
                                       f"entropy query H₂(σ(gap))^k, gap = the top-1 − top-2 log-odds, after "
