@@ -79,11 +79,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args(argv)
-    from consumer.registry_formats import _registry_module
+    from consumer.registry_formats import registry_module
 
     # the registry's modules loaded before any timing: a process that has loaded them writes every
     # format more slowly, which would favour the formats timed before they are loaded
-    _registry_module()
+    registry_module()
     formats = ("json", "json-schema", "avro")
     best = {fmt: (0.0, 0.0) for fmt in formats}
     for _ in range(args.repeats):  # the formats in turn, so that a busy moment of the machine hits each alike

@@ -35,7 +35,7 @@ import orjson
 
 from consumer.errors import ConfigError, InvalidRecord, RegistryUnavailable
 from consumer.fastwrite import Packed
-from consumer.registry_formats import _TRANSPORT_MODULES, FRAMED_FORMATS, HEADER_BYTES, _registry_module
+from consumer.registry_formats import FRAMED_FORMATS, HEADER_BYTES, is_transport_error, registry_module
 
 __all__ = ["OUTPUT_SCHEMAS", "OutputFormat", "OutputReader", "output_schema", "register_outputs", "subject_of"]
 
@@ -138,7 +138,7 @@ def register_outputs(settings: Any, client: Any, wait: Callable[[float], bool]) 
     A registry that does not answer is asked again after 1 s, then twice as long each time, up to
     ``ACTIVESTREAM_SCHEMA_REGISTRY__RETRY_MAX_S``. A refusal (credentials, a schema the subject's
     compatibility rules refuse, one the registry finds invalid) raises :class:`ConfigError`."""
-    sr = _registry_module("ACTIVESTREAM_OUTPUT_FORMAT")
+    sr = registry_module("ACTIVESTREAM_OUTPUT_FORMAT")
     fmt, topics = settings.output_format, settings.topics
     kind = "AVRO" if fmt == "avro" else "JSON"
     ids: dict[str, int] = {}
@@ -170,7 +170,7 @@ def _unreachable(exc: BaseException, registry_error: type) -> bool:
         if isinstance(seen, registry_error):
             status = seen.http_status_code
             return not (400 <= status < 500) or status in (408, 429)
-        if isinstance(seen, OSError) or type(seen).__module__.split(".")[0] in _TRANSPORT_MODULES:
+        if is_transport_error(seen):
             return True
         seen = seen.__cause__ or seen.__context__
     return False
@@ -231,7 +231,7 @@ class OutputReader:
     def _schema(self, schema_id: int) -> Any:
         if schema_id in self._schemas:
             return self._schemas[schema_id]
-        sr = _registry_module("ACTIVESTREAM_OUTPUT_FORMAT")
+        sr = registry_module("ACTIVESTREAM_OUTPUT_FORMAT")
         try:
             found = self._client.get_schema(schema_id)
         except Exception as exc:  # whatever the client's HTTP stack raises

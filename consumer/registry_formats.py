@@ -31,7 +31,8 @@ import orjson
 
 from consumer.errors import ConfigError, InvalidRecord, RegistryUnavailable
 
-__all__ = ["FRAMED_FORMATS", "HEADER_BYTES", "Backoff", "FramedReader", "readers_for", "registry_client"]
+__all__ = ["FRAMED_FORMATS", "HEADER_BYTES", "Backoff", "FramedReader", "is_transport_error", "readers_for",
+           "registry_client", "registry_module"]
 
 FRAMED_FORMATS = ("json-schema", "avro")
 HEADER_BYTES = 5  # the magic byte and the schema id
@@ -46,7 +47,7 @@ _EXTRA = "activestream[schema-registry]"
 def registry_client(settings: Any) -> Any:
     """A ``SchemaRegistryClient`` for ``settings.schema_registry`` (a ``mock://`` URL: confluent-kafka's
     in-memory registry, for tests); a missing extra is a :class:`ConfigError` naming it."""
-    sr = _registry_module("ACTIVESTREAM_FORMAT" if settings.format != "json" else "ACTIVESTREAM_OUTPUT_FORMAT")
+    sr = registry_module("ACTIVESTREAM_FORMAT" if settings.format != "json" else "ACTIVESTREAM_OUTPUT_FORMAT")
     conf = _client_conf(settings.schema_registry)
     return sr.SchemaRegistryClient.new_client(conf) if conf["url"].startswith("mock://") else \
         sr.SchemaRegistryClient(conf)
@@ -66,7 +67,12 @@ def _client_conf(section: Any) -> dict[str, Any]:
     return conf
 
 
-def _registry_module(setting: str = "ACTIVESTREAM_FORMAT") -> Any:
+def is_transport_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is the connection's failure (a socket's, TLS's, the HTTP client's), not an answer."""
+    return isinstance(exc, OSError) or type(exc).__module__.split(".")[0] in _TRANSPORT_MODULES
+
+
+def registry_module(setting: str = "ACTIVESTREAM_FORMAT") -> Any:
     """confluent-kafka's registry package; ``setting``: the setting that needs it, named if it is missing."""
     try:
         # the package (httpx, authlib, cachetools, attrs) and both formats' modules (fastavro, jsonschema)
@@ -93,7 +99,7 @@ class FramedReader:
     def __init__(self, fmt: str, client: Any, topic: str) -> None:
         if fmt not in FRAMED_FORMATS:
             raise ValueError(f"format {fmt!r} is not one of {FRAMED_FORMATS}")
-        sr = _registry_module()
+        sr = registry_module()
         from confluent_kafka.serialization import MessageField, SerializationContext
 
         self.format, self.topic = fmt, topic
@@ -144,7 +150,7 @@ class FramedReader:
                 if seen.http_status_code == _NOT_FOUND:
                     return InvalidRecord("unknown_schema", f"schema id {schema_id} is not in the registry ({seen})")
                 return RegistryUnavailable(f"schema id {schema_id}: {seen}")
-            if isinstance(seen, OSError) or type(seen).__module__.split(".")[0] in _TRANSPORT_MODULES:
+            if is_transport_error(seen):
                 return RegistryUnavailable(f"schema id {schema_id}: {type(seen).__name__}: {seen}")
             seen = seen.__cause__ or seen.__context__
         return InvalidRecord("schema_mismatch", f"the payload does not match schema {schema_id}: "
