@@ -15,7 +15,8 @@ each a setting of the rule beside its registered defaults:
   also shrinks the weights in one variant;
 - for the binary learners, paired learners (:mod:`learners.rules.paired`): the model as registered
   beside a reactive twin forgetting by β_r and λ_r, which replaces it after h mistakes more than it
-  (Page's CUSUM); the candidates without a pair never replace (``replace_after`` = :data:`NEVER`).
+  (Page's CUSUM); the candidates without a pair never replace (``replace_after`` =
+  :data:`benchmarks.leaderboard.NEVER`).
 
 Each runs as ``activestream replay --budget-rate 0.1`` and the service run it, the
 :class:`~learners.budget.BudgetController` holding 10 % of queries online, on
@@ -86,7 +87,6 @@ PERMUTATIONS, QUICK_PERMUTATIONS = 3, 1
 DEMO_RECORDS = 10_000
 DELAYS = (0, 100, 250, 1000)  # the demo feeds 1,000 records/s: its annotator at 0.1 s is 100, at 1 s 1,000
 WINDOW = 500
-NEVER = 1e18  # replace_after beyond any stream's mistakes: the stable model alone, AdaGrad as registered before
 RECOVERY = 1500  # records after the change within which accuracy should be back
 BACK = 0.05  # ... within this of its level before the change
 # ijcnn1: the longest (141,691 records), where a forgetting that bounds the weights costs most
@@ -201,7 +201,7 @@ def build(name: str, candidate: Candidate, n_features: int, classes: Sequence | 
     sized = {"n_features": n_features, **({} if classes is None else {"classes": list(classes)})}
     if candidate.detector is None:
         paired = isinstance(make(name).rule, PairedLogisticRule | PairedFactoredSoftmaxRule)
-        pair = candidate.pair or ({"replace_after": NEVER} if paired else {})
+        pair = candidate.pair or ({"replace_after": lb.NEVER} if paired else {})
         return make(name, **sized, beta=candidate.beta, lam=candidate.lam, **pair)
     base = make(name, **sized)
     own = {k: v for k, v in base.get_params().items() if k in set(Learner.param_names()) - {"name"}}

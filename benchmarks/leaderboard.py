@@ -80,6 +80,7 @@ BUDGETS = (0.01, 0.05, 0.10, 0.20)
 PERMUTATIONS, QUICK_PERMUTATIONS = 10, 3
 TUNING_SEED = 10_000  # tuning permutations are default_rng(10_000 + k): never an evaluated one
 TUNING_PERMUTATIONS = 2
+NEVER = 1e18  # a paired rule's replace_after beyond any stream's mistakes: its model is never replaced
 FIND_BOUNDS = (2.0**-24, 2.0**24)  # the knob's range for the offline bisection (find_budget's default)
 # Halvings of that range (log κ to within 33/2²⁰): a knob whose ratio jumps over the tolerance (a learner
 # whose path changes with κ) would otherwise spend find_budget's 48 steps on a jump it cannot resolve.
@@ -241,10 +242,12 @@ def build(name: str, data: Dataset, classes: Sequence, params: Mapping[str, Any]
 
 def untuned(name: str) -> dict[str, Any]:
     """What the tuning benchmarks (logistic_defaults, kernel_defaults, budget_warmup) measured a rule's
-    settings with: the prepared files as they are and no forgetting, whatever the registry now adds
-    (the online scale and the forgetting are chosen apart: raw_defaults, drift_defaults)."""
+    settings with: the prepared files as they are, no forgetting and no replacement by a twin, whatever
+    the registry now adds (the online scale, the forgetting and the pair are chosen apart: raw_defaults,
+    drift_defaults)."""
     params = make(name).get_params()
-    return {k: v for k, v in {"scale": "none", "beta": 1.0, "lam": 0.0}.items() if k in params}
+    return {k: v for k, v in {"scale": "none", "beta": 1.0, "lam": 0.0, "replace_after": NEVER}.items()
+            if k in params}
 
 
 def tuned_param(name: str) -> str | None:
