@@ -27,10 +27,10 @@ Every ``sample_s`` the run reads the service's resident memory (``/proc/<pid>/st
 checkpoint directory. Once one TTL (and a margin) has passed, the memory of answered ids holds one TTL
 of labels, so nothing should grow any more: the run passes if no figure rises along a robust line
 (Theil–Sen, so one spike from a fault is not a trend) by more than its share of the figure's median
-over that window (:data:`RISE`). Bytes per remembered id: the growth of resident memory from the
-first sample past ``BASELINE_S`` to the window's mean, over the growth of the ids remembered in
-between (every other thing that grew counts against the memory), and the memory alone rebuilt at the
-same pace under tracemalloc.
+over that window (:data:`RISE`; lag as a share of at least one feeder tick of records). Bytes per
+remembered id: the growth of resident memory from the first sample past ``BASELINE_S`` to the
+window's mean, over the growth of the ids remembered in between (every other thing that grew counts
+against the memory), and the memory alone rebuilt at the same pace under tracemalloc.
 
 Writes ``benchmarks/results/soak.md``, ``.json`` and ``.png`` (``soak-memory.*`` for that profile;
 ``--quick``: into the temporary directory, so the committed files stay as they are); exits 1 if a
@@ -81,6 +81,9 @@ MAX_RATE_RECORDS = 300_000  # the backlog whose drain measures the maximum rate
 # their noise (a latency quantile moves a whole histogram bucket).
 RISE = {"rss_bytes": 0.05, "remembered": 0.05, "checkpoint_file_bytes": 0.1, "parts_bytes": 0.1,
         "latency_p50_s": 0.2, "latency_p99_s": 0.2, "lag": 0.2, "checkpoint_duration_s": 0.2}
+# The feeder sends a tick's worth of records at once, so the lag read at a sample swings within one
+# tick: a rise in lag is judged as a share of at least that many records, not of a median below it.
+TICKS_PER_S = 10
 SIZES = ("rss_bytes", "remembered", "checkpoint_file_bytes", "parts_bytes")
 SCALES = np.array([1.0, 10.0, 100.0, 0.1, 1.0, 1000.0, 5.0, 0.01])  # raw columns, as a user's stream has them
 CONCEPT = np.array([1.0, -0.08, 0.012, 9.0, -1.5, 0.0007, 0.3, -60.0])  # a label = sign(CONCEPT · x)
@@ -138,7 +141,7 @@ def feed(bootstrap: str, topic: str, rate: float, stop: Any) -> None:
     worth at once."""
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "queue.buffering.max.messages": 2_000_000})
     rng = np.random.default_rng(0)
-    per_tick, n, started = int(rate / 10), 0, time.monotonic()
+    per_tick, n, started = int(rate / TICKS_PER_S), 0, time.monotonic()
     while not stop.is_set():
         for value in records(rng, n, per_tick):
             producer.produce(topic, value, f"s{n}".encode())
@@ -301,14 +304,15 @@ def sample(t: float, pid: int, port: int, checkpoint_dir: Path, before: dict[str
     return row, m
 
 
-def rise(t: np.ndarray, y: np.ndarray) -> float:
-    """The rise of a Theil–Sen line over the span of ``t``, as a share of the median of ``y``."""
+def rise(t: np.ndarray, y: np.ndarray, floor: float = 1e-12) -> float:
+    """The rise of a Theil–Sen line over the span of ``t``, as a share of the median of ``y`` (or of
+    ``floor``, the figure's noise, where the median is below it)."""
     keep = np.isfinite(y)
     t, y = t[keep], y[keep]
     if t.size < 3:
         return float("nan")
     slope = theilslopes(y, t)[0]
-    return float(slope * (t[-1] - t[0]) / max(abs(float(np.median(y))), 1e-12))
+    return float(slope * (t[-1] - t[0]) / max(abs(float(np.median(y))), floor))
 
 
 def isolated_bytes_per_id(n: int, profile: Profile) -> float:
@@ -332,23 +336,25 @@ def measure(samples: list[dict], profile: Profile) -> dict[str, Any]:
     window = [s for s in samples if s["t_s"] >= profile.window_from_s]
     base = next(s for s in samples if s["t_s"] >= min(BASELINE_S, profile.ttl_s / 2))
     t = np.array([s["t_s"] for s in window])
+    span = samples[-1]["t_s"] - samples[0]["t_s"]
+    records_per_s = (samples[-1]["records"] - samples[0]["records"]) / span
+    floors = {"lag": records_per_s / TICKS_PER_S}
     figures = {}
     for key, limit in RISE.items():
         y = np.array([s[key] for s in window], dtype=np.float64)
-        change = rise(t, y)
+        change = rise(t, y, floors.get(key, 1e-12))
         judged = key in profile.judged
         figures[key] = {"median": float(np.nanmedian(y)) if np.isfinite(y).any() else float("nan"),
                         "max": float(np.nanmax(y)) if np.isfinite(y).any() else float("nan"),
                         "rise": change, "limit": limit if judged else None,
                         "flat": not change > limit if judged else None}
     remembered = float(np.mean([s["remembered"] for s in window]))
-    span = samples[-1]["t_s"] - samples[0]["t_s"]
     rss_mean = float(np.mean([s["rss_bytes"] for s in window]))
     return {
         "window_s": [float(t[0]), float(t[-1])], "samples_in_window": len(window), "baseline_t_s": base["t_s"],
         "figures": figures,
         "labels_per_s": (samples[-1]["labels_applied"] - samples[0]["labels_applied"]) / span,
-        "records_per_s": (samples[-1]["records"] - samples[0]["records"]) / span,
+        "records_per_s": records_per_s,
         "query_ratio": samples[-1]["labels_applied"] / max(samples[-1]["records"], 1),
         "remembered": remembered,
         # a restart in between would change the process measured: per id only without faults

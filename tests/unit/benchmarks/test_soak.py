@@ -15,6 +15,19 @@ def test_rise_is_the_robust_line_over_the_median_and_one_spike_is_not_a_trend():
     spiked[7] = 10_000  # a fault's minute
     assert rise(t, spiked) == pytest.approx(0.0)
     assert np.isnan(rise(t[:2], t[:2]))
+    assert rise(t, 10 + 0.5 * t, floor=200) == pytest.approx(5 / 200)  # below its noise, a share of the floor
+
+
+def test_lag_a_few_records_above_a_small_median_is_noise_but_a_backlog_that_builds_is_not(monkeypatch):
+    monkeypatch.setattr("benchmarks.soak.isolated_bytes_per_id", lambda n, profile: 24.0)
+    quiet = samples(0.0)
+    for k, s in enumerate(quiet):
+        s["lag"] = 18.0 + 0.2 * k  # +5 records over the window: within one tick of 200
+    assert measure(quiet, PROFILES["service-quick"])["figures"]["lag"]["flat"]
+    building = samples(0.0)
+    for s in building:
+        s["lag"] = 18.0 + 20 * s["t_s"]  # a backlog: the service falls behind
+    assert not measure(building, PROFILES["service-quick"])["figures"]["lag"]["flat"]
 
 
 def test_a_histogram_since_a_restart_counts_from_the_restart():
