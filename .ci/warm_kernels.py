@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 
 from consumer.config import Settings
-from consumer.service import build_learner, warm_up
+from consumer.learner import build_learner, warm_up
 from learners import ALGORITHMS, make
 from learners.budget import BudgetController
 from learners.checks import D, stream

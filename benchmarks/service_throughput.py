@@ -55,11 +55,12 @@ from confluent_kafka.admin import AdminClient
 
 from consumer import batch_reader, rdkafka, steps
 from consumer import service as service_module
+from consumer.clients import KafkaClients
 from consumer.config import Settings, load_settings
 from consumer.demo.broker import CLIENT_SETTINGS, LABEL_LOOP_FETCH, Broker, create_topics
 from consumer.fastwrite import pack
 from consumer.kafka import CONSUMER_DEFAULTS, PRODUCER_DEFAULTS, Emitter
-from consumer.service import KafkaClients, Service
+from consumer.service import Service
 from learners import make
 from learners.base import Learner
 from learners.datasets import Dataset, synthetic_sparse

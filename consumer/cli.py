@@ -303,7 +303,7 @@ def _run(args: argparse.Namespace) -> int:
     from consumer import logs
     from consumer.config import load_settings
     from consumer.errors import ConfigError
-    from consumer.service import service_for
+    from consumer.roles import service_for
 
     settings = None
     try:

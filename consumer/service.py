@@ -18,14 +18,13 @@ the decisions already produced are read back (:mod:`consumer.recovery`) so repla
 from __future__ import annotations
 
 import contextlib
-import functools
 import gc
 import json
 import logging
 import math
 import threading
 from collections import Counter as Tally
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -33,12 +32,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaException, TopicPartition
 
-from consumer import batch_reader, rdkafka, steps
+from consumer import batch_reader, steps
 from consumer.batch_reader import BatchReader, Fetched
-from consumer.budget import CostModel, LabelBudget, controller_for, record_times
+from consumer.budget import CostModel, LabelBudget, record_times
 from consumer.checkpoint import CheckpointPolicy, CheckpointStore
+from consumer.clients import KafkaClients
 from consumer.clock import Clock, SystemClock
 from consumer.config import Settings
 from consumer.errors import (
@@ -54,25 +54,21 @@ from consumer.errors import (
 from consumer.fastjson import ScanJob, run_scan, scan_job, scan_result
 from consumer.fastwrite import Packed, write_label_requests
 from consumer.health import Health, HealthServer
-from consumer.kafka import Emitter, OffsetTracker, consumer_config, offset_reset_policy, producer_config
-from consumer.lease import Lease, ensure_lease_topic
-from consumer.logs import kafka_logger
+from consumer.kafka import Emitter, OffsetTracker, consumer_config, offset_reset_policy
+from consumer.learner import build_learner, warm_up
+from consumer.lease import Lease
 from consumer.metrics import Metrics
 from consumer.pending import Entry, PendingStore, pack_strings, unpack_strings
-from consumer.preflight import check_security
-from consumer.rdkafka import BatchProducer
-from consumer.records import FRAMED_REASONS, REASONS, Label, decode_feature_batch, encode_predictions, pack_keys
+from consumer.records import FRAMED_REASONS, REASONS, Label, encode_predictions, pack_keys
 from consumer.recovery import Recovery, read_tail
 from consumer.totals import Totals
 
 if TYPE_CHECKING:  # the registry's modules are loaded only where a framed format asks for them
     from consumer.output_formats import OutputFormat, OutputReader
-from learners import make
 from learners.budget import advance_clock
 from learners.inputs import Rows
-from learners.registry import ALGORITHMS, LEARNER_DEFAULTS, canonical_name, default_learner
 
-__all__ = ["KafkaClients", "Service", "build_learner", "service_for"]
+__all__ = ["Service"]
 
 log = logging.getLogger(__name__)
 
@@ -88,147 +84,6 @@ _STANDBY_LOG_EVERY_S = 30.0
 _STANDBY_QUIET_S = 2.0  # a join takes about this long: no warning for the usual wait
 LABEL_OUTCOMES = ("applied", "duplicate", "expired", "unknown", "defaulted")
 _MAX_CLASSES_INITIALISED = 20  # labelled records: one series per (class, predicted) pair, k² of them
-
-
-def learns_classes(spec: Any) -> bool:
-    """Whether a registry entry learns its classes from the labels when ACTIVESTREAM_CLASSES is unset:
-    a binary rule that can swap its two classes. The others keep [-1, 1] (multiclass ones need the list)."""
-    return not spec.rule.multiclass and spec.rule.scaling is not None and spec.rule.symmetric
-
-
-def build_learner(settings: Settings):
-    """The configured learner; a wrong name, parameter or class list is a :class:`ConfigError`."""
-    try:
-        default = default_learner(len(settings.classes or (-1, 1)), settings.n_features)
-        name = canonical_name(settings.learner or default)
-    except ValueError as exc:
-        raise ConfigError(f"ACTIVESTREAM_LEARNER: {exc}") from None
-    spec = ALGORITHMS[name]
-    known = set(spec.rule.param_names()) | set(spec.query.param_names()) | set(LEARNER_DEFAULTS)
-    by_lower = {k.lower(): k for k in known}
-    params = {by_lower.get(k.lower(), k): v for k, v in settings.learner_params.items()}
-    for fixed in ("n_features", "classes", "seed"):
-        if fixed in params:
-            env = {"seed": "ACTIVESTREAM_QUERY_SEED"}.get(fixed, f"ACTIVESTREAM_{fixed.upper()}")
-            raise ConfigError(f"ACTIVESTREAM_LEARNER_PARAMS: set {fixed} with {env}, not here")
-    if settings.classes is not None:
-        params["classes"] = settings.classes
-    elif learns_classes(spec):
-        params["classes"] = []  # learnt from the labels (learners.base.Learner.adopt)
-    try:
-        learner = make(name, **params, n_features=settings.n_features, seed=settings.query_seed)
-    except (ValueError, TypeError) as exc:
-        where = "ACTIVESTREAM_CLASSES" if str(exc).startswith("classes") else "ACTIVESTREAM_LEARNER_PARAMS"
-        raise ConfigError(f"{where}: {exc}") from None
-    try:
-        learner.budget = controller_for(settings, learner.classes)
-    except ValueError as exc:
-        raise ConfigError(f"ACTIVESTREAM_LABELS__COST_BUDGET: {exc}") from None
-    return learner
-
-
-def service_for(settings: Settings, **kwargs: Any) -> Service:
-    """The process ``ACTIVESTREAM_ROLE`` names: :class:`Service` (all), a scorer or a trainer."""
-    if settings.role == "scorer":
-        from consumer.scorer import Scorer
-
-        return Scorer(settings, **kwargs)
-    if settings.role == "trainer":
-        from consumer.trainer import Trainer
-
-        return Trainer(settings, **kwargs)
-    return Service(settings, **kwargs)
-
-
-class KafkaClients:
-    """Builds the real confluent-kafka clients (tests pass fakes with the same methods).
-
-    ``on_stats(client, json)``, if given, receives each client's librdkafka statistics (every
-    ``statistics.interval.ms``, a property of ``ACTIVESTREAM_KAFKA``); ``client`` names it:
-    "features", "labels", "producer", "predictions"."""
-
-    def __init__(self, settings: Settings, on_stats: Callable[[str, str | bytes], None] | None = None) -> None:
-        self.settings = settings
-        self._on_stats = on_stats
-
-    def _stats(self, client: str) -> dict[str, Any]:
-        return {} if self._on_stats is None else {"stats_cb": functools.partial(self._on_stats, client)}
-
-    @staticmethod
-    def _on_error(err: KafkaError) -> None:
-        log.warning("kafka: %s", err.str())
-
-    def consumer(self, role: str) -> Consumer:
-        return Consumer({**consumer_config(self.settings, role), "error_cb": self._on_error, **self._stats(role),
-                         "logger": kafka_logger()})
-
-    def producer(self, on_delivery: Callable[[KafkaError | None, Any], None]) -> Producer:
-        """The producer; ``on_delivery`` is called for every failed delivery (one callback for all
-        messages costs less per message than one passed with each)."""
-        return Producer({**producer_config(self.settings), "error_cb": self._on_error, "on_delivery": on_delivery,
-                         **self._stats("producer"), "logger": kafka_logger()})
-
-    def batch_producer(self, on_failed: Callable[..., None], on_error: Callable[..., None]) -> BatchProducer | None:
-        """A second producer for predictions and label requests, fed a batch per librdkafka call
-        (None where no librdkafka can be loaded: they then go through :meth:`producer`)."""
-        lib = rdkafka.load()
-        if lib is None:
-            log.info("librdkafka not loadable through ctypes: predictions are produced one by one")
-            return None
-        conf = {**producer_config(self.settings), "client.id": "activestream-predictions"}
-        try:
-            on_stats = None if self._on_stats is None else functools.partial(self._on_stats, "predictions")
-            return BatchProducer(lib, conf, on_failed, on_error, on_stats, logger=kafka_logger())
-        except ValueError as exc:
-            raise ConfigError(f"ACTIVESTREAM_KAFKA_PRODUCER: {exc}") from None
-
-    def preflight(self) -> None:
-        """Fail now, naming the setting, if the brokers refuse the clients' TLS or SASL settings."""
-        check_security(self.settings)
-
-    def model_producer(self) -> Producer:
-        """The trainer's producer for the model topic: every delivery is reported, with its offset."""
-        # one transactional id for every trainer of the deployment: a trainer taking over fences the last
-        conf = {**producer_config(self.settings), "client.id": "activestream-model", "error_cb": self._on_error,
-                "delivery.report.only.error": False, "enable.idempotence": True, "linger.ms": "0",
-                "transactional.id": f"{self.settings.group_id}-trainer", "logger": kafka_logger()}
-        conf.pop("max.in.flight.requests.per.connection", None)
-        # librdkafka refuses a transaction that could time out before a message in it
-        conf.setdefault("transaction.timeout.ms", str(max(60_000, int(conf.get("message.timeout.ms", 0)))))
-        return Producer(conf)
-
-    def ensure_lease_topic(self, topic: str) -> None:
-        """Create the one-partition lease topic if it does not exist."""
-        conf = {k: v for k, v in producer_config(self.settings).items()
-                if k == "bootstrap.servers" or k.startswith(("security.", "ssl.", "sasl."))}
-        ensure_lease_topic({**conf, "client.id": "activestream-admin", "logger": kafka_logger()}, topic, timeout_s=5.0)
-
-    def reader(self) -> Consumer:
-        """A group-less consumer that reads a topic's tail to its end (recovery)."""
-        conf = consumer_config(self.settings, "recovery")
-        conf.update({"enable.partition.eof": "true", "error_cb": self._on_error, "logger": kafka_logger()})
-        conf.pop("group.instance.id", None)
-        return Consumer(conf)
-
-
-def _without_errors(messages: Sequence[Any], consumer: str,
-                    out_of_range: list[tuple[str, int, int]]) -> Sequence[Any]:
-    """The messages that carry a record. Of the others (consumer errors), a position the log does
-    not hold goes to ``out_of_range`` as (topic, partition, offset); the rest are logged. A batch
-    reader's batch holds none (it sorts them itself)."""
-    if isinstance(messages, Fetched):
-        return messages
-    good = [msg for msg in messages if msg.error() is None]
-    if len(good) < len(messages):
-        for msg in messages:
-            if msg.error() is None:
-                continue
-            if msg.error().code() == KafkaError._AUTO_OFFSET_RESET:
-                offset = msg.offset()  # None where there was no position at all (no committed offset)
-                out_of_range.append((msg.topic(), msg.partition(), -1 if offset is None else offset))
-            else:
-                log.warning("%s consumer: %s", consumer, msg.error().str())
-    return good
 
 
 def _release(read: _Read) -> None:
@@ -277,26 +132,6 @@ class _Batch:
     dead: Tally = field(default_factory=Tally)
     records: int = 0
     key_id_mismatches: int = 0
-
-
-def warm_up(learner: Any, n_features: int, *, batch_reads: bool = True) -> None:
-    """Load (or compile into numba's on-disk cache) every loop a service's first batches run: the
-    codecs, ``learner``'s scoring, deciding and learning, and with ``batch_reads`` the batch
-    reader's. Leaves no trace in the learner, not even in its counters."""
-    empty = Rows.stack([], n_features)
-    steps.decode_features([], n_features, 0.0)
-    # repeated indices and named features: the kernels that sum a row's repeated indices
-    decode_feature_batch([b'{"id":"w","features":{"indices":[0,0],"values":[1,2]}}',
-                          b'{"id":"v","features":{"warm-up":1}}'], n_features, lambda ks: np.zeros(len(ks)))
-    steps.decode_labels([], learner._codes, 0.0)
-    learner.score(empty)
-    state = learner.state_dict()
-    learner.decide(empty, ids=[])
-    encode_predictions(["warm-up"], [0], [0.0], [1.0], [False], [0.0], 0, 0.0, "t", [0], [0])
-    learner.learn_many(empty, np.array([], dtype=object), predicted=np.array([], dtype=np.int64))
-    learner.load_state_dict(state)
-    if batch_reads:
-        batch_reader.warm_up()
 
 
 class Service:
@@ -791,7 +626,7 @@ class Service:
         ``scan``, the batch is read ahead: its compiled scan starts now in the scan thread."""
         if not messages:
             return None
-        good = _without_errors(messages, "features", self._out_of_range)
+        good = steps.without_errors(messages, "features", self._out_of_range)
         values, joined = steps.values_of(good)
         refused = None
         if self._framed is not None and len(good):
@@ -1037,7 +872,7 @@ class Service:
 
     # -- labels -------------------------------------------------------------------------------------
     def _take_labels(self, messages: Sequence[Any]) -> None:
-        good = _without_errors(messages, "labels", self._out_of_range)
+        good = steps.without_errors(messages, "labels", self._out_of_range)
         if not good:
             return
         now = self.clock.now()

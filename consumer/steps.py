@@ -6,19 +6,22 @@ They take messages with confluent-kafka's interface (``topic()``, ``partition()`
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
 import numpy as np
-from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, KafkaError
 
 from consumer.batch_reader import Fetched
 from consumer.dead_letters import dead_letter
 from consumer.errors import InvalidRecord
 from consumer.fastwrite import pack
 from consumer.records import DefaultTimes, Feature, FeatureBatch, Label, decode_feature_batch, decode_label_batch
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "Decoded",
@@ -34,6 +37,7 @@ __all__ = [
     "places_of",
     "uncertainty",
     "values_of",
+    "without_errors",
 ]
 
 def message_times(msgs: Sequence[Any], default: float) -> np.ndarray:
@@ -196,3 +200,22 @@ def uncertainty(score: Any, gap: Any = None) -> Any:
     distance = abs(score) if gap is None else gap
     return 1.0 / (1.0 + distance)
 
+
+def without_errors(messages: Sequence[Any], consumer: str,
+                    out_of_range: list[tuple[str, int, int]]) -> Sequence[Any]:
+    """The messages that carry a record. Of the others (consumer errors), a position the log does
+    not hold goes to ``out_of_range`` as (topic, partition, offset); the rest are logged. A batch
+    reader's batch holds none (it sorts them itself)."""
+    if isinstance(messages, Fetched):
+        return messages
+    good = [msg for msg in messages if msg.error() is None]
+    if len(good) < len(messages):
+        for msg in messages:
+            if msg.error() is None:
+                continue
+            if msg.error().code() == KafkaError._AUTO_OFFSET_RESET:
+                offset = msg.offset()  # None where there was no position at all (no committed offset)
+                out_of_range.append((msg.topic(), msg.partition(), -1 if offset is None else offset))
+            else:
+                log.warning("%s consumer: %s", consumer, msg.error().str())
+    return good

@@ -46,7 +46,7 @@ from consumer.kafka import Emitter, offset_reset_policy
 from consumer.model_topic import ModelPublisher, newest_manifest, read_checkpoint
 from consumer.pending import Entry
 from consumer.records import Label
-from consumer.service import _FLUSH_TIMEOUT_S, Service, _without_errors
+from consumer.service import _FLUSH_TIMEOUT_S, Service
 
 __all__ = ["Trainer"]
 
@@ -219,7 +219,7 @@ class Trainer(Service):
         """Label requests → pending entries (one shared copy of the batch's features); a request for
         an id already pending or already answered is the same request made again, and ignored."""
         s = self.settings
-        good = _without_errors(messages, "label-requests", self._out_of_range)
+        good = steps.without_errors(messages, "label-requests", self._out_of_range)
         if not good:
             return
         now = self.clock.now()

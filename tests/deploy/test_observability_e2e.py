@@ -42,7 +42,8 @@ from confluent_kafka import Consumer, Producer
 from consumer.config import load_settings
 from consumer.demo.broker import CLIENT_SETTINGS, create_topics, free_port
 from consumer.demo.feed import Feeder, drifting_stream
-from consumer.service import Service, service_for
+from consumer.roles import service_for
+from consumer.service import Service
 from tests.deploy.conftest import DEPLOY, alert_rules
 from tests.deploy.pinned import PINNED, sample_names
 from tests.deploy.promql import metric_names, signals

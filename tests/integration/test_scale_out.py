@@ -26,9 +26,9 @@ from confluent_kafka import Consumer, Producer
 from consumer.config import load_settings
 from consumer.demo.annotator import Annotator
 from consumer.demo.broker import CLIENT_SETTINGS, create_topics, free_port
+from consumer.learner import build_learner
 from consumer.model_topic import ModelFollower
 from consumer.records import decode_feature_batch, parse_source
-from consumer.service import build_learner
 from tests.kafka_helpers import read_all, stream, wait_for
 
 N = 50_000

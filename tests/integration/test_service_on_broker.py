@@ -21,7 +21,8 @@ from consumer.checkpoint import read_checkpoint
 from consumer.clock import ManualClock
 from consumer.demo.broker import create_topics
 from consumer.records import REASONS
-from consumer.service import Service, service_for
+from consumer.roles import service_for
+from consumer.service import Service
 from tests.bad_records import BAD_LABELS, bad_features
 from tests.kafka_helpers import (
     Annotator,

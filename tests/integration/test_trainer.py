@@ -13,7 +13,7 @@ from confluent_kafka import Producer
 
 from consumer.demo.broker import create_topics
 from consumer.errors import LeaseLost
-from consumer.service import service_for
+from consumer.roles import service_for
 from consumer.trainer import Trainer
 from tests.kafka_helpers import read_all, run_until, settings_for, unique_topics
 

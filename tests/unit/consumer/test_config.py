@@ -4,7 +4,7 @@ import pytest
 
 from consumer.config import load_settings, unknown_variables
 from consumer.errors import ConfigError
-from consumer.service import build_learner
+from consumer.learner import build_learner
 
 
 def test_pinned_variable_names_are_read(monkeypatch, tmp_path):

@@ -7,7 +7,7 @@ import pytest
 
 from consumer.config import load_settings
 from consumer.errors import ConfigError
-from consumer.service import service_for
+from consumer.roles import service_for
 from tests.fakes import FakeClients, LocalBroker
 from tests.unit.consumer.conftest import Harness
 

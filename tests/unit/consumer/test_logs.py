@@ -16,10 +16,10 @@ import orjson
 import pytest
 
 from consumer import logs
+from consumer.clients import KafkaClients
 from consumer.config import load_settings
 from consumer.errors import ConfigError
 from consumer.logs import JsonFormatter, kafka_logger
-from consumer.service import KafkaClients
 
 ROOT = Path(__file__).resolve().parents[3]
 ISO_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")

@@ -9,9 +9,10 @@ import pytest
 from consumer.clock import ManualClock
 from consumer.config import load_settings
 from consumer.errors import ConfigError
+from consumer.learner import build_learner
 from consumer.model_topic import Model
+from consumer.roles import service_for
 from consumer.scorer import Scorer
-from consumer.service import build_learner, service_for
 from learners.budget import _FILLED
 from learners.inputs import Rows
 from tests.fakes import FakeClients, LocalBroker

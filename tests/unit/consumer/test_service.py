@@ -11,6 +11,8 @@ import orjson
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from consumer import clients as clients_module
+from consumer import learner as learner_module
 from consumer import service as service_module
 from consumer.errors import CheckpointError, IncompatibleCheckpoint, ProduceFailed
 from learners.budget import BudgetController
@@ -132,7 +134,7 @@ def test_labels_for_several_batches_teach_their_own_records_in_arrival_order(har
     for rid in order:
         h.label(rid, truth[rid])
     h.service.run_once()
-    reference = service_module.build_learner(h.settings)
+    reference = learner_module.build_learner(h.settings)
     reference.learn_many([requests[rid]["features"] for rid in order], [truth[rid] for rid in order],
                          predicted=reference.encode([requests[rid]["prediction"] for rid in order]))
     assert h.service.learner.labels_ == len(order)
@@ -928,7 +930,7 @@ def test_kafka_clients_report_librdkafka_statistics_by_client_name():
     got: dict[str, list] = {}
     try:
         settings = load_settings(bootstrap_servers=cluster.bootstraps, kafka={"statistics.interval.ms": "100"})
-        clients = service_module.KafkaClients(settings, on_stats=lambda name, s: got.setdefault(name, []).append(s))
+        clients = clients_module.KafkaClients(settings, on_stats=lambda name, s: got.setdefault(name, []).append(s))
         features, labels = clients.consumer("features"), clients.consumer("labels")
         producer = clients.producer(lambda err, msg: None)
         batch = clients.batch_producer(print, print)
@@ -1189,9 +1191,9 @@ def test_the_warm_up_loads_the_first_batches_loops_and_leaves_the_learner_as_it_
     from learners.kernels import Lazy
 
     settings = Settings(classes=classes, query_rate_target=0.1)
-    learner = service_module.build_learner(settings)
+    learner = learner_module.build_learner(settings)
     before = learner.state_dict()
-    service_module.warm_up(learner, settings.n_features)
+    learner_module.warm_up(learner, settings.n_features)
     after = learner.state_dict()
     assert before.keys() == after.keys()
     for key, value in before.items():

@@ -14,7 +14,8 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from consumer.clock import ManualClock
 from consumer.config import load_settings
-from consumer.service import Service, service_for
+from consumer.roles import service_for
+from consumer.service import Service
 from tests.fakes import FakeClients, LocalBroker
 from tests.registry_helpers import FORMATS, mock_registry
 from tests.unit.consumer.conftest import Harness

@@ -8,8 +8,8 @@ from confluent_kafka import KafkaError, KafkaException
 
 from consumer.clock import ManualClock
 from consumer.config import load_settings
+from consumer.roles import service_for
 from consumer.scorer import Scorer
-from consumer.service import service_for
 from consumer.trainer import _PARTITIONS_EVERY_S, Trainer
 from tests.fakes import FakeClients, LocalBroker
 

@@ -11,7 +11,7 @@ from consumer.demo.broker import CLIENT_SETTINGS, LABEL_LOOP_FETCH
 from consumer.demo.feed import DemoStream, drifting_stream
 from consumer.demo.run import DemoOptions, _report, _stop_on_sigterm, service_settings
 from consumer.kafka import consumer_config
-from consumer.service import build_learner
+from consumer.learner import build_learner
 
 
 def test_the_label_loop_waits_longer_per_fetch_than_the_features_consumer(tmp_path):

@@ -1,0 +1,75 @@
+"""The service's learner: the one the settings name, with its budget controller, and its warm-up."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from consumer import batch_reader, steps
+from consumer.budget import controller_for
+from consumer.config import Settings
+from consumer.errors import ConfigError
+from consumer.records import decode_feature_batch, encode_predictions
+from learners import make
+from learners.inputs import Rows
+from learners.registry import ALGORITHMS, LEARNER_DEFAULTS, canonical_name, default_learner
+
+__all__ = ["build_learner", "learns_classes", "warm_up"]
+
+
+def learns_classes(spec: Any) -> bool:
+    """Whether a registry entry learns its classes from the labels when ACTIVESTREAM_CLASSES is unset:
+    a binary rule that can swap its two classes. The others keep [-1, 1] (multiclass ones need the list)."""
+    return not spec.rule.multiclass and spec.rule.scaling is not None and spec.rule.symmetric
+
+
+def build_learner(settings: Settings):
+    """The configured learner; a wrong name, parameter or class list is a :class:`ConfigError`."""
+    try:
+        default = default_learner(len(settings.classes or (-1, 1)), settings.n_features)
+        name = canonical_name(settings.learner or default)
+    except ValueError as exc:
+        raise ConfigError(f"ACTIVESTREAM_LEARNER: {exc}") from None
+    spec = ALGORITHMS[name]
+    known = set(spec.rule.param_names()) | set(spec.query.param_names()) | set(LEARNER_DEFAULTS)
+    by_lower = {k.lower(): k for k in known}
+    params = {by_lower.get(k.lower(), k): v for k, v in settings.learner_params.items()}
+    for fixed in ("n_features", "classes", "seed"):
+        if fixed in params:
+            env = {"seed": "ACTIVESTREAM_QUERY_SEED"}.get(fixed, f"ACTIVESTREAM_{fixed.upper()}")
+            raise ConfigError(f"ACTIVESTREAM_LEARNER_PARAMS: set {fixed} with {env}, not here")
+    if settings.classes is not None:
+        params["classes"] = settings.classes
+    elif learns_classes(spec):
+        params["classes"] = []  # learnt from the labels (learners.base.Learner.adopt)
+    try:
+        learner = make(name, **params, n_features=settings.n_features, seed=settings.query_seed)
+    except (ValueError, TypeError) as exc:
+        where = "ACTIVESTREAM_CLASSES" if str(exc).startswith("classes") else "ACTIVESTREAM_LEARNER_PARAMS"
+        raise ConfigError(f"{where}: {exc}") from None
+    try:
+        learner.budget = controller_for(settings, learner.classes)
+    except ValueError as exc:
+        raise ConfigError(f"ACTIVESTREAM_LABELS__COST_BUDGET: {exc}") from None
+    return learner
+
+
+def warm_up(learner: Any, n_features: int, *, batch_reads: bool = True) -> None:
+    """Load (or compile into numba's on-disk cache) every loop a service's first batches run: the
+    codecs, ``learner``'s scoring, deciding and learning, and with ``batch_reads`` the batch
+    reader's. Leaves no trace in the learner, not even in its counters."""
+    empty = Rows.stack([], n_features)
+    steps.decode_features([], n_features, 0.0)
+    # repeated indices and named features: the kernels that sum a row's repeated indices
+    decode_feature_batch([b'{"id":"w","features":{"indices":[0,0],"values":[1,2]}}',
+                          b'{"id":"v","features":{"warm-up":1}}'], n_features, lambda ks: np.zeros(len(ks)))
+    steps.decode_labels([], learner._codes, 0.0)
+    learner.score(empty)
+    state = learner.state_dict()
+    learner.decide(empty, ids=[])
+    encode_predictions(["warm-up"], [0], [0.0], [1.0], [False], [0.0], 0, 0.0, "t", [0], [0])
+    learner.learn_many(empty, np.array([], dtype=object), predicted=np.array([], dtype=np.int64))
+    learner.load_state_dict(state)
+    if batch_reads:
+        batch_reader.warm_up()
