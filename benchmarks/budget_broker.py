@@ -223,7 +223,7 @@ def _last_scored(checkpoint_dir: Path) -> int | None:
     latest = CheckpointStore(checkpoint_dir, keep=1).latest()
     if latest is None:
         return None
-    return int(orjson.loads(str(latest[1]["service.totals"])).get("records_scored", 0))
+    return int(orjson.loads(str(latest[1]["totals.counts"])).get("records_scored", 0))
 
 
 def render(r: dict[str, Any]) -> str:

@@ -116,7 +116,7 @@ def count_labels(checkpoint_dir: Path, answered: int) -> dict[str, Any]:
     if latest is None:
         return {"lost": None, "doubled": None, "in_model": None}
     _, state = latest
-    totals = orjson.loads(str(state["service.totals"]))
+    totals = orjson.loads(str(state["totals.counts"]))
     in_model = int(state["learner.counters"][1])
     return {"lost": max(0, answered - in_model), "doubled": max(0, in_model - answered), "in_model": in_model,
             "applied": totals.get("labels.applied", 0), "duplicate": totals.get("labels.duplicate", 0),
@@ -593,10 +593,10 @@ def revocation(*, records: int = 20_000, joins: int = 10, hold_s: float = 3.0, w
 
         def on_revoke(consumer: Any, partitions: list) -> None:
             if consumer is service._features and partitions:
-                pending = service._writing
+                writing = service.checkpoints.writing
                 seen.append({"batch_in_hand": reading_ahead[0] or service._batch is not None
                              or service._ahead is not None,
-                             "checkpoint_being_written": pending is not None and not pending.future.done()})
+                             "checkpoint_being_written": writing})
             revoke(consumer, partitions)
 
         def slowed_write(state: Any, parts: Any = ()) -> Path:

@@ -8,14 +8,10 @@ Budget: what the operator sets (``ACTIVESTREAM_QUERY_RATE_TARGET``, ``ACTIVESTRE
 :class:`learners.budget.BudgetController`, inside each decision (:func:`controller_for`). Its windows
 advance on record time where it agrees with processing time (:func:`record_times`) and never
 backwards (:func:`learners.budget.advance_clock`), so no producer's clock moves the budget others get.
-
-:class:`LabelBudget` is the older first-come-first-served cap per window of record time (window k
-holds records with ts in [k·window_s, (k+1)·window_s)); the service no longer configures it.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +20,7 @@ import numpy as np
 
 from learners.budget import BudgetController
 
-__all__ = ["CostModel", "LabelBudget", "controller_for", "record_times"]
+__all__ = ["CostModel", "controller_for", "record_times"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,38 +68,3 @@ def controller_for(settings: Any, classes: Sequence[Any]) -> BudgetController | 
     return BudgetController(target=settings.query_rate_target, max_requests=labels.budget,
                             max_cost=labels.cost_budget, window_s=labels.budget_window_s, class_costs=class_costs,
                             warmup=settings.budget_warmup, warmup_boost=settings.budget_warmup_boost)
-
-
-class LabelBudget:
-    """Counts requests per record-time window and refuses those beyond ``budget``."""
-
-    def __init__(self, budget: int | None, window_s: float) -> None:
-        self.budget, self.window_s = budget, window_s
-        self.window = -1
-        self.used = 0
-
-    def allow(self, ts: float) -> bool:
-        if self.budget is None:
-            return True
-        window = math.floor(ts / self.window_s)
-        if window > self.window:
-            self.window, self.used = window, 0
-        if self.used >= self.budget:
-            return False
-        self.used += 1
-        return True
-
-    def allow_many(self, ts: Sequence[float]) -> list[bool]:
-        """:meth:`allow` for each record time in turn."""
-        if self.budget is None:
-            return [True] * len(ts)
-        return [self.allow(t) for t in ts]
-
-    def remaining(self) -> float:
-        return math.inf if self.budget is None else float(self.budget - self.used)
-
-    def state_dict(self) -> dict[str, np.ndarray]:
-        return {"window": np.array(self.window, dtype=np.int64), "used": np.array(self.used, dtype=np.int64)}
-
-    def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
-        self.window, self.used = int(state["window"]), int(state["used"])

@@ -322,7 +322,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _inspect(args: argparse.Namespace) -> int:
     from consumer.checkpoint import CheckpointStore, part_paths, read_checkpoint
-    from consumer.pending import unpack_strings
+    from consumer.state import unpack_offsets, upgrade
 
     path = Path(args.path)
     if path.is_dir():
@@ -332,12 +332,12 @@ def _inspect(args: argparse.Namespace) -> int:
             return 2
         path = paths[0]
     try:
-        state, parts = read_checkpoint(path), part_paths(path)
+        state, parts = upgrade(read_checkpoint(path), str(path)), part_paths(path)
     except Exception as exc:
         print(f"activestream checkpoint inspect: {exc}", file=sys.stderr)
         return 2
     learner_meta = json.loads(str(state["learner.meta"]))
-    topics = unpack_strings(state["offsets.topics"], state["offsets.topics_offsets"])
+    offsets = unpack_offsets({k[len("offsets."):]: v for k, v in state.items() if k.startswith("offsets.")})
     report = {
         "path": str(path),
         "bytes": path.stat().st_size,
@@ -349,9 +349,8 @@ def _inspect(args: argparse.Namespace) -> int:
         "learner_format_version": int(state["learner.format_version"]),
         "counters": dict(zip(("rounds", "labels", "updates"), state["learner.counters"].tolist(), strict=True)),
         "pending": int(state["pending.ids_offsets"].size - 1),
-        "offsets": [{"topic": t, "partition": int(p), "next_offset": int(o)}
-                    for t, p, o in zip(topics, state["offsets.partitions"], state["offsets.next"], strict=True)],
-        "totals": json.loads(str(state["service.totals"])),
+        "offsets": [{"topic": t, "partition": p, "next_offset": o} for (t, p), o in sorted(offsets.items())],
+        "totals": json.loads(str(state["totals.counts"])),
         "arrays": {k: list(v.shape) for k, v in state.items() if k.startswith("learner.rule.")},
     }
     print(json.dumps(report, indent=2, sort_keys=True))

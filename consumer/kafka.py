@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from consumer import dead_letters
@@ -21,6 +22,7 @@ from consumer.config import Settings
 from consumer.errors import Backpressure, ConfigError, OffsetsNotIncreasing, ProduceFailed
 from consumer.fastwrite import Packed
 from consumer.metrics import Metrics
+from consumer.state import pack_offsets, unpack_offsets
 
 __all__ = ["CONSUMER_DEFAULTS", "PRODUCER_DEFAULTS", "Emitter", "OffsetTracker", "close_producer", "consumer_config",
            "offset_reset_policy", "producer_config"]
@@ -317,3 +319,13 @@ class OffsetTracker:
 
     def load(self, offsets: Mapping[tuple[str, int], int]) -> None:
         self.next = dict(offsets)
+
+    # -- checkpoint form (consumer.state.Stateful) -------------------------------------------------
+    namespace = "offsets"
+    format_version = 1
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        return pack_offsets(self.next)
+
+    def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
+        self.load(unpack_offsets(state))

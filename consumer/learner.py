@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -12,10 +13,11 @@ from consumer.config import Settings
 from consumer.errors import ConfigError
 from consumer.records import decode_feature_batch, encode_predictions
 from learners import make
+from learners.base import FORMAT_VERSION as LEARNER_FORMAT_VERSION
 from learners.inputs import Rows
 from learners.registry import ALGORITHMS, LEARNER_DEFAULTS, canonical_name, default_learner
 
-__all__ = ["build_learner", "learns_classes", "warm_up"]
+__all__ = ["LearnerState", "build_learner", "learns_classes", "warm_up"]
 
 
 def learns_classes(spec: Any) -> bool:
@@ -73,3 +75,25 @@ def warm_up(learner: Any, n_features: int, *, batch_reads: bool = True) -> None:
     learner.load_state_dict(state)
     if batch_reads:
         batch_reader.warm_up()
+
+
+class LearnerState:
+    """The learner as a part of a checkpoint (:class:`consumer.state.Stateful`). With
+    ``allow_param_change``, a checkpoint saved with other hyper-parameters loads with the new ones."""
+
+    namespace = "learner"
+    format_version = LEARNER_FORMAT_VERSION
+
+    def __init__(self, learner: Any, allow_param_change: bool = False) -> None:
+        self.learner, self.allow_param_change = learner, allow_param_change
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        return self.learner.state_dict()
+
+    def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
+        try:
+            self.learner.load_state_dict(state, allow_param_change=self.allow_param_change)
+        except ValueError as exc:
+            raise ValueError(f"{exc}. Set ACTIVESTREAM_CHECKPOINT__ALLOW_PARAM_CHANGE=true to load it with the new "
+                             "hyper-parameters, or point ACTIVESTREAM_CHECKPOINT_DIR elsewhere to start a new model"
+                             ) from None

@@ -155,7 +155,10 @@ class Memory:
         self._next += 1
         return self._next - 1
 
-    # -- checkpoint form -----------------------------------------------------------------------
+    # -- checkpoint form (consumer.state.Stateful) -------------------------------------------------
+    namespace = "pending"
+    format_version = 1  # earlier checkpoints held the applied and expired ids themselves: read too
+
     def state_dict(self) -> dict[str, np.ndarray]:
         """The memory as arrays: ``segments`` and ``logs`` list the parts' numbers, and each part
         ``<number>.keys`` / ``<number>.at`` never changes once made (see :meth:`parts`)."""
@@ -300,7 +303,10 @@ class PendingStore:
         entries.update(zip(ids, moved, strict=True))
         return shared
 
-    # -- checkpoint form -----------------------------------------------------------------------
+    # -- checkpoint form (consumer.state.Stateful) -------------------------------------------------
+    namespace = "pending"
+    format_version = 1  # earlier checkpoints held the applied and expired ids themselves: read too
+
     def state_dict(self) -> dict[str, np.ndarray]:
         """The store as arrays; compacts it first (every checkpoint frees the copies few entries held)."""
         rows = self.compact()
@@ -321,7 +327,7 @@ class PendingStore:
         return [f"{name}.{part}" for name, memory in (("applied", self._applied), ("expired", self._expired))
                 for part in memory.parts()]
 
-    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
+    def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
         ids = unpack_strings(state["ids"], state["ids_offsets"])
         rows = Rows.from_arrays(state["indptr"], state["indices"], state["data"], n_features=0)  # shared by all
         self._entries = OrderedDict()

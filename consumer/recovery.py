@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import orjson
 from confluent_kafka import KafkaError, TopicPartition
 
@@ -156,15 +157,18 @@ class Recovery:
         for source in stale:
             self.take(source)
 
-    # -- checkpoint form (what is left of a recovery in progress) ---------------------------------
-    def to_json(self) -> bytes:
-        return orjson.dumps({
+    # -- checkpoint form (consumer.state.Stateful): what is left of a recovery in progress ----------
+    namespace = "recovery"
+    format_version = 1
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        return {"decisions": np.frombuffer(orjson.dumps({
             "recorded": [[list(s), r.prediction, r.request] for s, r in self.recorded.items()],
             "parked": self.parked,
-        })
+        }), dtype=np.uint8)}
 
-    def restore(self, raw: bytes) -> None:
-        data = orjson.loads(raw)
+    def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
+        data = orjson.loads(state["decisions"].tobytes())
         for source, prediction, request in data["recorded"]:
             key = (source[0], int(source[1]), int(source[2]))
             self.recorded[key] = Recorded(prediction, request)

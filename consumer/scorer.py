@@ -31,11 +31,12 @@ from typing import Any
 from confluent_kafka import KafkaException, TopicPartition
 
 from consumer import batch_reader
-from consumer.errors import CheckpointError, ConfigError, RegistryUnavailable
+from consumer.checkpointing import Sink, Snapshot
+from consumer.errors import ConfigError, RegistryUnavailable
 from consumer.kafka import Emitter, consumer_config, offset_reset_policy
 from consumer.model_topic import Model, ModelFollower
 from consumer.recovery import read_tail
-from consumer.service import _FLUSH_TIMEOUT_S, Service
+from consumer.service import Service
 
 __all__ = ["Scorer"]
 
@@ -184,35 +185,14 @@ class Scorer(Service):
                  s.topics.features, ",".join(map(str, ps)), found, len(self.recovery))
 
     # -- progress -------------------------------------------------------------------------------------
-    def checkpoint(self) -> None:
-        """Flush, commit the features offsets, then the floors of the output partitions."""
-        s = self.settings
-        started = self.clock.monotonic()
-        if not self.emitter.flush(_FLUSH_TIMEOUT_S):
-            self.metrics.checkpoint_failures.inc()
-            raise CheckpointError(f"producer still holds {len(self.emitter)} messages after {_FLUSH_TIMEOUT_S:.0f} s")
-        offsets = dict(self.offsets.next)
-        ends = self._output_ends()
-        self._last_checkpoint_at = self.clock.monotonic()
-        self._commit_offsets(offsets)
-        owned = {tp.partition for tp in self._features.assignment()}
-        floors = [TopicPartition(t, p, ends[(t, p)]) for t in (s.topics.predictions, s.topics.label_requests)
-                  for p in sorted(owned) if (t, p) in ends]
-        if floors:
-            try:
-                self._floors.commit(offsets=floors, asynchronous=False)
-            except KafkaException as exc:  # older floors stay: lower, so still safe
-                log.warning("committing the output floors failed: %s", exc)
-        self._floors.poll(0)  # nothing else polls this consumer: its log lines and errors wait for this
-        self.recovery.forget_before(offsets)
-        self.metrics.checkpoint_duration.observe(self.clock.monotonic() - started)
-        self.metrics.checkpoint_last_success.set(self.clock.now())
+    def _sink(self) -> Sink:
+        return _Floors(self)
 
-    def _begin_checkpoint(self) -> None:
-        try:
-            self.checkpoint()
-        except CheckpointError as exc:
-            self._checkpoint_failed(exc)
+    def _snapshot(self) -> Snapshot:
+        """The features offsets and where the output partitions end (after the flush): no state."""
+        outputs = self.output_ends.measure(lambda topic, timeout: self._partitions(topic, timeout=timeout),
+                                           self._features)
+        return Snapshot(dict(self.offsets.next), outputs)
 
     def _close(self, final_checkpoint: bool) -> None:
         try:
@@ -226,3 +206,30 @@ class Scorer(Service):
                     except (KafkaException, RuntimeError) as exc:
                         log.warning("closing %s: %s", name, exc)
                     setattr(self, name, None)
+
+
+class _Floors:
+    """A scorer's checkpoint sink: it keeps no state, and after the features offsets it commits the
+    floors of the output partitions it owns (see the module docstring)."""
+
+    background = False
+
+    def __init__(self, scorer: Scorer) -> None:
+        self.scorer = scorer
+
+    def persist(self, snapshot: Snapshot) -> str:
+        return "offsets"  # the group's committed offsets are a scorer's progress
+
+    def committed(self, snapshot: Snapshot) -> None:
+        s = self.scorer
+        topics = s.settings.topics
+        owned = {tp.partition for tp in s._features.assignment()}
+        floors = [TopicPartition(t, p, snapshot.outputs[(t, p)]) for t in (topics.predictions, topics.label_requests)
+                  for p in sorted(owned) if (t, p) in snapshot.outputs]
+        if floors:
+            try:
+                s._floors.commit(offsets=floors, asynchronous=False)
+            except KafkaException as exc:  # older floors stay: lower, so still safe
+                log.warning("committing the output floors failed: %s", exc)
+        s._floors.poll(0)  # nothing else polls this consumer: its log lines and errors wait for this
+        s.recovery.forget_before(snapshot.offsets)

@@ -17,9 +17,7 @@ the decisions already produced are read back (:mod:`consumer.recovery`) so repla
 
 from __future__ import annotations
 
-import contextlib
 import gc
-import json
 import logging
 import math
 import threading
@@ -36,8 +34,9 @@ from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaException, TopicP
 
 from consumer import batch_reader, steps
 from consumer.batch_reader import BatchReader, Fetched
-from consumer.budget import CostModel, LabelBudget, record_times
+from consumer.budget import CostModel, record_times
 from consumer.checkpoint import CheckpointPolicy, CheckpointStore
+from consumer.checkpointing import Checkpoints, FileSink, Sink, Snapshot, commit_offsets
 from consumer.clients import KafkaClients
 from consumer.clock import Clock, SystemClock
 from consumer.config import Settings
@@ -55,12 +54,14 @@ from consumer.fastjson import ScanJob, run_scan, scan_job, scan_result
 from consumer.fastwrite import Packed, write_label_requests
 from consumer.health import Health, HealthServer
 from consumer.kafka import Emitter, OffsetTracker, consumer_config, offset_reset_policy
-from consumer.learner import build_learner, warm_up
+from consumer.learner import LearnerState, build_learner, warm_up
 from consumer.lease import Lease
 from consumer.metrics import Metrics
-from consumer.pending import Entry, PendingStore, pack_strings, unpack_strings
+from consumer.output_ends import OutputEnds
+from consumer.pending import Entry, PendingStore
 from consumer.records import FRAMED_REASONS, REASONS, Label, encode_predictions, pack_keys
 from consumer.recovery import Recovery, read_tail
+from consumer.state import Stateful, gather, scatter, upgrade
 from consumer.totals import Totals
 
 if TYPE_CHECKING:  # the registry's modules are loaded only where a framed format asks for them
@@ -72,13 +73,6 @@ __all__ = ["Service"]
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1  # of the service's part of a checkpoint
-_FLUSH_TIMEOUT_S = 20.0  # within Kubernetes' 30 s grace period, with room to write and commit
-# How long a checkpoint asks the broker where the output topics end; then it takes the last known
-# ends (a lower bound: recovery reads a little more). Unbounded, a broker that does not answer would
-# hold a shutdown past the grace period.
-_OUTPUT_ENDS_TIMEOUT_S = 4.0
-_MIN_WAIT_S = 0.1  # the shortest question worth sending once the time is up: a topic's partitions
 _LAG_EVERY_S = 1.0
 _STANDBY_LOG_EVERY_S = 30.0
 _STANDBY_QUIET_S = 2.0  # a join takes about this long: no warning for the usual wait
@@ -101,16 +95,6 @@ class _Read(NamedTuple):
     job: ScanJob | None
     scan: Future | None
     refused: dict[int, InvalidRecord] | None = None  # framed values refused before decoding
-
-
-@dataclass(frozen=True, slots=True)
-class _Writing:
-    """A checkpoint being written in the background: its file's future, the offsets it holds, and
-    when it started."""
-
-    future: Future
-    offsets: dict[tuple[str, int], int]
-    started: float
 
 
 @dataclass(slots=True)
@@ -158,13 +142,15 @@ class Service:
         self.totals = Totals(self.metrics)
         self.learner = build_learner(s)
         self.pending = PendingStore(s.labels.max_pending, memory_s=s.labels.ttl_s)
-        # the learner's budget controller holds every budget (paced, in each decision); this
-        # first-come-first-served cap stays off, its state kept in checkpoints for older readers
-        self.budget = LabelBudget(None, s.labels.budget_window_s)
         self._refused_seen = 0  # the controller's refusals already counted
         self.costs = CostModel(s.labels.cost_per_request, s.labels.cost_per_class)
         self.store = CheckpointStore(s.checkpoint_dir, s.checkpoint.keep)
-        self.policy = CheckpointPolicy(s.checkpoint.every_s, s.checkpoint.every_labels)
+        policy = CheckpointPolicy(s.checkpoint.every_s, s.checkpoint.every_labels)
+        self.checkpoints = Checkpoints(self._sink(), policy=policy, clock=self.clock, metrics=self.metrics,
+                                       flush=lambda t: self.emitter.flush(t), pending=lambda: len(self.emitter),
+                                       snapshot=self._snapshot,
+                                       commit=lambda offsets: commit_offsets(self._consumers(), offsets))
+        self.output_ends = OutputEnds((s.topics.predictions, s.topics.label_requests), self.clock)
         self.offsets = OffsetTracker()
         self.recovery = Recovery()
         self.health = Health(self.clock, s.healthy_loop_age_s)
@@ -210,16 +196,9 @@ class Service:
         self._reader: BatchReader | None = None  # the features, read as columns (batch_reader)
         self._label_reader: BatchReader | None = None  # the labels, likewise
         self._scanner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="activestream-scan")
-        # a due checkpoint's file is written here while the loop goes on: serializing and fsyncing a
-        # large model would stall the loop, and hashing and writes release the GIL
-        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="activestream-checkpoint")
-        self._writing: _Writing | None = None
         self._paused = False
         self._started = False
         self._closed = False
-        self._output_floor: dict[tuple[str, int], int] = {}
-        self._last_checkpoint_at = self.clock.monotonic()
-        self._labels_since_checkpoint = 0
         self._last_lag_at = -1e9
         self._scale_window_at = self.clock.monotonic()
         self.restored_from: Path | None = None
@@ -436,7 +415,7 @@ class Service:
                 # a new owner resumes from the last durable checkpoint, and if the partitions come back
                 # here, _on_assign seeks to the offsets that match this process's model.
                 log.warning("checkpoint before revocation failed, nothing committed: %s", exc)
-                self._last_checkpoint_at = self.clock.monotonic()
+                self.checkpoints.postpone()
         if consumer is self._features:
             self.health.assigned = False
             self.metrics.ready.set(0.0)
@@ -477,7 +456,7 @@ class Service:
             if self.http is not None:
                 self.http.close()
             self._scanner.shutdown(wait=True, cancel_futures=True)
-            self._writer.shutdown(wait=True)  # a file being written is finished (its offsets stay uncommitted)
+            self.checkpoints.close()
             if self.lease is not None:  # last: a standby takes over once the final checkpoint is durable
                 self.lease.close()
                 self.metrics.trainer_active.set(0.0)
@@ -506,10 +485,7 @@ class Service:
         self._expire(self.clock.now())
         self._observe_lag()
         self._close_scale_window()
-        self._finish_checkpoint(wait=False)
-        if self._writing is None and self.policy.due(self.clock.monotonic() - self._last_checkpoint_at,
-                                                     self._labels_since_checkpoint):
-            self._begin_checkpoint()
+        self.checkpoints.tick()
         self.health.beat()
         self.metrics.loop_last_iteration.set(self.clock.now())
 
@@ -759,11 +735,9 @@ class Service:
             for i in fresh:
                 first.setdefault(ids[i], i)
             fresh = list(first.values())
-        allowed = self.budget.allow_many([decoded.ts[i] for i in fresh])
-        granted = [i for i, ok in zip(fresh, allowed, strict=True) if ok]
-        requested.update(ids[i] for i in granted)
-        batch.suppressed += len(asked) - len(granted)  # already waiting for its label, or over the budget
-        return granted
+        requested.update(ids[i] for i in fresh)
+        batch.suppressed += len(asked) - len(fresh)  # already waiting for its label
+        return fresh
 
     def _request(self, granted: list[int], labels: np.ndarray, scores: Any, probs: Any, codes: np.ndarray,
                  now: float, decisions: Any, decoded: Any, partitions: np.ndarray, offsets: np.ndarray,
@@ -814,7 +788,6 @@ class Service:
                 self.learner.budget.uncount_request()
         if wants[i] and recorded.request is not None:
             r = recorded.request
-            self.budget.allow(decoded.ts[i])  # it used the budget before the restart too
             if self.keeps_pending:
                 batch.pending.append((decoded.ids[i], Entry(decoded.rows.take([i]), 0, codes[i], probs[i], scores[i],
                                                             r["requested_at"], r["expires_at"], r["cost"])))
@@ -951,7 +924,7 @@ class Service:
                                           counts.tolist(), strict=True):
                 t.add(Totals.labelled_key(actual, guessed), n)
         self.metrics.label_delay.observe_many(now - np.array(column.requested_at))
-        self._labels_since_checkpoint += len(joined)
+        self.checkpoints.labels += len(joined)
 
     def _expire(self, now: float) -> None:
         expired = self.pending.expire(now)
@@ -1006,7 +979,7 @@ class Service:
         m.model_version.set(self.learner.labels_)
         controller = self.learner.budget
         if controller is None:
-            m.budget_remaining.set(self.budget.remaining())
+            m.budget_remaining.set(math.inf)
             for gauge in (m.query_knob, m.query_rate_aimed, m.query_rate_recent, m.budget_warmup_debt):
                 gauge.set(math.nan)  # nothing aimed at: no alert may compare against it
         else:
@@ -1052,146 +1025,29 @@ class Service:
                     self.metrics.consumer_offset.labels(**where).set(position)
 
     # -- checkpoints ---------------------------------------------------------------------------------
-    def checkpoint(self) -> Path:
-        """Make progress durable, then tell Kafka; returns the file once it is durable (a due
-        checkpoint the loop started in the background is finished first).
+    def checkpoint(self) -> Any:
+        """Make progress durable, then tell Kafka (:mod:`consumer.checkpointing`); what it wrote."""
+        return self.checkpoints.run()
 
-        Step 1. Flush the producer: the outputs of every consumed record are acknowledged.
-        Step 2. Snapshot the learner, the pending store, the budget, the totals, the next offset of
-                every consumed partition and where each output topic ends.
-        Step 3. Write it durably (temp file → fsync → rename → fsync the directory).
-        Step 4. Commit exactly the snapshot's offsets to Kafka, synchronously.
-        Step 5. Record the duration and the time of this checkpoint.
-        If step 1, 2 or 3 fails, raise CheckpointError and commit nothing.
-        """
-        self._finish_checkpoint(wait=True)
-        started = self.clock.monotonic()
-        try:
-            state, offsets = self._prepare_checkpoint()
-            path = self.store.write(state, self._parts())  # Step 3.
-        except CheckpointError:
-            self.metrics.checkpoint_failures.inc()
-            raise
-        self._checkpoint_durable(path, offsets, started)
-        return path
+    def _sink(self) -> Sink:
+        return FileSink(self.store, self.metrics)
 
-    def _prepare_checkpoint(self) -> tuple[dict[str, np.ndarray], dict[tuple[str, int], int]]:
-        """Steps 1 and 2: the snapshot (copies, which the loop may change at once) and its offsets."""
-        if not self.emitter.flush(_FLUSH_TIMEOUT_S):
-            raise CheckpointError(f"producer still holds {len(self.emitter)} messages after "
-                                  f"{_FLUSH_TIMEOUT_S:.0f} s")
+    def _state_parts(self) -> list[Stateful]:
+        """What a checkpoint holds (:mod:`consumer.state`)."""
+        return [LearnerState(self.learner, self.settings.checkpoint.allow_param_change), self.pending, self.offsets,
+                self.output_ends, self.recovery, self.totals]
+
+    def _snapshot(self) -> Snapshot:
+        """Step 2: the offsets, where the outputs end, and copies of every part of the state."""
         offsets = dict(self.offsets.next)
-        state = self._snapshot()
-        self._last_checkpoint_at = self.clock.monotonic()
-        self._labels_since_checkpoint = 0  # the next checkpoint counts the labels after this snapshot
-        return state, offsets
-
-    def _begin_checkpoint(self) -> None:
-        """A due checkpoint: steps 1 and 2 here, step 3 in the writer thread; steps 4 and 5 run in
-        the loop once the file is durable (:meth:`_finish_checkpoint`)."""
-        started = self.clock.monotonic()
-        try:
-            state, offsets = self._prepare_checkpoint()
-        except CheckpointError as exc:  # e.g. the broker is away: keep serving, try again later
-            self._checkpoint_failed(exc)
-            return
-        self._writing = _Writing(self._writer.submit(self.store.write, state, self._parts()), offsets, started)
-
-    def _finish_checkpoint(self, wait: bool) -> None:
-        """Steps 4 and 5 of the checkpoint being written, once it is durable (now, with ``wait``)."""
-        writing = self._writing
-        if writing is None or not (wait or writing.future.done()):
-            return
-        self._writing = None
-        try:
-            path = writing.future.result()
-        except CheckpointError as exc:
-            self._checkpoint_failed(exc)
-            return
-        self._checkpoint_durable(path, writing.offsets, writing.started)
-
-    def _checkpoint_failed(self, exc: CheckpointError) -> None:
-        self.metrics.checkpoint_failures.inc()
-        log.warning("checkpoint failed, retrying in %.0f s: %s", self.policy.every_s, exc)
-        self._last_checkpoint_at = self.clock.monotonic()
-
-    def _checkpoint_durable(self, path: Path, offsets: dict[tuple[str, int], int], started: float) -> None:
-        self._commit_offsets(offsets)  # Step 4.
-        # Step 5.
-        self.metrics.checkpoint_duration.observe(self.clock.monotonic() - started)
-        self.metrics.checkpoint_last_success.set(self.clock.now())
-        self.metrics.checkpoint_bytes.labels(kind="written").set(self.store.written_bytes)
-        self.metrics.checkpoint_bytes.labels(kind="held").set(self.store.held_bytes)
-        log.debug("checkpoint %s", path.name)
-
-    def _snapshot(self) -> dict[str, np.ndarray]:
-        state: dict[str, np.ndarray] = {f"learner.{k}": v for k, v in self.learner.state_dict().items()}
-        state.update({f"pending.{k}": v for k, v in self.pending.state_dict().items()})
-        state.update({f"budget.{k}": v for k, v in self.budget.state_dict().items()})
-        outputs = self._output_ends() if self._features is not None else {}
-        for name, offsets in (("offsets", self.offsets.next), ("outputs", outputs)):
-            keys = sorted(offsets)
-            state[f"{name}.topics"], state[f"{name}.topics_offsets"] = pack_strings([t for t, _ in keys])
-            state[f"{name}.partitions"] = np.array([p for _, p in keys], dtype=np.int64)
-            state[f"{name}.next"] = np.array([offsets[k] for k in keys], dtype=np.int64)
-        self.recovery.forget_before(self.offsets.next)
-        state["service.recovery"] = np.frombuffer(self.recovery.to_json(), dtype=np.uint8)
-        state["service.totals"] = np.array(self.totals.to_json())
-        state["service.meta"] = np.array(json.dumps({
-            "format_version": FORMAT_VERSION,
-            "created_at": self.clock.now(),
-            "instance": self.settings.instance,
-            "learner": self.learner.name,
-            "role": self.settings.role,
-            "topics": self.settings.topics.model_dump(),
-        }, sort_keys=True))
-        return state
-
-    def _parts(self) -> list[str]:
-        """The parts of the last snapshot written once each (the memory of applied and expired ids)."""
-        return [f"pending.{part}" for part in self.pending.parts()]
-
-    def _output_ends(self) -> dict[tuple[str, int], int]:
-        """Where each partition of the output topics ends now (after a flush: past all our outputs).
-
-        One question for all the partitions (a ListOffsets request per broker, for the latest
-        offsets: the end, as no output is written in a transaction), where a watermark query per
-        partition would wait its turn behind the consumer's fetches each time. Some brokers answer
-        with less than the true end (the base offset of the last batch); a low value only makes
-        recovery read a little more, since it matches outputs by their source."""
-        topics = self.settings.topics
-        deadline = self.clock.monotonic() + _OUTPUT_ENDS_TIMEOUT_S
-        asked = []
-        for topic in (topics.predictions, topics.label_requests):
-            try:
-                partitions = self._partitions(topic, timeout=max(_MIN_WAIT_S, deadline - self.clock.monotonic()))
-            except KafkaException as exc:
-                raise CheckpointError(f"cannot list the partitions of {topic}: {exc}") from None
-            asked += [TopicPartition(topic, p, OFFSET_END) for p in partitions]
-        found: dict[tuple[str, int], int] = {}
-        left = deadline - self.clock.monotonic()
-        if asked and left > 0:
-            with contextlib.suppress(KafkaException):  # no answer: the last known ends below
-                answers = self._features.offsets_for_times(asked, timeout=left)
-                found = {(tp.topic, tp.partition): tp.offset for tp in answers if tp.error is None}
-        ends = {}
-        for tp in asked:
-            key = (tp.topic, tp.partition)
-            high = found.get(key, -1)
-            ends[key] = max(0, high if high >= 0 else self._output_floor.get(key, 0))
-        self._output_floor.update(ends)  # what the next checkpoint falls back on
-        return ends
-
-    def _commit_offsets(self, snapshot: dict[tuple[str, int], int]) -> None:
-        for consumer in self._consumers():
-            assigned = {(tp.topic, tp.partition) for tp in consumer.assignment()}
-            offsets = [TopicPartition(t, p, o) for (t, p), o in snapshot.items() if (t, p) in assigned]
-            if not offsets:
-                continue
-            try:
-                consumer.commit(offsets=offsets, asynchronous=False)
-            except KafkaException as exc:  # the checkpoint, not the group, is the source of truth
-                log.warning("offset commit failed (the checkpoint holds them): %s", exc)
+        outputs = {} if self._features is None else self.output_ends.measure(
+            lambda topic, timeout: self._partitions(topic, timeout=timeout), self._features)
+        self.recovery.forget_before(offsets)
+        s = self.settings
+        state = gather(self._state_parts(), {"created_at": self.clock.now(), "instance": s.instance,
+                                             "learner": self.learner.name, "role": s.role,
+                                             "topics": s.topics.model_dump()})
+        return Snapshot(offsets, outputs, state, tuple(f"pending.{part}" for part in self.pending.parts()))
 
     def _restore(self) -> None:
         found = self.store.latest()
@@ -1203,37 +1059,15 @@ class Service:
         self.restored_from = path
 
     def _load(self, state: dict[str, np.ndarray], path: str) -> None:
-        """Restore the model, the pending store, the budget, offsets, totals and recovery from a
-        checkpoint's arrays (``path``: where it came from, for messages)."""
-        meta = json.loads(str(state["service.meta"]))
-        if meta.get("format_version") != FORMAT_VERSION:
-            raise IncompatibleCheckpoint(f"{path}: service format version {meta.get('format_version')}, "
-                                         f"this build reads {FORMAT_VERSION}")
-        learner_state = {k[8:]: v for k, v in state.items() if k.startswith("learner.")}
-        try:
-            self.learner.load_state_dict(learner_state,
-                                         allow_param_change=self.settings.checkpoint.allow_param_change)
-        except ValueError as exc:
-            raise IncompatibleCheckpoint(
-                f"{path}: {exc}. Set ACTIVESTREAM_CHECKPOINT__ALLOW_PARAM_CHANGE=true to load it with the new "
-                "hyper-parameters, or point ACTIVESTREAM_CHECKPOINT_DIR elsewhere to start a new model") from None
+        """Restore every part of the state from a checkpoint's arrays (``path``: where it came from,
+        for messages)."""
+        state = upgrade(state, path)
+        scatter(state, self._state_parts(), path)
         if self.learner.budget is not None and "learner.budget.format_version" not in state:
             log.warning("%s holds no budget controller state: the controller starts afresh", path)
         self._refused_seen = 0 if self.learner.budget is None else self.learner.budget.refused
-        self.pending.load_state_dict({k[8:]: v for k, v in state.items() if k.startswith("pending.")})
-        self.budget.load_state_dict({k[7:]: v for k, v in state.items() if k.startswith("budget.")})
-        self.offsets.load(self._offsets_from(state, "offsets"))
-        self._output_floor = self._offsets_from(state, "outputs")
-        self.totals.restore(str(state["service.totals"]))
-        self.recovery.restore(state["service.recovery"].tobytes())
         log.info("restored %s: %d labels learnt, %d pending, offsets %s", path, self.learner.labels_,
                  len(self.pending), self.offsets.next)
-
-    @staticmethod
-    def _offsets_from(state: dict[str, np.ndarray], name: str) -> dict[tuple[str, int], int]:
-        topics = unpack_strings(state[f"{name}.topics"], state[f"{name}.topics_offsets"])
-        return {(t, int(p)): int(o) for t, p, o in zip(topics, state[f"{name}.partitions"],
-                                                         state[f"{name}.next"], strict=True)}
 
     def _recover_decisions(self) -> None:
         """Read back what was produced after the checkpoint (see :mod:`consumer.recovery`); while the
@@ -1247,7 +1081,7 @@ class Service:
             try:
                 for topic, kind in ((topics.predictions, "prediction"), (topics.label_requests, "request")):
                     partitions = self._partitions(topic, required=True)
-                    start = {p: o for (t, p), o in self._output_floor.items() if t == topic}
+                    start = self.output_ends.from_topic(topic)
                     messages = read_tail(self._clients.reader, topic, start, partitions, timeout_s=120.0)
                     self.recovery.add_outputs(messages, kind, self._output_reader)
                 break

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Mapping
+
+import numpy as np
 
 from consumer.metrics import Metrics
 
@@ -72,9 +75,14 @@ class Totals:
         weight = self.get("importance_weighted_labels")
         return self.get("importance_weighted_mistakes") / weight if weight else float("nan")
 
-    def to_json(self) -> str:
-        return json.dumps(dict(self.values), sort_keys=True)
+    # -- checkpoint form (consumer.state.Stateful) -------------------------------------------------
+    namespace = "totals"
+    format_version = 1
 
-    def restore(self, text: str) -> None:
-        for key, value in json.loads(text).items():
+    def state_dict(self) -> dict[str, np.ndarray]:
+        return {"counts": np.array(json.dumps(dict(self.values), sort_keys=True))}
+
+    def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
+        """Adds the saved counts to these (a process restores into fresh totals)."""
+        for key, value in json.loads(str(state["counts"])).items():
             self.add(key, value)

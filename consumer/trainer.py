@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -34,6 +34,7 @@ import orjson
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
 from consumer import steps
+from consumer.checkpointing import Sink, Snapshot
 from consumer.errors import (
     CheckpointError,
     Fenced,
@@ -43,10 +44,11 @@ from consumer.errors import (
     RegistryUnavailable,
 )
 from consumer.kafka import Emitter, offset_reset_policy
-from consumer.model_topic import ModelPublisher, newest_manifest, read_checkpoint
+from consumer.model_topic import ModelPublisher, Published, newest_manifest, read_checkpoint
 from consumer.pending import Entry
 from consumer.records import Label
-from consumer.service import _FLUSH_TIMEOUT_S, Service
+from consumer.service import Service
+from consumer.state import Stateful
 
 __all__ = ["Trainer"]
 
@@ -132,8 +134,6 @@ class Trainer(Service):
                 self._load(state, where)
             except (KeyError, ValueError) as exc:
                 raise IncompatibleCheckpoint(f"{where}: {exc}") from None
-            self._parked = {rid: [Label(*lab), at, None] for rid, lab, at in
-                            orjson.loads(state["service.parked"].tobytes())}
             self.restored_version = int(manifest["version"])
             self.publisher.adopt_parts(manifest.get("parts", {}))
             epochs.append(int(manifest["epoch"]))
@@ -181,6 +181,11 @@ class Trainer(Service):
     def _consumers(self) -> list[Any]:
         return [c for c in (self._requests, self._labels) if c is not None]
 
+    def _shutdown(self) -> None:
+        if self._started and self.learner.labels_ > self._published_labels:
+            self._publish()  # the scorers get every label learnt, not only those of the last interval
+        super()._shutdown()
+
     def _close(self, final_checkpoint: bool) -> None:
         try:
             super()._close(final_checkpoint)
@@ -211,8 +216,7 @@ class Trainer(Service):
         self.health.beat()
         if self._publish_due():
             self._publish()
-        if self.policy.due(self.clock.monotonic() - self._last_checkpoint_at, self._labels_since_checkpoint):
-            self._begin_checkpoint()
+        self.checkpoints.tick()
         self.metrics.loop_last_iteration.set(self.clock.now())
 
     def _take_requests(self, messages: Sequence[Any]) -> None:
@@ -363,37 +367,55 @@ class Trainer(Service):
         m.model_published_bytes.observe(published.bytes)
         m.model_published_version.set(published.version)
 
-    def checkpoint(self) -> None:
-        """Flush, publish the checkpoint to the model topic, then commit the offsets it holds (for
-        lag monitoring: the checkpoint, not the group, is what a new trainer starts from)."""
-        started = self.clock.monotonic()
-        if not self.emitter.flush(_FLUSH_TIMEOUT_S):
-            self.metrics.checkpoint_failures.inc()
-            raise CheckpointError(f"producer still holds {len(self.emitter)} messages after {_FLUSH_TIMEOUT_S:.0f} s")
-        offsets = dict(self.offsets.next)
-        state = self._snapshot()
-        state["service.parked"] = np.frombuffer(orjson.dumps(
-            [[rid, list(lab), at] for rid, (lab, at, _) in self._parked.items()]), dtype=np.uint8)
+    def _sink(self) -> Sink:
+        return _ModelTopic(self)
+
+    def _state_parts(self) -> list[Stateful]:
+        return [*super()._state_parts(), _Parked(self)]
+
+
+class _ModelTopic:
+    """A trainer's checkpoint sink: the model topic (kind checkpoint), where a standby on another
+    node finds it; the offsets it holds are committed after, for lag monitoring only."""
+
+    background = False
+
+    def __init__(self, trainer: Trainer) -> None:
+        self.trainer = trainer
+
+    def persist(self, snapshot: Snapshot) -> Published:
+        t = self.trainer
         try:
-            published = self.publisher.publish_checkpoint(state, epoch=self.epoch, parts=self._parts())
+            published = t.publisher.publish_checkpoint(snapshot.state, epoch=t.epoch, parts=snapshot.parts)
         except Fenced as exc:
             raise _zombie(exc) from None
         except PublishFailed as exc:
-            self.metrics.checkpoint_failures.inc()
-            raise CheckpointError(f"checkpoint not published to {self.settings.topics.model}: {exc}") from None
-        self._last_checkpoint_at = self.clock.monotonic()
-        self._labels_since_checkpoint = 0
-        self._audit({"epoch": self.epoch, "checkpoint": published.version, "labels_": self.learner.labels_})
-        self._commit_offsets(offsets)
-        self.metrics.model_publications.labels(kind="checkpoint").inc()
-        self.metrics.checkpoint_duration.observe(self.clock.monotonic() - started)
-        self.metrics.checkpoint_last_success.set(self.clock.now())
+            raise CheckpointError(f"checkpoint not published to {t.settings.topics.model}: {exc}") from None
+        t._audit({"epoch": t.epoch, "checkpoint": published.version, "labels_": t.learner.labels_})
+        t.metrics.model_publications.labels(kind="checkpoint").inc()
+        return published
 
-    def _begin_checkpoint(self) -> None:
-        try:
-            self.checkpoint()
-        except CheckpointError as exc:
-            self._checkpoint_failed(exc)
+    def committed(self, snapshot: Snapshot) -> None:
+        pass
+
+
+class _Parked:
+    """The labels waiting for their requests, as a part of a trainer's checkpoint."""
+
+    namespace = "parked"
+    format_version = 1
+
+    def __init__(self, trainer: Trainer) -> None:
+        self.trainer = trainer
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        parked = self.trainer._parked
+        return {"labels": np.frombuffer(orjson.dumps([[rid, list(lab), at] for rid, (lab, at, _) in parked.items()]),
+                                        dtype=np.uint8)}
+
+    def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
+        parked = orjson.loads(state["labels"].tobytes())
+        self.trainer._parked = {rid: [Label(*lab), at, None] for rid, lab, at in parked}
 
 
 def _zombie(exc: Fenced) -> LeaseLost:

@@ -28,7 +28,7 @@ import dockerfile
 import pytest
 from confluent_kafka import Producer
 
-from consumer import service
+from consumer import checkpointing
 from consumer.cli import build_parser
 from consumer.config import Settings
 from consumer.demo.broker import CLIENT_SETTINGS, create_topics, free_port
@@ -118,8 +118,8 @@ def test_entrypoint_volume_port_signal_and_health_check_match_the_service():
     health = final.one("healthcheck")
     assert health.value[0] == "CMD" and health.value[1:] == ("activestream", "healthcheck")
     build_parser().parse_args(list(health.value[2:]))  # a command the CLI has
-    # SIGTERM flushes for at most _FLUSH_TIMEOUT_S, then checkpoints and commits: inside the grace period
-    assert service._FLUSH_TIMEOUT_S + 5 < KUBERNETES_GRACE_S
+    # SIGTERM flushes for at most FLUSH_TIMEOUT_S, then checkpoints and commits: inside the grace period
+    assert checkpointing.FLUSH_TIMEOUT_S + 5 < KUBERNETES_GRACE_S
 
 
 def test_dockerignore_lets_in_what_the_build_copies_and_little_else():

@@ -17,7 +17,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from consumer import service
+from consumer import checkpointing
 from consumer.config import Settings
 from tests.deploy.conftest import (
     DEPLOY,
@@ -252,7 +252,7 @@ def test_probes_liveness_is_the_loop_and_readiness_is_restored_and_assigned():
 
 def test_shutdown_fits_the_grace_period_and_the_pod_runs_as_the_image_user():
     pod = one("StatefulSet")["spec"]["template"]["spec"]
-    assert service._FLUSH_TIMEOUT_S + 5 < pod["terminationGracePeriodSeconds"] <= 30
+    assert checkpointing.FLUSH_TIMEOUT_S + 5 < pod["terminationGracePeriodSeconds"] <= 30
     assert pod["securityContext"]["runAsNonRoot"] and pod["securityContext"]["runAsUser"] == 10001
     security = container()["securityContext"]
     assert security["readOnlyRootFilesystem"] and not security["allowPrivilegeEscalation"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from consumer import service
+from consumer import checkpointing
 from consumer.config import Settings
 from tests.deploy.conftest import (
     DEPLOY,
@@ -86,7 +86,7 @@ def test_scorers_are_ready_on_readyz_and_stop_within_the_single_process_grace_pe
     pod = scorers()["spec"]["template"]["spec"]
     base = single_process()["spec"]["template"]["spec"]
     assert pod["terminationGracePeriodSeconds"] == base["terminationGracePeriodSeconds"]
-    assert pod["terminationGracePeriodSeconds"] > service._FLUSH_TIMEOUT_S + 5
+    assert pod["terminationGracePeriodSeconds"] > checkpointing.FLUSH_TIMEOUT_S + 5
     assert pod["securityContext"] == base["securityContext"]
     assert c["securityContext"] == container(single_process())["securityContext"]
     assert c["envFrom"] == container(single_process())["envFrom"]

@@ -144,7 +144,7 @@ def test_kill_9_at_random_points_loses_nothing_and_applies_each_label_once(kafka
     assert requested == set(annotator.answered)
 
     _, state = CheckpointStore(checkpoint_dir, keep=1).latest()
-    totals = orjson.loads(str(state["service.totals"]))
+    totals = orjson.loads(str(state["totals.counts"]))
     labels_in_model = int(state["learner.counters"][1])
     assert labels_in_model == len(annotator.answered), "each label applied to the model exactly once"
     assert totals.get("labels.applied") == len(annotator.answered)

@@ -13,6 +13,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from consumer import clients as clients_module
 from consumer import learner as learner_module
+from consumer import output_ends
 from consumer import service as service_module
 from consumer.errors import CheckpointError, IncompatibleCheckpoint, ProduceFailed
 from learners.budget import BudgetController
@@ -611,7 +612,7 @@ def test_a_checkpoint_asks_an_absent_broker_for_a_bounded_time_then_keeps_the_la
     monkeypatch.setattr(h.service._producer, "list_topics", away)
     monkeypatch.setattr(h.service._features, "offsets_for_times", away)
     h.service.checkpoint()
-    assert 0 < sum(waited) <= service_module._OUTPUT_ENDS_TIMEOUT_S + service_module._MIN_WAIT_S
+    assert 0 < sum(waited) <= output_ends.TIMEOUT_S + output_ends.MIN_WAIT_S
     state = h.service.store.latest()[1]
     assert state["outputs.next"].tolist() == known["outputs.next"].tolist()
     assert state["outputs.partitions"].tolist() == known["outputs.partitions"].tolist()
@@ -843,9 +844,9 @@ def test_revocation_writes_a_checkpoint(harness):
 
 
 def test_a_failed_checkpoint_at_revocation_commits_nothing_and_does_not_raise(tmp_path, monkeypatch):
-    import consumer.service
+    import consumer.checkpointing
 
-    monkeypatch.setattr(consumer.service, "_FLUSH_TIMEOUT_S", 0.05)
+    monkeypatch.setattr(consumer.checkpointing, "FLUSH_TIMEOUT_S", 0.05)
     h = Harness(tmp_path)
     h.service.start()
     h.hold(True)  # the broker is away: the flush cannot finish
@@ -858,9 +859,9 @@ def test_a_failed_checkpoint_at_revocation_commits_nothing_and_does_not_raise(tm
 
 
 def test_a_failed_periodic_checkpoint_keeps_the_loop_running(tmp_path, monkeypatch):
-    import consumer.service
+    import consumer.checkpointing
 
-    monkeypatch.setattr(consumer.service, "_FLUSH_TIMEOUT_S", 0.05)
+    monkeypatch.setattr(consumer.checkpointing, "FLUSH_TIMEOUT_S", 0.05)
     h = Harness(tmp_path, checkpoint={"every_s": 10})
     h.service.start()
     h.hold(True)  # the broker is away: nothing is acknowledged
@@ -873,7 +874,7 @@ def test_a_failed_periodic_checkpoint_keeps_the_loop_running(tmp_path, monkeypat
     h.hold(False)
     h.clock.advance(11)
     h.service.run_once()  # due again: written beside the loop, committed by a later turn
-    h.service._finish_checkpoint(wait=True)
+    h.service.checkpoints.finish(wait=True)
     assert len(h.service.store.paths()) == 1
     assert h.broker.committed[("activestream", "features", 0)] == 5
 
@@ -897,7 +898,7 @@ def test_a_due_checkpoint_is_written_beside_the_loop_and_commits_its_snapshot_on
     assert h.service.totals.get("records_scored") == 8
     assert h.service.store.paths() == [] and h.broker.committed == {}
     written.set()
-    h.service._finish_checkpoint(wait=True)
+    h.service.checkpoints.finish(wait=True)
     assert len(h.service.store.paths()) == 1
     assert h.broker.committed[("activestream", "features", 0)] == 5  # the snapshot's, not the loop's 8
     assert int(h.service.store.latest()[1]["offsets.next"][0]) == 5

@@ -131,3 +131,23 @@ def test_labels_for_expired_requests_are_counted_expired_and_forgotten_after_a_t
     trainer.clock.advance(ttl + 1)
     trainer.run_once()
     assert len(trainer.pending._expired) == 0  # remembered for one TTL, then forgotten
+
+
+def test_a_trainer_stopping_publishes_the_labels_learnt_since_its_last_publication(tmp_path):
+    broker, scorer, trainer = roles(tmp_path, model={"publish_every_s": 3600, "publish_every_labels": 10_000})
+    rng = np.random.default_rng(1)
+    for i in range(20):
+        broker.append("features", orjson.dumps({"id": f"a{i}", "features": rng.standard_normal(4).tolist()}),
+                      f"a{i}".encode())
+    scorer.run_once()
+    for producer in scorer._clients.producers:
+        producer.poll()
+    for r in (orjson.loads(v) for v in broker.values("label-requests")):
+        label(broker, r["id"], 1 if r["features"][0] > 0 else -1)
+    trainer.run_once()
+    assert trainer.learner.labels_ == 20
+    assert trainer.metrics.model_published_version._value.get() == 1  # the one that opened its epoch
+    trainer._shutdown()
+    assert trainer.metrics.model_published_version._value.get() == 2
+    scorer.run_once()  # follows the model topic between two batches
+    assert scorer.learner.labels_ == 20
