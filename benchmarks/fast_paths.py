@@ -403,7 +403,7 @@ def read_run(with_reader: bool, bootstrap: str, topic: str, n: int, timeout_s: f
     scan: the values end to end with their bounds, the partitions and offsets as columns."""
     from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
-    from consumer import batch_reader, steps
+    from consumer import batch_reader, messages
     from consumer.fastjson import _joined
 
     consumer = _consumer(bootstrap)
@@ -421,15 +421,15 @@ def read_run(with_reader: bool, bootstrap: str, topic: str, n: int, timeout_s: f
             batch = reader.read(BATCH, 0.5)
             if batch is None:
                 return 0
-            steps.values_of(batch)  # the blob and bounds as they are: nothing to copy
-            steps.places_of(batch)
+            messages.values_of(batch)  # the blob and bounds as they are: nothing to copy
+            messages.places_of(batch)
             batch.release()
             return len(batch)
-        messages = [] if first is None else [first, *consumer.consume(BATCH - 1, 0)]
-        good = [m for m in messages if m.error() is None]
-        values, _ = steps.values_of(good)
+        taken = [] if first is None else [first, *consumer.consume(BATCH - 1, 0)]
+        good = [m for m in taken if m.error() is None]
+        values, _ = messages.values_of(good)
         _joined(values)  # what scan_job does with them
-        steps.places_of(good)
+        messages.places_of(good)
         return len(good)
 
     try:

@@ -53,7 +53,7 @@ import orjson
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from consumer import batch_reader, rdkafka, steps
+from consumer import batch_reader, messages, rdkafka
 from consumer import service as service_module
 from consumer.clients import KafkaClients
 from consumer.config import Settings, load_settings
@@ -537,7 +537,7 @@ def wait_labelled(service: Service, timeout_s: float = 180) -> None:
 STAGES = (
     (service_module, "run_scan", "scan (compiled; in the scan thread, beside the loop)"),  # first: not summed
     (service_module, "scan_job", "lay the next batch out for the scan"),
-    (steps, "decode_features", "decode the rest (ids, times, CSR rows)"),
+    (messages, "decode_features", "decode the rest (ids, times, CSR rows)"),
     (Learner, "decide", "score + decide (one compiled call per batch)"),
     (service_module, "encode_predictions", "write the predictions (compiled writer)"),
     (Service, "_request", "label requests (pending entries, texts, keys)"),

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from consumer import batch_reader, steps
+from consumer import batch_reader, messages
 from consumer.budget import controller_for
 from consumer.config import Settings
 from consumer.errors import ConfigError
@@ -62,11 +62,11 @@ def warm_up(learner: Any, n_features: int, *, batch_reads: bool = True) -> None:
     codecs, ``learner``'s scoring, deciding and learning, and with ``batch_reads`` the batch
     reader's. Leaves no trace in the learner, not even in its counters."""
     empty = Rows.stack([], n_features)
-    steps.decode_features([], n_features, 0.0)
+    messages.decode_features([], n_features, 0.0)
     # repeated indices and named features: the kernels that sum a row's repeated indices
     decode_feature_batch([b'{"id":"w","features":{"indices":[0,0],"values":[1,2]}}',
                           b'{"id":"v","features":{"warm-up":1}}'], n_features, lambda ks: np.zeros(len(ks)))
-    steps.decode_labels([], learner._codes, 0.0)
+    messages.decode_labels([], learner._codes, 0.0)
     learner.score(empty)
     state = learner.state_dict()
     learner.decide(empty, ids=[])

@@ -87,7 +87,7 @@ class Scorer(Service):
         self._follow_model()  # what was published while this scorer started is a catch-up, not a swap
         self.health.restored = True
         self._started = True
-        self._publish_gauges()
+        self.observe.gauges()
 
     def _check_output_partitions(self) -> None:
         """Outputs of features partition p go to partition p: the output topics need as many."""

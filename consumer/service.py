@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaException, TopicPartition
 
-from consumer import batch_reader, steps
+from consumer import batch_reader, messages
 from consumer.batch_reader import BatchReader, Fetched
 from consumer.budget import CostModel, record_times
 from consumer.checkpoint import CheckpointPolicy, CheckpointStore
@@ -59,9 +59,10 @@ from consumer.lease import Lease
 from consumer.metrics import Metrics
 from consumer.output_ends import OutputEnds
 from consumer.pending import Entry, PendingStore
-from consumer.records import FRAMED_REASONS, REASONS, Label, encode_predictions, pack_keys
+from consumer.records import Label, encode_predictions, pack_keys
 from consumer.recovery import Recovery, read_tail
 from consumer.state import Stateful, gather, scatter, upgrade
+from consumer.steps.observe import Observe
 from consumer.totals import Totals
 
 if TYPE_CHECKING:  # the registry's modules are loaded only where a framed format asks for them
@@ -73,11 +74,8 @@ __all__ = ["Service"]
 
 log = logging.getLogger(__name__)
 
-_LAG_EVERY_S = 1.0
 _STANDBY_LOG_EVERY_S = 30.0
 _STANDBY_QUIET_S = 2.0  # a join takes about this long: no warning for the usual wait
-LABEL_OUTCOMES = ("applied", "duplicate", "expired", "unknown", "defaulted")
-_MAX_CLASSES_INITIALISED = 20  # labelled records: one series per (class, predicted) pair, k² of them
 
 
 def _release(read: _Read) -> None:
@@ -142,7 +140,6 @@ class Service:
         self.totals = Totals(self.metrics)
         self.learner = build_learner(s)
         self.pending = PendingStore(s.labels.max_pending, memory_s=s.labels.ttl_s)
-        self._refused_seen = 0  # the controller's refusals already counted
         self.costs = CostModel(s.labels.cost_per_request, s.labels.cost_per_class)
         self.store = CheckpointStore(s.checkpoint_dir, s.checkpoint.keep)
         policy = CheckpointPolicy(s.checkpoint.every_s, s.checkpoint.every_labels)
@@ -199,8 +196,6 @@ class Service:
         self._paused = False
         self._started = False
         self._closed = False
-        self._last_lag_at = -1e9
-        self._scale_window_at = self.clock.monotonic()
         self.restored_from: Path | None = None
         self.http: HealthServer | None = None
         self.lease: Lease | None = None
@@ -213,8 +208,8 @@ class Service:
             self.metrics.model_age.set(math.nan)
         if s.role != "trainer":
             self.metrics.model_published_version.set(math.nan)
-        self._publish_settings()
-        self._initialise_series()
+        self.observe = Observe(s, self.metrics, self.totals, self.learner, self.pending, self.offsets, self.clock,
+                               self._consumers, self._out_of_range)
         params = self.learner.get_params()
         if s.role != "all" and params.get("scale", "none") != "none" and params.get("scale_from") == "scored":
             raise ConfigError("ACTIVESTREAM_LEARNER_PARAMS: scale_from=scored learns the scales from scored records, "
@@ -291,7 +286,7 @@ class Service:
         self._warm_up()
         self.health.restored = True
         self._started = True
-        self._publish_gauges()
+        self.observe.gauges()
 
     def _register_outputs(self) -> bool:
         """With ACTIVESTREAM_OUTPUT_FORMAT json-schema or avro, register the outputs' schemas, waiting
@@ -483,8 +478,8 @@ class Service:
         if self._batch is not None:
             self._try_emit()
         self._expire(self.clock.now())
-        self._observe_lag()
-        self._close_scale_window()
+        self.observe.lag()
+        self.observe.scale_window()
         self.checkpoints.tick()
         self.health.beat()
         self.metrics.loop_last_iteration.set(self.clock.now())
@@ -597,13 +592,13 @@ class Service:
             _release(self._ahead)
             self._ahead = None
 
-    def _read(self, messages: Sequence[Any], scan: bool) -> _Read | None:
+    def _read(self, msgs: Sequence[Any], scan: bool) -> _Read | None:
         """A batch of feature messages as :meth:`_decide` takes it (None if there is none). With
         ``scan``, the batch is read ahead: its compiled scan starts now in the scan thread."""
-        if not messages:
+        if not msgs:
             return None
-        good = steps.without_errors(messages, "features", self._out_of_range)
-        values, joined = steps.values_of(good)
+        good = messages.without_errors(msgs, "features", self._out_of_range)
+        values, joined = messages.values_of(good)
         refused = None
         if self._framed is not None and len(good):
             try:
@@ -627,18 +622,18 @@ class Service:
         backoff = self._registry_backoff.get(role)
         return backoff is None or backoff.ready(self.clock.monotonic())
 
-    def _hold_back(self, role: str, consumer: Any, messages: Sequence[Any], exc: RegistryUnavailable) -> None:
+    def _hold_back(self, role: str, consumer: Any, msgs: Sequence[Any], exc: RegistryUnavailable) -> None:
         """The registry did not answer for a batch: send each of its partitions back to the batch's
         first record there, and read none of ``role`` for a while. Nothing was decided, stored or
         committed for the batch, so its records are read again, in order, once the registry
         answers: an outage pauses the topic (its lag grows) rather than filling the dead-letter topic."""
         wait = self._registry_backoff[role].failed(self.clock.monotonic())
-        partitions, offsets = steps.places_of(messages)
-        topic = messages[0].topic()
+        partitions, offsets = messages.places_of(msgs)
+        topic = msgs[0].topic()
         first: dict[tuple[str, int], int] = {}
         for p, o in zip(partitions.tolist(), offsets.tolist(), strict=True):
             first[(topic, p)] = min(o, first.get((topic, p), o))
-        log.warning("schema registry unavailable (%s): %d %s held back, read again in %.0f s", exc, len(messages),
+        log.warning("schema registry unavailable (%s): %d %s held back, read again in %.0f s", exc, len(msgs),
                     role, wait)
         self.metrics.registry_holds.labels(topic=topic).inc()
         self._assign_from(first, consumer)
@@ -670,17 +665,17 @@ class Service:
         now = self.clock.now()
         batch = _Batch(started=self.clock.monotonic())
         scanned = None if job is None else scan_result(job, *(run_scan(job) if scan is None else scan.result()))
-        decoded, positions, rejected = steps.decode_features(good, s.n_features, now, scanned, values, refused)
+        decoded, positions, rejected = messages.decode_features(good, s.n_features, now, scanned, values, refused)
         for msg, err in rejected:
-            batch.outgoing.append((topics.dead_letters, *steps.dead_letter(msg, err)))
+            batch.outgoing.append((topics.dead_letters, *messages.dead_letter(msg, err)))
             batch.dead[(msg.topic(), err.reason)] += 1
         # one topic (the subscription is a literal name); partitions and offsets as columns
-        partitions, offsets = steps.places_of(good)
-        batch.offsets = {(topics.features, p): o + 1 for p, o in steps.last_offsets(partitions, offsets).items()}
+        partitions, offsets = messages.places_of(good)
+        batch.offsets = {(topics.features, p): o + 1 for p, o in messages.last_offsets(partitions, offsets).items()}
         n = len(decoded.ids)
         if n == 0:
             return batch
-        batch.key_id_mismatches = steps.key_id_mismatches(good, decoded)
+        batch.key_id_mismatches = messages.key_id_mismatches(good, decoded)
         if len(positions) < len(good):
             partitions, offsets = partitions[positions], offsets[positions]
         ids, ts = decoded.ids, np.asarray(decoded.ts, dtype=np.float64)
@@ -750,7 +745,7 @@ class Service:
         rows = decoded.rows.take(at)
         score, probability = np.asarray(scores, dtype=np.float64)[at], np.asarray(probs, dtype=np.float64)[at]
         gap = decisions.scores.gap
-        uncertainty = steps.uncertainty(score, None if gap is None else gap[at])
+        uncertainty = messages.uncertainty(score, None if gap is None else gap[at])
         ids, predicted = list(map(decoded.ids.__getitem__, granted)), labels[at].tolist()
         costs = self.costs.of_many(predicted)
         if self.keeps_pending:
@@ -818,56 +813,32 @@ class Service:
                     self._apply_labels([Label(rid, p["label"], p["cost"], p["ts"]) for p in parked], now)
         for (topic, partition), next_offset in batch.offsets.items():
             self.offsets.store(topic, partition, next_offset)
-        self._account_batch(batch, now)
+        self.observe.batch(batch, now)
 
-    def _account_batch(self, batch: _Batch, now: float) -> None:
-        m, t = self.metrics, self.totals
-        t.add("records_scored", batch.records)
-        t.add("key_id_mismatches", batch.key_id_mismatches)
-        counts = np.bincount(batch.predicted + 1)  # codes are >= -1 (±1, or a class index)
-        codes = np.flatnonzero(counts)
-        for label, n in zip(self.learner.decode(codes - 1).tolist(), counts[codes].tolist(), strict=True):
-            t.add(f"predictions.{label}", n)
-        t.add("label_requests", batch.requests)
-        t.add("label_requests_suppressed", batch.suppressed)
-        controller = self.learner.budget
-        if controller is not None:  # refusals by the hard cap, counted once (the controller's total is in the model)
-            t.add("label_requests_refused", max(0, controller.refused - self._refused_seen))
-            self._refused_seen = controller.refused
-        for (topic, reason), n in batch.dead.items():
-            t.add(f"dead_letters.{topic}.{reason}", n)
-        if batch.records:
-            m.query_probability.observe_many(batch.probability)
-            m.processing_latency.observe_many(now - batch.record_ts)
-            m.batch_size.observe(batch.records)
-        m.batch_duration.observe(self.clock.monotonic() - batch.started)
-        self._publish_gauges()
-
-    # -- labels -------------------------------------------------------------------------------------
-    def _take_labels(self, messages: Sequence[Any]) -> None:
-        good = steps.without_errors(messages, "labels", self._out_of_range)
+    def _take_labels(self, msgs: Sequence[Any]) -> None:
+        good = messages.without_errors(msgs, "labels", self._out_of_range)
         if not good:
             return
         now = self.clock.now()
         framed = None if self._framed is None else self._framed[1]
         try:
             if self.learner.learns_classes and len(self.learner.classes) < 2:  # the labels define the classes
-                decoded = steps.decode_labels(good, steps.ANY_CLASS, now, adopt=self.learner.adopt, framed=framed)
+                decoded = messages.decode_labels(good, messages.ANY_CLASS, now, adopt=self.learner.adopt, framed=framed)
             else:
-                decoded = steps.decode_labels(good, self.learner._codes, now, framed=framed)
+                decoded = messages.decode_labels(good, self.learner._codes, now, framed=framed)
         except RegistryUnavailable as exc:
             self._hold_back("labels", self._labels, good, exc)
             return
         if framed is not None:
             self._registry_backoff["labels"].succeeded()
         for msg, err in decoded.rejected:
-            self.emitter.send(self.settings.topics.dead_letters, *steps.dead_letter(msg, err))
+            self.emitter.send(self.settings.topics.dead_letters, *messages.dead_letter(msg, err))
             self.totals.add(f"dead_letters.{msg.topic()}.{err.reason}")
         self._apply_labels(decoded.records, now)
         # one topic (the subscription is a literal name): the last offset of each partition
-        for partition, offset in steps.last_offsets(*steps.places_of(good)).items():
+        for partition, offset in messages.last_offsets(*messages.places_of(good)).items():
             self.offsets.store(self.settings.topics.labels, partition, offset + 1)
-        self._publish_gauges()
+        self.observe.gauges()
 
     def _apply_labels(self, labels: list[Label], now: float) -> None:
         """Join labels with their pending requests and learn from them, in arrival order."""
@@ -938,93 +909,12 @@ class Service:
         if labels.retract_expired:
             for rid, _ in expired:
                 self.emitter.send(self.settings.topics.label_requests, rid.encode(), None)
-        self._publish_gauges()
-
-    # -- observability -------------------------------------------------------------------------------
-    def _publish_settings(self) -> None:
-        """What alerts compare against: the budget, the checkpoint interval, the query rate target."""
-        s, m = self.settings, self.metrics
-        m.budget_requests.set(math.inf if s.labels.budget is None else s.labels.budget)
-        m.checkpoint_interval.set(s.checkpoint.every_s)
-        m.query_rate_target.set(math.nan if s.query_rate_target is None else s.query_rate_target)
-        m.dead_letter_ratio_limit.set(s.dead_letter_ratio_limit)
-
-    def _initialise_series(self) -> None:
-        """Create the labelled series that can be known in advance at zero: a counter series born at
-        40 shows no increase to rate(), so a first burst of dead letters would go unseen by alerts."""
-        m, topics = self.metrics, self.settings.topics
-        for topic in (topics.features, topics.labels):
-            for reason in REASONS + (FRAMED_REASONS if self.settings.format != "json" else ()):
-                m.dead_letters.labels(reason=reason, topic=topic)
-        for outcome in LABEL_OUTCOMES:
-            m.labels.labels(outcome)
-        for topic in (topics.predictions, topics.label_requests, topics.dead_letters):
-            m.produce_errors.labels(topic=topic)
-        for kind in ("full", "delta", "checkpoint"):
-            m.model_publications.labels(kind=kind)
-        classes = [str(c) for c in self.learner.classes]
-        for c in classes:
-            m.predictions.labels(c)
-        if len(classes) <= _MAX_CLASSES_INITIALISED:
-            for actual in classes:
-                for predicted in classes:
-                    m.labelled_records.labels(**{"class": actual, "predicted": predicted,
-                                                 "correct": str(actual == predicted).lower()})
-
-    def _publish_gauges(self) -> None:
-        m = self.metrics
-        m.pending.set(len(self.pending))
-        for kind, count in self.pending.remembered().items():
-            m.remembered.labels(kind=kind).set(count)
-        m.model_version.set(self.learner.labels_)
-        controller = self.learner.budget
-        if controller is None:
-            m.budget_remaining.set(math.inf)
-            for gauge in (m.query_knob, m.query_rate_aimed, m.query_rate_recent, m.budget_warmup_debt):
-                gauge.set(math.nan)  # nothing aimed at: no alert may compare against it
-        else:
-            m.budget_remaining.set(controller.remaining())
-            m.query_knob.set(controller.knob_value)
-            m.query_rate_aimed.set(controller.rate if controller.records else math.nan)
-            m.query_rate_recent.set(controller.recent_rate())
-            m.budget_warmup_debt.set(controller.debt)
-        m.estimated_error.set(self.totals.estimated_error_rate())
-
-    def _close_scale_window(self) -> None:
-        """Every ``scale_window_s``: export how many features' scales moved >10× in the window."""
-        now = self.clock.monotonic()
-        scaler = self.learner.scaler
-        if scaler is None or now - self._scale_window_at < self.settings.scale_window_s:
-            return
-        self._scale_window_at = now
-        self.metrics.scale_moved.set(scaler.next_window())
+        self.observe.gauges()
 
     def _consumers(self) -> list[Any]:
         """The consumers of the topics this process reads records from (not the lease)."""
         return [c for c in (self._features, self._labels) if c is not None]
 
-    def _observe_lag(self) -> None:
-        now = self.clock.monotonic()
-        if now - self._last_lag_at < _LAG_EVERY_S:
-            return
-        self._last_lag_at = now
-        for consumer in self._consumers():
-            for tp in consumer.assignment():
-                try:
-                    _, high = consumer.get_watermark_offsets(tp, cached=True)
-                except KafkaException:
-                    continue
-                position = self.offsets.next.get((tp.topic, tp.partition))
-                if high >= 0 and position is not None and position > high \
-                        and (tp.topic, tp.partition) not in self.offsets.restarted:
-                    self._out_of_range.append((tp.topic, tp.partition, position))  # the log lost records
-                    continue
-                if high >= 0 and position is not None:
-                    where = {"topic": tp.topic, "partition": str(tp.partition)}
-                    self.metrics.consumer_lag.labels(**where).set(max(0, high - position))
-                    self.metrics.consumer_offset.labels(**where).set(position)
-
-    # -- checkpoints ---------------------------------------------------------------------------------
     def checkpoint(self) -> Any:
         """Make progress durable, then tell Kafka (:mod:`consumer.checkpointing`); what it wrote."""
         return self.checkpoints.run()
@@ -1065,7 +955,7 @@ class Service:
         scatter(state, self._state_parts(), path)
         if self.learner.budget is not None and "learner.budget.format_version" not in state:
             log.warning("%s holds no budget controller state: the controller starts afresh", path)
-        self._refused_seen = 0 if self.learner.budget is None else self.learner.budget.refused
+        self.observe.refused_seen = 0 if self.learner.budget is None else self.learner.budget.refused
         log.info("restored %s: %d labels learnt, %d pending, offsets %s", path, self.learner.labels_,
                  len(self.pending), self.offsets.next)
 

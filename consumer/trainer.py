@@ -33,7 +33,7 @@ import numpy as np
 import orjson
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
-from consumer import steps
+from consumer import messages
 from consumer.checkpointing import Sink, Snapshot
 from consumer.errors import (
     CheckpointError,
@@ -114,7 +114,7 @@ class Trainer(Service):
         self.health.restored = self.health.assigned = True
         self.metrics.ready.set(1.0)
         self._started = True
-        self._publish_gauges()
+        self.observe.gauges()
 
     def _restore_from_topic(self) -> int:
         """Load the newest checkpoint in the model topic; the newest version published there."""
@@ -212,18 +212,18 @@ class Trainer(Service):
         self._expire(now)
         self._settle_parked(now)
         self._reposition()
-        self._observe_lag()
+        self.observe.lag()
         self.health.beat()
         if self._publish_due():
             self._publish()
         self.checkpoints.tick()
         self.metrics.loop_last_iteration.set(self.clock.now())
 
-    def _take_requests(self, messages: Sequence[Any]) -> None:
+    def _take_requests(self, msgs: Sequence[Any]) -> None:
         """Label requests → pending entries (one shared copy of the batch's features); a request for
         an id already pending or already answered is the same request made again, and ignored."""
         s = self.settings
-        good = steps.without_errors(messages, "label-requests", self._out_of_range)
+        good = messages.without_errors(msgs, "label-requests", self._out_of_range)
         if not good:
             return
         now = self.clock.now()
@@ -236,9 +236,9 @@ class Trainer(Service):
                 self._hold_back("requests", self._requests, good, exc)
                 return
             self._registry_backoff["requests"].succeeded()
-        decoded, positions, rejected = steps.decode_features(live, s.n_features, now, values=values, refused=refused)
+        decoded, positions, rejected = messages.decode_features(live, s.n_features, now, values=values, refused=refused)
         for msg, err in rejected:
-            self.emitter.send(s.topics.dead_letters, *steps.dead_letter(msg, err))
+            self.emitter.send(s.topics.dead_letters, *messages.dead_letter(msg, err))
             self.totals.add(f"dead_letters.{msg.topic()}.{err.reason}")
         items: list[tuple[str, Entry]] = []
         statuses = self.pending.statuses(decoded.ids)
@@ -260,9 +260,9 @@ class Trainer(Service):
             parked = self._parked.pop(rid, None)
             if parked is not None:
                 self._apply_labels([parked[0]], now)
-        for partition, offset in steps.last_offsets(*steps.places_of(good)).items():
+        for partition, offset in messages.last_offsets(*messages.places_of(good)).items():
             self.offsets.store(s.topics.label_requests, partition, offset + 1)
-        self._publish_gauges()
+        self.observe.gauges()
 
     def _unknown(self, lab: Label) -> None:
         """Its request may not have been read yet: the label waits for it (see :meth:`_settle_parked`)."""
@@ -303,7 +303,7 @@ class Trainer(Service):
             self.totals.add("labels.unknown")
         if gone:
             log.warning("%d labels matched no label request (counted unknown)", len(gone))
-            self._publish_gauges()
+            self.observe.gauges()
 
     def _request_ends(self) -> dict[int, int] | None:
         ends = {}

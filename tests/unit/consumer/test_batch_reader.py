@@ -14,7 +14,7 @@ import orjson
 import pytest
 from confluent_kafka import TIMESTAMP_CREATE_TIME, Consumer, Producer, TopicPartition
 
-from consumer import batch_reader, steps
+from consumer import batch_reader, messages
 from consumer.demo.broker import CLIENT_SETTINGS, create_topics
 from tests.fakes import FakeConsumer, LocalBroker
 
@@ -127,7 +127,7 @@ def test_times_of_a_batch_fall_back_where_a_message_has_none(kafka_bootstrap):
     while batch is None and time.monotonic() < deadline:
         batch = reader.read(10, 0.1)
     assert batch is not None and len(batch) >= 1
-    times = steps._times_of(batch, now=5.0)  # what a record without "ts" gets in the loop
+    times = messages._times_of(batch, now=5.0)  # what a record without "ts" gets in the loop
     assert times(np.arange(len(batch))).tolist() == [1_700_000_000.0 + i for i in range(len(batch))]
     batch.kinds[0] = 0  # TIMESTAMP_NOT_AVAILABLE
     assert times(np.array([0])).tolist() == [5.0]

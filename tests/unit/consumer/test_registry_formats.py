@@ -13,9 +13,9 @@ from confluent_kafka.schema_registry import SchemaRegistryError
 
 from consumer.config import load_settings
 from consumer.errors import ConfigError, RegistryUnavailable
+from consumer.messages import decode_features, decode_labels
 from consumer.records import FRAMED_REASONS, REASONS, decode_feature_batch, decode_label_batch
 from consumer.registry_formats import Backoff, FramedReader, readers_for
-from consumer.steps import decode_features, decode_labels
 from tests.fakes import FakeMessage
 from tests.registry_helpers import FORMATS, Writer, mock_registry, with_schema_id
 

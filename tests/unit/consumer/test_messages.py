@@ -3,7 +3,7 @@ from dataclasses import dataclass
 import numpy as np
 from confluent_kafka import TIMESTAMP_CREATE_TIME, TIMESTAMP_NOT_AVAILABLE
 
-from consumer.steps import decode_features, decode_labels, last_offsets, message_times, places_of
+from consumer.messages import decode_features, decode_labels, last_offsets, message_times, places_of
 from tests.fakes import FakeMessage
 
 

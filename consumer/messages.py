@@ -1,4 +1,4 @@
-"""The loop's small steps, each a plain function: decoding batches, dead letters, uncertainty.
+"""Batches of Kafka messages as the loop's steps take them: values, places, decoding, dead letters.
 
 They take messages with confluent-kafka's interface (``topic()``, ``partition()``, ``offset()``,
 ``key()``, ``value()``, ``timestamp()``, ``headers()``), so tests drive them with in-memory fakes.
