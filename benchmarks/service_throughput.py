@@ -61,6 +61,8 @@ from consumer.demo.broker import CLIENT_SETTINGS, LABEL_LOOP_FETCH, Broker, crea
 from consumer.fastwrite import pack
 from consumer.kafka import CONSUMER_DEFAULTS, PRODUCER_DEFAULTS, Emitter
 from consumer.service import Service
+from consumer.steps import score as score_module
+from consumer.steps.query import Query
 from learners import make
 from learners.base import Learner
 from learners.datasets import Dataset, synthetic_sparse
@@ -539,8 +541,8 @@ STAGES = (
     (service_module, "scan_job", "lay the next batch out for the scan"),
     (messages, "decode_features", "decode the rest (ids, times, CSR rows)"),
     (Learner, "decide", "score + decide (one compiled call per batch)"),
-    (service_module, "encode_predictions", "write the predictions (compiled writer)"),
-    (Service, "_request", "label requests (pending entries, texts, keys)"),
+    (score_module, "encode_predictions", "write the predictions (compiled writer)"),
+    (Query, "_request", "label requests (pending entries, texts, keys)"),
     (Emitter, "send_packed", "produce the outputs (librdkafka, a call per topic and batch)"),
     (Service, "_take_labels", "labels (decode, join, learn)"),
 )

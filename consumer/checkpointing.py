@@ -131,6 +131,10 @@ class Checkpoints:
         if self._writer is not None:
             self._writer.shutdown(wait=True)
 
+    def count_labels(self, n: int) -> None:
+        """``n`` more labels learnt: a checkpoint is due after ``every_labels`` of them."""
+        self.labels += n
+
     def postpone(self) -> None:
         """The next checkpoint is due an interval from now (one made outside the loop failed)."""
         self.last_at = self.clock.monotonic()

@@ -97,6 +97,12 @@ class Recovery:
     def __len__(self) -> int:
         return len(self.recorded)
 
+    def clear(self) -> None:
+        """Forget what was read back (a read-back that failed half-way is made again)."""
+        self.recorded.clear()
+        self.expected_ids.clear()
+        self.parked.clear()
+
     def add_outputs(self, messages: list[Any], kind: str, reader: OutputReader | None = None) -> None:
         """Index produced predictions (``kind="prediction"``) or label requests (``"request"``).
 

@@ -21,11 +21,8 @@ import gc
 import logging
 import math
 import threading
-from collections import Counter as Tally
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
-from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -34,7 +31,7 @@ from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaException, TopicP
 
 from consumer import batch_reader, messages
 from consumer.batch_reader import BatchReader, Fetched
-from consumer.budget import CostModel, record_times
+from consumer.budget import CostModel
 from consumer.checkpoint import CheckpointPolicy, CheckpointStore
 from consumer.checkpointing import Checkpoints, FileSink, Sink, Snapshot, commit_offsets
 from consumer.clients import KafkaClients
@@ -50,8 +47,7 @@ from consumer.errors import (
     OffsetOutOfRange,
     RegistryUnavailable,
 )
-from consumer.fastjson import ScanJob, run_scan, scan_job, scan_result
-from consumer.fastwrite import Packed, write_label_requests
+from consumer.fastjson import ScanJob, run_scan, scan_job
 from consumer.health import Health, HealthServer
 from consumer.kafka import Emitter, OffsetTracker, consumer_config, offset_reset_policy
 from consumer.learner import LearnerState, build_learner, warm_up
@@ -59,16 +55,19 @@ from consumer.lease import Lease
 from consumer.metrics import Metrics
 from consumer.output_ends import OutputEnds
 from consumer.pending import Entry, PendingStore
-from consumer.records import Label, encode_predictions, pack_keys
+from consumer.records import Label
 from consumer.recovery import Recovery, read_tail
 from consumer.state import Stateful, gather, scatter, upgrade
+from consumer.steps.batch import Batch
+from consumer.steps.join import Join
+from consumer.steps.learn import Learn
 from consumer.steps.observe import Observe
+from consumer.steps.query import Query
+from consumer.steps.score import Score
 from consumer.totals import Totals
 
 if TYPE_CHECKING:  # the registry's modules are loaded only where a framed format asks for them
     from consumer.output_formats import OutputFormat, OutputReader
-from learners.budget import advance_clock
-from learners.inputs import Rows
 
 __all__ = ["Service"]
 
@@ -93,27 +92,6 @@ class _Read(NamedTuple):
     job: ScanJob | None
     scan: Future | None
     refused: dict[int, InvalidRecord] | None = None  # framed values refused before decoding
-
-
-@dataclass(slots=True)
-class _Batch:
-    """A decided batch of feature records, waiting to be emitted."""
-
-    started: float
-    outgoing: list[tuple[str, bytes | None, bytes | None, list | None]] = field(default_factory=list)
-    # (topic, keys, values, the partition of each value's feature record)
-    outputs: list[tuple[str, Packed, Packed, np.ndarray]] = field(default_factory=list)
-    pending: list[tuple[str, Entry]] = field(default_factory=list)
-    requested_ids: set[str] = field(default_factory=set)
-    offsets: dict[tuple[str, int], int] = field(default_factory=dict)  # next offset per partition
-    predicted: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))  # codes, per class
-    probability: np.ndarray = field(default_factory=lambda: np.empty(0))
-    record_ts: np.ndarray = field(default_factory=lambda: np.empty(0))
-    requests: int = 0
-    suppressed: int = 0
-    dead: Tally = field(default_factory=Tally)
-    records: int = 0
-    key_id_mismatches: int = 0
 
 
 class Service:
@@ -181,7 +159,7 @@ class Service:
         self._stopped = threading.Event()  # the same request, for waits that should end on it
         self._partitions_seen: dict[str, list[int]] = {}
         self.recovery_attempts = 0  # start-up attempts to reach the brokers (lease topic, read-back)
-        self._batch: _Batch | None = None
+        self._batch: Batch | None = None
         # the next batch, consumed while this one is decided; its compiled scan runs meanwhile in a
         # thread of its own (the scan releases the GIL), off the loop's critical path
         self._ahead: _Read | None = None
@@ -210,6 +188,14 @@ class Service:
             self.metrics.model_published_version.set(math.nan)
         self.observe = Observe(s, self.metrics, self.totals, self.learner, self.pending, self.offsets, self.clock,
                                self._consumers, self._out_of_range)
+        self.query = Query(self.learner, self.pending, self.recovery, self.costs, s, keeps_pending=self.keeps_pending,
+                           framing=lambda: self._outputs)
+        self.score = Score(self.learner, self.query, s, self.clock, framing=lambda: self._outputs)
+        self.learn = Learn(self.learner, s.n_features, self.costs, self.totals, self.metrics, scored=self.decides,
+                           learnt=self.checkpoints.count_labels, audit=self._audit_learnt())
+        self.join = Join(self.pending, self.learn, self.totals, s.labels, unknown=self._unknown,
+                         retract=lambda rid: self.emitter.send(s.topics.label_requests, rid.encode(), None),
+                         changed=self.observe.gauges)
         params = self.learner.get_params()
         if s.role != "all" and params.get("scale", "none") != "none" and params.get("scale_from") == "scored":
             raise ConfigError("ACTIVESTREAM_LEARNER_PARAMS: scale_from=scored learns the scales from scored records, "
@@ -471,13 +457,13 @@ class Service:
                     # reading ahead serves the group's events: a revocation there takes `read` with it
                     # (its offsets are past the checkpoint the revocation committed)
                     if self._revocations == revocations:
-                        self._batch = self._decide(*read)
+                        self._batch = self.score(*read)
                 finally:
                     _release(read)
         self._reposition()
         if self._batch is not None:
             self._try_emit()
-        self._expire(self.clock.now())
+        self.join.expire(self.clock.now())
         self.observe.lag()
         self.observe.scale_window()
         self.checkpoints.tick()
@@ -593,7 +579,7 @@ class Service:
             self._ahead = None
 
     def _read(self, msgs: Sequence[Any], scan: bool) -> _Read | None:
-        """A batch of feature messages as :meth:`_decide` takes it (None if there is none). With
+        """A batch of feature messages as the score step takes it (None if there is none). With
         ``scan``, the batch is read ahead: its compiled scan starts now in the scan thread."""
         if not msgs:
             return None
@@ -655,142 +641,7 @@ class Service:
             self._features.resume(self._features.assignment())
             self._paused = False
 
-    # -- scoring -----------------------------------------------------------------------------------
-    def _decide(self, good: list[Any], values: list[bytes | None], job: ScanJob | None = None,
-                scan: Future | None = None, refused: dict[int, InvalidRecord] | None = None) -> _Batch:
-        """Decode a batch (messages without an error, and their values), score it in one call,
-        decide queries, and prepare every output. ``job``, ``scan``: the compiled scan of the
-        values, if it was started when the batch was read."""
-        s, learner, topics = self.settings, self.learner, self.settings.topics
-        now = self.clock.now()
-        batch = _Batch(started=self.clock.monotonic())
-        scanned = None if job is None else scan_result(job, *(run_scan(job) if scan is None else scan.result()))
-        decoded, positions, rejected = messages.decode_features(good, s.n_features, now, scanned, values, refused)
-        for msg, err in rejected:
-            batch.outgoing.append((topics.dead_letters, *messages.dead_letter(msg, err)))
-            batch.dead[(msg.topic(), err.reason)] += 1
-        # one topic (the subscription is a literal name); partitions and offsets as columns
-        partitions, offsets = messages.places_of(good)
-        batch.offsets = {(topics.features, p): o + 1 for p, o in messages.last_offsets(partitions, offsets).items()}
-        n = len(decoded.ids)
-        if n == 0:
-            return batch
-        batch.key_id_mismatches = messages.key_id_mismatches(good, decoded)
-        if len(positions) < len(good):
-            partitions, offsets = partitions[positions], offsets[positions]
-        ids, ts = decoded.ids, np.asarray(decoded.ts, dtype=np.float64)
-        controller = learner.budget
-        times = None if controller is None else advance_clock(
-            record_times(ts, now, s.labels.clock_tolerance_s), now, s.labels.clock_tolerance_s, controller.clock)
-        d = learner.decide(decoded.rows, ids=decoded.keys(), times=times)
-        labels, scores, probs, codes = d.label, d.scores.p, d.probability, d.predicted
-        produced = None  # the prediction is already in the topic (recovery)
-        requested = np.zeros(n, dtype=np.bool_)
-        if self.recovery.recorded:
-            labels, scores, probs, codes = labels.tolist(), scores.tolist(), probs.tolist(), codes.tolist()
-            wants, produced = d.query.tolist(), [False] * n
-            for i in range(n):
-                recorded = self.recovery.take((topics.features, int(partitions[i]), int(offsets[i])))
-                if recorded is not None:
-                    self._keep_recorded(i, recorded, labels, scores, probs, wants, codes, produced, requested,
-                                        decoded, batch)
-            asked = [i for i in range(n) if wants[i] and not requested[i]]
-            codes = np.asarray(codes, dtype=np.int64)
-            labels = learner.decode(codes)
-        else:
-            asked = np.flatnonzero(d.query).tolist()
-        granted = self._grant(asked, decoded, batch)
-        if granted:
-            self._request(granted, labels, scores, probs, codes, now, d, decoded, partitions, offsets, batch)
-            requested[granted] = True
-        framing = self._outputs
-        values = encode_predictions(ids, labels.tolist(), scores, probs, requested, ts, learner.labels_, now,
-                                    topics.features, partitions, offsets,
-                                    b"" if framing is None else framing.prefix(topics.predictions))
-        keys, sources = decoded.packed_ids(), partitions
-        if produced is not None and any(produced):
-            left = ~np.array(produced, dtype=np.bool_)
-            keys, values, sources = keys.select(left), values.select(left), sources[left]
-        if framing is not None:
-            values = framing.frame(topics.predictions, values)
-        batch.outputs.append((topics.predictions, keys, values, sources))
-        batch.predicted = codes
-        batch.probability = np.asarray(probs)
-        batch.record_ts = ts
-        batch.records = n
-        return batch
-
-    def _grant(self, asked: list[int], decoded: Any, batch: _Batch) -> list[int]:
-        """The records among ``asked`` whose label is requested: not already pending (nor asked
-        for earlier in the batch), within budget."""
-        ids, requested, waiting = decoded.ids, batch.requested_ids, self.pending.ids()
-        fresh = [i for i in asked if ids[i] not in waiting and ids[i] not in requested]
-        if len({ids[i] for i in fresh}) < len(fresh):  # an id twice in the batch: its first record asks
-            first: dict[str, int] = {}
-            for i in fresh:
-                first.setdefault(ids[i], i)
-            fresh = list(first.values())
-        requested.update(ids[i] for i in fresh)
-        batch.suppressed += len(asked) - len(fresh)  # already waiting for its label
-        return fresh
-
-    def _request(self, granted: list[int], labels: np.ndarray, scores: Any, probs: Any, codes: np.ndarray,
-                 now: float, decisions: Any, decoded: Any, partitions: np.ndarray, offsets: np.ndarray,
-                 batch: _Batch) -> None:
-        """Ask for the labels of the ``granted`` records: a label request each, and a pending entry
-        each, all sharing one copy of their features (one gather for all of them)."""
-        s, version = self.settings, self.learner.labels_
-        expires_at = now + s.labels.ttl_s
-        at = np.asarray(granted)
-        rows = decoded.rows.take(at)
-        score, probability = np.asarray(scores, dtype=np.float64)[at], np.asarray(probs, dtype=np.float64)[at]
-        gap = decisions.scores.gap
-        uncertainty = messages.uncertainty(score, None if gap is None else gap[at])
-        ids, predicted = list(map(decoded.ids.__getitem__, granted)), labels[at].tolist()
-        costs = self.costs.of_many(predicted)
-        if self.keeps_pending:
-            # tuple.__new__ makes each Entry without a Python call per entry (Entry._make costs twice as much)
-            entries = map(tuple.__new__, repeat(Entry), zip(repeat(rows), range(len(granted)), codes[at].tolist(),
-                                                            probability.tolist(), score.tolist(), repeat(now),
-                                                            repeat(expires_at), costs.tolist(), strict=False))
-            batch.pending += zip(ids, entries, strict=True)
-        framing, topic = self._outputs, s.topics.label_requests
-        requests = write_label_requests(ids, decoded.features_packed(granted), predicted, score, probability,
-                                        uncertainty, costs, now, expires_at, version, s.topics.features,
-                                        partitions[at], offsets[at], b"" if framing is None else framing.prefix(topic))
-        if framing is not None:
-            requests = framing.frame(topic, requests)
-        batch.outputs.append((s.topics.label_requests, pack_keys(ids), requests, partitions[at]))
-        batch.requests += len(granted)
-
-    def _keep_recorded(self, i: int, recorded: Any, labels: list, scores: list, probs: list, wants: list,
-                       codes: list, produced: list, requested: list, decoded: Any, batch: _Batch) -> None:
-        """Record i was decided before the restart: keep that decision, do not produce it again."""
-        made = recorded.prediction or recorded.request
-        labels[i] = made["label"] if recorded.prediction else made["prediction"]
-        scores[i], probs[i] = made["score"], made["probability"]
-        codes[i] = self.learner.code_of_prediction(labels[i])
-        produced[i] = recorded.prediction is not None
-        decided_now = wants[i]
-        wants[i] = recorded.prediction["label_requested"] if recorded.prediction else True
-        if self.learner.budget is not None and decided_now != wants[i]:
-            # the controller counts the decision kept, not the one it just made: a request made before
-            # the restart (or one whose prediction landed and whose request was lost with the process,
-            # made again below) is counted, one not made is taken back
-            if wants[i]:
-                self.learner.budget.count_request()
-            else:
-                self.learner.budget.uncount_request()
-        if wants[i] and recorded.request is not None:
-            r = recorded.request
-            if self.keeps_pending:
-                batch.pending.append((decoded.ids[i], Entry(decoded.rows.take([i]), 0, codes[i], probs[i], scores[i],
-                                                            r["requested_at"], r["expires_at"], r["cost"])))
-            batch.requested_ids.add(decoded.ids[i])
-            batch.requests += 1  # made after the checkpoint whose totals were restored: count it again
-            requested[i] = True  # asked before the restart: nothing more to do for it
-
-    def _emit(self, batch: _Batch) -> None:
+    def _emit(self, batch: Batch) -> None:
         """Send a decided batch; raises :class:`Backpressure` before sending anything if it would
         exceed the in-flight limit."""
         self.emitter.reserve(len(batch.outgoing) + sum(len(values) for _, _, values, _ in batch.outputs))
@@ -810,7 +661,7 @@ class Service:
             for rid, _ in batch.pending:
                 parked = self.recovery.unpark(rid)
                 if parked:
-                    self._apply_labels([Label(rid, p["label"], p["cost"], p["ts"]) for p in parked], now)
+                    self.join([Label(rid, p["label"], p["cost"], p["ts"]) for p in parked], now)
         for (topic, partition), next_offset in batch.offsets.items():
             self.offsets.store(topic, partition, next_offset)
         self.observe.batch(batch, now)
@@ -834,30 +685,15 @@ class Service:
         for msg, err in decoded.rejected:
             self.emitter.send(self.settings.topics.dead_letters, *messages.dead_letter(msg, err))
             self.totals.add(f"dead_letters.{msg.topic()}.{err.reason}")
-        self._apply_labels(decoded.records, now)
+        self.join(decoded.records, now)
         # one topic (the subscription is a literal name): the last offset of each partition
         for partition, offset in messages.last_offsets(*messages.places_of(good)).items():
             self.offsets.store(self.settings.topics.labels, partition, offset + 1)
         self.observe.gauges()
 
-    def _apply_labels(self, labels: list[Label], now: float) -> None:
-        """Join labels with their pending requests and learn from them, in arrival order."""
-        entries = self.pending.take_many([lab.id for lab in labels], now, self.settings.labels.duplicates == "all")
-        joined = [(entry, lab) for entry, lab in zip(entries, labels, strict=True) if entry is not None]
-        if len(joined) < len(labels):
-            self._unmatched([lab for entry, lab in zip(entries, labels, strict=True) if entry is None])
-        if joined:
-            self._learn(joined, now, outcome="applied")
-
-    def _unmatched(self, labels: list[Label]) -> None:
-        """Labels without a pending request: counted, or parked until their request is made again."""
-        for lab, status in zip(labels, self.pending.statuses([lab.id for lab in labels]), strict=True):
-            if status == "applied":
-                self.totals.add("labels.duplicate")
-            elif status == "expired":
-                self.totals.add("labels.expired")
-            else:
-                self._unknown(lab)
+    def _audit_learnt(self) -> Callable[[str, list[tuple[Entry, Label]]], None] | None:
+        """What the learn step tells each batch it learnt (None: nothing)."""
+        return None
 
     def _unknown(self, lab: Label) -> None:
         """A label for an id never requested here: parked if a replayed record will request it."""
@@ -865,51 +701,6 @@ class Service:
             self.recovery.park(lab.id, {"label": lab.label, "cost": lab.cost, "ts": lab.ts})
         else:
             self.totals.add("labels.unknown")
-
-    def _learn(self, joined: list[tuple[Entry, Label]], now: float, outcome: str) -> None:
-        entries, labels = zip(*joined, strict=True)
-        column = Entry._make(zip(*entries, strict=True))  # each field of the entries, as a tuple
-        _, values, stated, _ = zip(*labels, strict=True)  # each field of the labels
-        rows = Rows.gather(column.rows, column.row, self.settings.n_features)
-        predicted = np.array(column.predicted, dtype=np.int64)
-        codes = self.learner.encode(values)
-        self.learner.learn_many(rows, codes, predicted=predicted, encoded=True, scored=self.decides,
-                                probability=np.array(column.probability, dtype=np.float64))
-        costs = self.costs.of_many(values, np.array(stated, dtype=np.float64))  # None (no cost stated): NaN
-        weights = 1.0 / np.array(column.probability)
-        mistakes = predicted != codes
-        t = self.totals
-        t.add(f"labels.{outcome}", len(joined))
-        t.add("labelling_cost", float(costs.sum()))
-        if self.learner.budget is not None and outcome == "applied":
-            self.learner.budget.observe_costs(costs)  # what the next requests are planned to cost
-        t.add("labelled_mistakes", int(mistakes.sum()))
-        t.add("importance_weighted_labels", float(weights.sum()))
-        t.add("importance_weighted_mistakes", float(weights[mistakes].sum()))
-        if outcome == "applied":
-            # each (class, predicted) pair once, counted in one pass over a combined code (codes are >= -1)
-            base = int(max(codes.max(), predicted.max())) + 2
-            pairs, counts = np.unique((codes + 1) * base + predicted + 1, return_counts=True)
-            decode = self.learner.decode  # both sides as the model's class values (1.0 and 1 are one class)
-            for actual, guessed, n in zip(decode(pairs // base - 1).tolist(), decode(pairs % base - 1).tolist(),
-                                          counts.tolist(), strict=True):
-                t.add(Totals.labelled_key(actual, guessed), n)
-        self.metrics.label_delay.observe_many(now - np.array(column.requested_at))
-        self.checkpoints.labels += len(joined)
-
-    def _expire(self, now: float) -> None:
-        expired = self.pending.expire(now)
-        if not expired:
-            return
-        labels = self.settings.labels
-        self.totals.add("label_requests_expired", len(expired))
-        if labels.on_expiry == "default":
-            self._learn([(entry, Label(rid, labels.expiry_label, 0.0, now)) for rid, entry in expired], now,
-                        outcome="defaulted")
-        if labels.retract_expired:
-            for rid, _ in expired:
-                self.emitter.send(self.settings.topics.label_requests, rid.encode(), None)
-        self.observe.gauges()
 
     def _consumers(self) -> list[Any]:
         """The consumers of the topics this process reads records from (not the lease)."""
@@ -977,7 +768,7 @@ class Service:
                 break
             except (KafkaException, TimeoutError, RegistryUnavailable) as exc:
                 log.warning("reading back recent decisions failed (%s); retrying in %.0f s", exc, backoff)
-                self.recovery = Recovery()
+                self.recovery.clear()
                 self.health.beat()
                 if self._stopped.wait(backoff):
                     return

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -209,7 +209,7 @@ class Trainer(Service):
             self._take_labels(self._labels.consume(s.batch_size, 0 if requests else s.poll_timeout_s))
         now = self.clock.now()
         self._watch_partitions(now)
-        self._expire(now)
+        self.join.expire(now)
         self._settle_parked(now)
         self._reposition()
         self.observe.lag()
@@ -259,7 +259,7 @@ class Trainer(Service):
         for rid, _ in items:
             parked = self._parked.pop(rid, None)
             if parked is not None:
-                self._apply_labels([parked[0]], now)
+                self.join([parked[0]], now)
         for partition, offset in messages.last_offsets(*messages.places_of(good)).items():
             self.offsets.store(s.topics.label_requests, partition, offset + 1)
         self.observe.gauges()
@@ -317,11 +317,12 @@ class Trainer(Service):
             ends[tp.partition] = high
         return ends
 
-    def _learn(self, joined: list[tuple[Entry, Label]], now: float, outcome: str) -> None:
-        super()._learn(joined, now, outcome)
-        if self.settings.audit_log is not None:
+    def _audit_learnt(self) -> Callable[[str, list[tuple[Entry, Label]]], None]:
+        def audit(outcome: str, joined: list[tuple[Entry, Label]]) -> None:
             self._audit({"epoch": self.epoch, "outcome": outcome, "ids": [lab.id for _, lab in joined],
                          "labels": [lab.label for _, lab in joined]})
+
+        return audit
 
     def _audit(self, line: dict[str, Any]) -> None:
         path = self.settings.audit_log
