@@ -592,7 +592,7 @@ def revocation(*, records: int = 20_000, joins: int = 10, hold_s: float = 3.0, w
                 reading_ahead[0] = False
 
         def on_revoke(consumer: Any, partitions: list) -> None:
-            if consumer is service._features and partitions:
+            if consumer is service.io.features and partitions:
                 writing = service.checkpoints.writing
                 seen.append({"batch_in_hand": reading_ahead[0] or service._batch is not None
                              or service._ahead is not None,

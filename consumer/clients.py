@@ -6,22 +6,43 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Producer
 
 from consumer import rdkafka
+from consumer.batch_reader import BatchReader
 from consumer.config import Settings
 from consumer.errors import ConfigError
-from consumer.kafka import consumer_config, producer_config
+from consumer.kafka import Emitter, consumer_config, producer_config
 from consumer.lease import ensure_lease_topic
 from consumer.logs import kafka_logger
 from consumer.preflight import check_security
 from consumer.rdkafka import BatchProducer
 
-__all__ = ["KafkaClients"]
+__all__ = ["KafkaClients", "Opened"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class Opened:
+    """The clients a process opened at start, where its steps reach them (None before, or where the
+    role has none): the emitter of its outputs, and the consumers of what it reads, with their
+    batch readers."""
+
+    emitter: Emitter | None = None
+    features: Any = None
+    labels: Any = None
+    requests: Any = None  # a trainer's label requests
+    reader: BatchReader | None = None  # the features, read as columns (consumer.batch_reader)
+    label_reader: BatchReader | None = None
+
+    @property
+    def producer(self) -> Any:
+        """The outputs' producer: also asked for topics' partitions."""
+        return self.emitter.producer
 
 
 class KafkaClients:

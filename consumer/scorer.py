@@ -69,20 +69,19 @@ class Scorer(Service):
         self._serve()
         if not self._register_outputs():
             return
-        self.emitter = Emitter(self._clients.producer, self.metrics, s.max_in_flight, self._clients.batch_producer,
+        self.io.emitter = Emitter(self._clients.producer, self.metrics, s.max_in_flight, self._clients.batch_producer,
                                dead_letter_topic=s.topics.dead_letters)
-        self._producer = self.emitter.producer
         self._check_output_partitions()
         self._follower_consumer = self._clients.reader()
         self.follower = ModelFollower(self._follower_consumer, s.topics.model)
         self.follower.start(timeout_s=_MODEL_START_TIMEOUT_S)
         self._follow_model()
         self._floors = self._clients.consumer("outputs")
-        self._features = self._clients.consumer("features")
-        self._reader = batch_reader.attach(self._features, consumer_config(s, "features").get("client.id", ""),
+        self.io.features = self._clients.consumer("features")
+        self.io.reader = batch_reader.attach(self.io.features, consumer_config(s, "features").get("client.id", ""),
                                            s.topics.features)
-        self._features.subscribe([s.topics.features], on_assign=self._on_assign, on_revoke=self._on_revoke)
-        self._publish_io_paths([self._reader])
+        self.io.features.subscribe([s.topics.features], on_assign=self._on_assign, on_revoke=self._on_revoke)
+        self._publish_io_paths([self.io.reader])
         self._warm_up()
         self._follow_model()  # what was published while this scorer started is a catch-up, not a swap
         self.health.restored = True
@@ -140,7 +139,7 @@ class Scorer(Service):
     # -- partitions ---------------------------------------------------------------------------------
     def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         fresh = [tp for tp in partitions if (tp.topic, tp.partition) not in self.offsets.next]
-        if fresh and consumer is self._features:
+        if fresh and consumer is self.io.features:
             self._read_back(fresh)
         super()._on_assign(consumer, partitions)
         self._share_budget(partitions)
@@ -166,7 +165,7 @@ class Scorer(Service):
         s = self.settings
         ps = [tp.partition for tp in fresh]
         try:
-            committed = {tp.partition: tp.offset for tp in self._features.committed(
+            committed = {tp.partition: tp.offset for tp in self.io.features.committed(
                 [TopicPartition(s.topics.features, p) for p in ps], timeout=10)}
             asked = [TopicPartition(t, p) for t in (s.topics.predictions, s.topics.label_requests) for p in ps]
             floors = {(tp.topic, tp.partition): tp.offset for tp in self._floors.committed(asked, timeout=10)}
@@ -191,7 +190,7 @@ class Scorer(Service):
     def _snapshot(self) -> Snapshot:
         """The features offsets and where the output partitions end (after the flush): no state."""
         outputs = self.output_ends.measure(lambda topic, timeout: self._partitions(topic, timeout=timeout),
-                                           self._features)
+                                           self.io.features)
         return Snapshot(dict(self.offsets.next), outputs)
 
     def _close(self, final_checkpoint: bool) -> None:

@@ -34,7 +34,7 @@ from consumer.batch_reader import BatchReader, Fetched
 from consumer.budget import CostModel
 from consumer.checkpoint import CheckpointPolicy, CheckpointStore
 from consumer.checkpointing import Checkpoints, FileSink, Sink, Snapshot, commit_offsets
-from consumer.clients import KafkaClients
+from consumer.clients import KafkaClients, Opened
 from consumer.clock import Clock, SystemClock
 from consumer.config import Settings
 from consumer.errors import (
@@ -122,7 +122,7 @@ class Service:
         self.store = CheckpointStore(s.checkpoint_dir, s.checkpoint.keep)
         policy = CheckpointPolicy(s.checkpoint.every_s, s.checkpoint.every_labels)
         self.checkpoints = Checkpoints(self._sink(), policy=policy, clock=self.clock, metrics=self.metrics,
-                                       flush=lambda t: self.emitter.flush(t), pending=lambda: len(self.emitter),
+                                       flush=lambda t: self.io.emitter.flush(t), pending=lambda: len(self.io.emitter),
                                        snapshot=self._snapshot,
                                        commit=lambda offsets: commit_offsets(self._consumers(), offsets))
         self.output_ends = OutputEnds((s.topics.predictions, s.topics.label_requests), self.clock)
@@ -130,6 +130,7 @@ class Service:
         self.recovery = Recovery()
         self.health = Health(self.clock, s.healthy_loop_age_s)
         self._clients = clients or KafkaClients(s)
+        self.io = Opened()
         # ACTIVESTREAM_FORMAT json-schema or avro: the readers of framed features and labels, and when
         # each topic may be read again after the registry failed (``registry``: a client already
         # made, e.g. confluent-kafka's in-memory one; else one for the settings)
@@ -168,8 +169,6 @@ class Service:
         # where _reposition sent each partition, until a rebalance: kept through the next re-assignments
         self._starts: dict[tuple[str, int], int] = {}
         self._reset_policies = {"features": "earliest", "labels": "earliest"}
-        self._reader: BatchReader | None = None  # the features, read as columns (batch_reader)
-        self._label_reader: BatchReader | None = None  # the labels, likewise
         self._scanner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="activestream-scan")
         self._paused = False
         self._started = False
@@ -177,8 +176,6 @@ class Service:
         self.restored_from: Path | None = None
         self.http: HealthServer | None = None
         self.lease: Lease | None = None
-        self._features: Any = None
-        self._labels: Any = None
         self.metrics.role.labels(role=s.role).set(1.0)
         # the other role's model gauges: NaN, so that per-scorer panels and lags show scorers only
         if s.role != "scorer":
@@ -194,7 +191,7 @@ class Service:
         self.learn = Learn(self.learner, s.n_features, self.costs, self.totals, self.metrics, scored=self.decides,
                            learnt=self.checkpoints.count_labels, audit=self._audit_learnt())
         self.join = Join(self.pending, self.learn, self.totals, s.labels, unknown=self._unknown,
-                         retract=lambda rid: self.emitter.send(s.topics.label_requests, rid.encode(), None),
+                         retract=lambda rid: self.io.emitter.send(s.topics.label_requests, rid.encode(), None),
                          changed=self.observe.gauges)
         params = self.learner.get_params()
         if s.role != "all" and params.get("scale", "none") != "none" and params.get("scale_from") == "scored":
@@ -256,19 +253,18 @@ class Service:
         if not self._register_outputs():
             return
         self._restore()
-        self.emitter = Emitter(self._clients.producer, self.metrics, s.max_in_flight, self._clients.batch_producer,
+        self.io.emitter = Emitter(self._clients.producer, self.metrics, s.max_in_flight, self._clients.batch_producer,
                                dead_letter_topic=s.topics.dead_letters)
-        self._producer = self.emitter.producer
-        self._features = self._clients.consumer("features")
-        self._reader = batch_reader.attach(self._features, consumer_config(s, "features").get("client.id", ""),
+        self.io.features = self._clients.consumer("features")
+        self.io.reader = batch_reader.attach(self.io.features, consumer_config(s, "features").get("client.id", ""),
                                            s.topics.features)
-        self._labels = self._clients.consumer("labels")
-        self._label_reader = batch_reader.attach(self._labels, consumer_config(s, "labels").get("client.id", ""),
+        self.io.labels = self._clients.consumer("labels")
+        self.io.label_reader = batch_reader.attach(self.io.labels, consumer_config(s, "labels").get("client.id", ""),
                                                  s.topics.labels)
-        self._features.subscribe([s.topics.features], on_assign=self._on_assign, on_revoke=self._on_revoke)
-        self._labels.subscribe([s.topics.labels], on_assign=self._on_assign, on_revoke=self._on_revoke)
+        self.io.features.subscribe([s.topics.features], on_assign=self._on_assign, on_revoke=self._on_revoke)
+        self.io.labels.subscribe([s.topics.labels], on_assign=self._on_assign, on_revoke=self._on_revoke)
         self._recover_decisions()
-        self._publish_io_paths([self._reader, self._label_reader])
+        self._publish_io_paths([self.io.reader, self.io.label_reader])
         self._warm_up()
         self.health.restored = True
         self._started = True
@@ -345,7 +341,7 @@ class Service:
         records, None where it reads through Consumer.consume) are batch readers, and whether the
         outputs go through the batch producer or one by one."""
         reads = {"consume" if reader is None else "batch-reader" for reader in readers}
-        produce = "produce" if self.emitter.batch is None else "batch-producer"
+        produce = "produce" if self.io.emitter.batch is None else "batch-producer"
         for direction, paths, used in (("read", ("batch-reader", "consume"), reads),
                                        ("produce", ("batch-producer", "produce"), {produce})):
             for path in paths:
@@ -356,7 +352,7 @@ class Service:
         """Load every compiled loop the first batches need (from numba's on-disk cache, or compile it
         once), so readiness comes after the wait instead of the first records paying for it."""
         warm_up(self.learner, self.settings.n_features,
-                batch_reads=self._reader is not None or self._label_reader is not None)
+                batch_reads=self.io.reader is not None or self.io.label_reader is not None)
 
     def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         self._starts.clear()
@@ -367,15 +363,15 @@ class Service:
             if known is not None:
                 tp.offset = known
         consumer.assign(partitions)
-        reader = self._reader if consumer is self._features else self._label_reader
+        reader = self.io.reader if consumer is self.io.features else self.io.label_reader
         if reader is not None:
             reader.forward(partitions)
-        if consumer is self._features and self._paused and self._batch is None:
+        if consumer is self.io.features and self._paused and self._batch is None:
             consumer.resume(partitions)  # the batch that paused it went with the revocation
             self._paused = False
         for tp in partitions:
             self.metrics.rebalances.labels(topic=tp.topic).inc()
-        if consumer is self._features:
+        if consumer is self.io.features:
             self.health.assigned = bool(partitions)
             self.metrics.ready.set(1.0 if self.health.restored and partitions else 0.0)
         log.info("assigned %s", ", ".join(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in partitions))
@@ -383,7 +379,7 @@ class Service:
     def _on_revoke(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         if self._started and partitions:
             log.info("partitions revoked: checkpointing first")
-            if consumer is self._features:
+            if consumer is self.io.features:
                 # not emitted: the new owner consumes these records again, or this process after
                 # _on_assign has sought back to the offsets of what it did emit
                 self._batch = None
@@ -397,7 +393,7 @@ class Service:
                 # here, _on_assign seeks to the offsets that match this process's model.
                 log.warning("checkpoint before revocation failed, nothing committed: %s", exc)
                 self.checkpoints.postpone()
-        if consumer is self._features:
+        if consumer is self.io.features:
             self.health.assigned = False
             self.metrics.ready.set(0.0)
 
@@ -418,22 +414,22 @@ class Service:
             if final_checkpoint and started:
                 self.checkpoint()
         finally:
-            for name in ("_reader", "_label_reader"):  # their messages and queues go before the consumers
-                reader = getattr(self, name)
+            for name in ("reader", "label_reader"):  # their messages and queues go before the consumers
+                reader = getattr(self.io, name)
                 if reader is not None:
                     reader.close()
-                    setattr(self, name, None)
-            for name in ("_features", "_labels"):
-                client = getattr(self, name, None)
+                    setattr(self.io, name, None)
+            for name in ("features", "labels"):
+                client = getattr(self.io, name)
                 if client is not None:
                     try:
                         client.close()
                     except (KafkaException, RuntimeError) as exc:
                         log.warning("closing %s: %s", name, exc)
-            if getattr(self, "emitter", None) is not None:
+            if self.io.emitter is not None:
                 if not final_checkpoint:
-                    self.emitter.flush(5.0)
-                self.emitter.close()
+                    self.io.emitter.flush(5.0)
+                self.io.emitter.close()
             if self.http is not None:
                 self.http.close()
             self._scanner.shutdown(wait=True, cancel_futures=True)
@@ -446,7 +442,7 @@ class Service:
     def run_once(self) -> None:
         s = self.settings
         self._check_lease()
-        self.emitter.serve()
+        self.io.emitter.serve()
         self._serve_labels()
         if self._batch is None and (self._ahead is not None or self._may_read("features")):
             read, self._ahead = self._ahead or self._read(self._take_features(s.poll_timeout_s), scan=False), None
@@ -476,9 +472,9 @@ class Service:
             return
         # the consumer first: the group's events, and labels fetched before their partitions were
         # forwarded to the reader (older than any the reader holds)
-        self._take_labels(self._labels.consume(s.batch_size, 0))
-        if self._label_reader is not None and self._may_read("labels"):
-            labels = self._label_reader.read(s.batch_size, 0)
+        self._take_labels(self.io.labels.consume(s.batch_size, 0))
+        if self.io.label_reader is not None and self._may_read("labels"):
+            labels = self.io.label_reader.read(s.batch_size, 0)
             if labels is not None:
                 try:
                     self._take_labels(labels)
@@ -491,12 +487,12 @@ class Service:
         and for the records fetched before their partitions were forwarded to the reader, which
         are older than any the reader holds."""
         s = self.settings
-        first = self._features.poll(0 if self._reader is not None else wait_s)
+        first = self.io.features.poll(0 if self.io.reader is not None else wait_s)
         if first is not None:
-            return [first, *self._features.consume(s.batch_size - 1, 0)]
-        if self._reader is None:
+            return [first, *self.io.features.consume(s.batch_size - 1, 0)]
+        if self.io.reader is None:
             return []
-        return self._reader.read(s.batch_size, wait_s) or []
+        return self.io.reader.read(s.batch_size, wait_s) or []
 
     def _reposition(self) -> None:
         """Move each partition whose position its log did not hold where ``auto.offset.reset`` says.
@@ -507,7 +503,7 @@ class Service:
         from its start (``earliest``, the default) or its end (``latest``); ``error`` stops the service.
         The lag observer finds it where a broker answers a fetch beyond its log with nothing; with
         ``auto.offset.reset=error`` librdkafka reports it, and a partition it has no position for."""
-        for reader in (self._reader, self._label_reader):
+        for reader in (self.io.reader, self.io.label_reader):
             if reader is not None and reader.out_of_range:
                 self._out_of_range.extend(reader.out_of_range)
                 reader.out_of_range.clear()
@@ -523,7 +519,7 @@ class Service:
                 self.metrics.offset_resets.labels(topic=topic).inc()
                 if policy == "error":
                     raise OffsetOutOfRange(f"{topic}[{partition}]: offset {offset} is not in the log")
-            consumer = self._features if role == "features" else self._labels
+            consumer = self.io.features if role == "features" else self.io.labels
             start = OFFSET_END if policy == "latest" else OFFSET_BEGINNING
             if offset < 0:  # librdkafka lost the position (no committed offset, or none it could fetch)
                 known = self.offsets.next.get((topic, partition))
@@ -567,10 +563,10 @@ class Service:
                 tp.offset = self._starts.get(at, tp.offset)
         consumer.pause(partitions)
         consumer.assign(partitions)
-        reader = self._reader if consumer is self._features else self._label_reader
+        reader = self.io.reader if consumer is self.io.features else self.io.label_reader
         if reader is not None:
             reader.forward(partitions)
-        if not (consumer is self._features and self._paused):
+        if not (consumer is self.io.features and self._paused):
             consumer.resume(partitions)
 
     def _drop_ahead(self) -> None:
@@ -590,7 +586,7 @@ class Service:
             try:
                 (values, refused), joined = self._framed[0].unframe(values), None
             except RegistryUnavailable as exc:
-                self._hold_back("features", self._features, good, exc)
+                self._hold_back("features", self.io.features, good, exc)
                 if isinstance(good, Fetched):
                     good.release()
                 return None
@@ -629,30 +625,30 @@ class Service:
             self._emit(self._batch)
         except Backpressure:
             if not self._paused:
-                self._features.pause(self._features.assignment())
+                self.io.features.pause(self.io.features.assignment())
                 self._paused = True
-            self.emitter.serve(0.05)  # wait for acknowledgements, not for a fixed time
-            stray = self._features.poll(0)  # keeps the group membership alive while paused
+            self.io.emitter.serve(0.05)  # wait for acknowledgements, not for a fixed time
+            stray = self.io.features.poll(0)  # keeps the group membership alive while paused
             if stray is not None and stray.error() is None:
-                self._features.seek(TopicPartition(stray.topic(), stray.partition(), stray.offset()))
+                self.io.features.seek(TopicPartition(stray.topic(), stray.partition(), stray.offset()))
             return
         self._batch = None
         if self._paused:
-            self._features.resume(self._features.assignment())
+            self.io.features.resume(self.io.features.assignment())
             self._paused = False
 
     def _emit(self, batch: Batch) -> None:
         """Send a decided batch; raises :class:`Backpressure` before sending anything if it would
         exceed the in-flight limit."""
-        self.emitter.reserve(len(batch.outgoing) + sum(len(values) for _, _, values, _ in batch.outputs))
-        self.emitter.send_many(batch.outgoing)
+        self.io.emitter.reserve(len(batch.outgoing) + sum(len(values) for _, _, values, _ in batch.outputs))
+        self.io.emitter.send_many(batch.outgoing)
         for topic, keys, values, sources in batch.outputs:
             if not self.pins_outputs:
-                self.emitter.send_packed(topic, keys, values)
+                self.io.emitter.send_packed(topic, keys, values)
                 continue
             for p in np.unique(sources).tolist():
                 at = np.flatnonzero(sources == p)
-                self.emitter.send_packed(topic, keys.select(at), values.select(at), partition=p)
+                self.io.emitter.send_packed(topic, keys.select(at), values.select(at), partition=p)
         now = self.clock.now()
         for pushed_id, _ in self.pending.add_many(batch.pending, now):
             log.warning("pending store full: request %s expired early", pushed_id)
@@ -678,12 +674,12 @@ class Service:
             else:
                 decoded = messages.decode_labels(good, self.learner._codes, now, framed=framed)
         except RegistryUnavailable as exc:
-            self._hold_back("labels", self._labels, good, exc)
+            self._hold_back("labels", self.io.labels, good, exc)
             return
         if framed is not None:
             self._registry_backoff["labels"].succeeded()
         for msg, err in decoded.rejected:
-            self.emitter.send(self.settings.topics.dead_letters, *messages.dead_letter(msg, err))
+            self.io.emitter.send(self.settings.topics.dead_letters, *messages.dead_letter(msg, err))
             self.totals.add(f"dead_letters.{msg.topic()}.{err.reason}")
         self.join(decoded.records, now)
         # one topic (the subscription is a literal name): the last offset of each partition
@@ -704,7 +700,7 @@ class Service:
 
     def _consumers(self) -> list[Any]:
         """The consumers of the topics this process reads records from (not the lease)."""
-        return [c for c in (self._features, self._labels) if c is not None]
+        return [c for c in (self.io.features, self.io.labels) if c is not None]
 
     def checkpoint(self) -> Any:
         """Make progress durable, then tell Kafka (:mod:`consumer.checkpointing`); what it wrote."""
@@ -721,8 +717,8 @@ class Service:
     def _snapshot(self) -> Snapshot:
         """Step 2: the offsets, where the outputs end, and copies of every part of the state."""
         offsets = dict(self.offsets.next)
-        outputs = {} if self._features is None else self.output_ends.measure(
-            lambda topic, timeout: self._partitions(topic, timeout=timeout), self._features)
+        outputs = {} if self.io.features is None else self.output_ends.measure(
+            lambda topic, timeout: self._partitions(topic, timeout=timeout), self.io.features)
         self.recovery.forget_before(offsets)
         s = self.settings
         state = gather(self._state_parts(), {"created_at": self.clock.now(), "instance": s.instance,
@@ -780,7 +776,7 @@ class Service:
         """The topic's partitions; the last known list when the broker does not answer within
         ``timeout`` seconds (unless ``required``, where the error is raised)."""
         try:
-            metadata = self._producer.list_topics(topic, timeout=timeout)
+            metadata = self.io.producer.list_topics(topic, timeout=timeout)
         except KafkaException:
             if required or topic not in self._partitions_seen:
                 raise

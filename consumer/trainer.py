@@ -70,7 +70,6 @@ class Trainer(Service):
         super().__init__(*args, **kwargs)
         self.publisher: ModelPublisher | None = None
         self.epoch = 0
-        self._requests: Any = None
         # id → [label, parked at (wall clock), horizon: {partition: end} of the requests topic or None]
         self._parked: dict[str, list[Any]] = {}
         self._parked_checked_at = -math.inf
@@ -95,17 +94,16 @@ class Trainer(Service):
         self._serve()
         if not self._take_lease():
             return
-        self.emitter = Emitter(self._clients.producer, self.metrics, s.max_in_flight,
+        self.io.emitter = Emitter(self._clients.producer, self.metrics, s.max_in_flight,
                                dead_letter_topic=s.topics.dead_letters)
-        self._producer = self.emitter.producer
         self.publisher = ModelPublisher(self._clients.model_producer(), s.topics.model, chunk_bytes=s.model.chunk_bytes,
                                         full_every=s.model.full_every, transactional=True)
         last = self._restore_from_topic()
         self.publisher.start(self.epoch, last)
-        self._requests = self._clients.consumer("trainer")
-        self._labels = self._clients.consumer("labels")
-        self._assign_all(self._requests, s.topics.label_requests)
-        self._assign_all(self._labels, s.topics.labels)
+        self.io.requests = self._clients.consumer("trainer")
+        self.io.labels = self._clients.consumer("labels")
+        self._assign_all(self.io.requests, s.topics.label_requests)
+        self._assign_all(self.io.labels, s.topics.labels)
         self._partitions_listed_at = self.clock.now()
         self._publish_io_paths([None])  # label requests and labels, through Consumer.consume
         self._warm_up()
@@ -163,7 +161,7 @@ class Trainer(Service):
         if now - self._partitions_listed_at < _PARTITIONS_EVERY_S:
             return
         s = self.settings
-        topics = ((self._requests, s.topics.label_requests), (self._labels, s.topics.labels))
+        topics = ((self.io.requests, s.topics.label_requests), (self.io.labels, s.topics.labels))
         try:
             found = [self._partitions(topic, required=True, timeout=_PARTITIONS_TIMEOUT_S) for _, topic in topics]
         except KafkaException as exc:  # the broker is away: the next look will do
@@ -179,7 +177,7 @@ class Trainer(Service):
                 log.info("reading %s[%s] too: partitions added", topic, ",".join(map(str, added)))
 
     def _consumers(self) -> list[Any]:
-        return [c for c in (self._requests, self._labels) if c is not None]
+        return [c for c in (self.io.requests, self.io.labels) if c is not None]
 
     def _shutdown(self) -> None:
         if self._started and self.learner.labels_ > self._published_labels:
@@ -190,23 +188,23 @@ class Trainer(Service):
         try:
             super()._close(final_checkpoint)
         finally:
-            if self._requests is not None:
+            if self.io.requests is not None:
                 try:
-                    self._requests.close()
+                    self.io.requests.close()
                 except (KafkaException, RuntimeError) as exc:
                     log.warning("closing the requests consumer: %s", exc)
-                self._requests = None
+                self.io.requests = None
 
     # -- one iteration -------------------------------------------------------------------------------------
     def run_once(self) -> None:
         s = self.settings
         self._check_lease()
-        self.emitter.serve()
+        self.io.emitter.serve()
         # not while the schema registry is being waited for (framed requests of a schema not seen yet)
-        requests = self._requests.consume(s.batch_size, 0) if self._may_read("requests") else []
+        requests = self.io.requests.consume(s.batch_size, 0) if self._may_read("requests") else []
         self._take_requests(requests)
         if self._may_read("labels"):  # not while the schema registry is being waited for
-            self._take_labels(self._labels.consume(s.batch_size, 0 if requests else s.poll_timeout_s))
+            self._take_labels(self.io.labels.consume(s.batch_size, 0 if requests else s.poll_timeout_s))
         now = self.clock.now()
         self._watch_partitions(now)
         self.join.expire(now)
@@ -233,12 +231,12 @@ class Trainer(Service):
             try:
                 values, refused = self._output_reader.plain_many([m.value() for m in live])
             except RegistryUnavailable as exc:
-                self._hold_back("requests", self._requests, good, exc)
+                self._hold_back("requests", self.io.requests, good, exc)
                 return
             self._registry_backoff["requests"].succeeded()
         decoded, positions, rejected = messages.decode_features(live, s.n_features, now, values=values, refused=refused)
         for msg, err in rejected:
-            self.emitter.send(s.topics.dead_letters, *messages.dead_letter(msg, err))
+            self.io.emitter.send(s.topics.dead_letters, *messages.dead_letter(msg, err))
             self.totals.add(f"dead_letters.{msg.topic()}.{err.reason}")
         items: list[tuple[str, Entry]] = []
         statuses = self.pending.statuses(decoded.ids)
@@ -307,9 +305,9 @@ class Trainer(Service):
 
     def _request_ends(self) -> dict[int, int] | None:
         ends = {}
-        for tp in self._requests.assignment():
+        for tp in self.io.requests.assignment():
             try:
-                _, high = self._requests.get_watermark_offsets(tp, cached=True)
+                _, high = self.io.requests.get_watermark_offsets(tp, cached=True)
             except KafkaException:
                 return None
             if high < 0:
@@ -336,7 +334,7 @@ class Trainer(Service):
         starts: dict[Any, dict[tuple[str, int], int]] = {}
         while self._out_of_range:
             topic, partition, offset = self._out_of_range.pop(0)
-            consumer = self._requests if topic == self.settings.topics.label_requests else self._labels
+            consumer = self.io.requests if topic == self.settings.topics.label_requests else self.io.labels
             log.error("%s[%d]: offset %d is not in the log: reading it from its start", topic, partition, offset)
             self.metrics.offset_resets.labels(topic=topic).inc()
             self.offsets.restart(topic, partition)

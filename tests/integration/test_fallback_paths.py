@@ -31,8 +31,8 @@ def test_without_librdkafka_every_record_is_predicted_once_and_every_label_appli
 
     first = Service(settings, serve_http=False)
     first.start()
-    assert first._reader is None and first._label_reader is None  # the paths under test
-    assert first.emitter.batch is None
+    assert first.io.reader is None and first.io.label_reader is None  # the paths under test
+    assert first.io.emitter.batch is None
     value = first.metrics.registry.get_sample_value
     assert [value("activestream_io_path", {"direction": d, "path": p}) for d, p in
             (("read", "consume"), ("read", "batch-reader"), ("produce", "produce"), ("produce", "batch-producer"))] \
@@ -45,7 +45,7 @@ def test_without_librdkafka_every_record_is_predicted_once_and_every_label_appli
 
     second = Service(settings, serve_http=False)
     second.start()
-    assert second.restored_from is not None and second._reader is None
+    assert second.restored_from is not None and second.io.reader is None
     produce_features(kafka_bootstrap, topics["features"], records[600:])
     run_until(second, lambda: second.totals.get("records_scored") >= 1200, what="the remaining 600")  # totals restored
     annotator.answer(timeout=1.0)

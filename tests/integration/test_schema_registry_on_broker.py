@@ -104,7 +104,7 @@ def test_framed_outputs_are_read_by_registry_consumers_and_by_the_service_after_
     produce(kafka_bootstrap, topics["features"], [(rid, orjson.dumps({"id": rid, "features": x}))
                                                   for rid, x in records[100:]])
     run_until(first, lambda: first.totals.get("records_scored") == 200, what="features scored after the checkpoint")
-    assert first.emitter.flush(30)
+    assert first.io.emitter.flush(30)
     predictions = outputs("predictions", 200)
     assert [p["id"] for p in predictions] == [rid for rid, _ in records]
     requests = outputs("label_requests", first.totals.get("label_requests"))

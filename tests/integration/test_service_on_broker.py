@@ -289,13 +289,13 @@ def two_replicas(bootstrap: str, tmp_path, n: int) -> tuple[dict, dict, Service,
     first, second = (service_for(settings_for(bootstrap, topics, tmp_path / name, batch_size=100, group_id=group,
                                               role="scorer"), serve_http=False) for name in ("a", "b"))
     first.start()
-    assert first._reader is not None  # the features are read as columns, the path under test
+    assert first.io.reader is not None  # the features are read as columns, the path under test
     paths = {(d, p): first.metrics.registry.get_sample_value("activestream_io_path", {"direction": d, "path": p})
              for d, p in (("read", "batch-reader"), ("read", "consume"), ("produce", "batch-producer"))}
     assert paths == {("read", "batch-reader"): 1.0, ("read", "consume"): 0.0, ("produce", "batch-producer"): 1.0}
     run_until(first, lambda: first.totals.get("records_scored") >= 500, what="500 scored by the first replica")
     second.start()
-    run_until([first, second], lambda: len(second._features.assignment()) == 1 == len(first._features.assignment()),
+    run_until([first, second], lambda: len(second.io.features.assignment()) == 1 == len(first.io.features.assignment()),
               what="a partition each")
     return topics, truth, first, second
 
@@ -331,7 +331,7 @@ def test_a_replica_that_stops_mid_stream_hands_its_partition_over_and_every_reco
         run_until([first, second], lambda: scored(first, second) >= 1500, what="half scored by both")
         first.request_stop()
         first._shutdown()  # as on SIGTERM: final checkpoint, offsets committed, the group left
-        run_until(second, lambda: len(second._features.assignment()) == 2, what="both partitions with the second")
+        run_until(second, lambda: len(second.io.features.assignment()) == 2, what="both partitions with the second")
         run_until(second, lambda: scored(first, second) >= 3000, what="every record scored")
     finally:
         second.request_stop()

@@ -224,13 +224,13 @@ def test_records_fetched_before_the_forward_are_scored_first_through_the_consume
     service.start()
     totals = service.totals
     try:
-        assert service._reader is not None
+        assert service.io.reader is not None
         kafka.run_until(service, lambda: totals.get("records_scored") >= 200 and held.deferred, what="200 unforwarded")
         assert sum(held.through) == 0
         held.release()  # the rest of the 500 already sit on the consumer's queue
         kafka.produce_features(kafka_bootstrap, topics["features"], records[500:])
         # newer records wait in the reader while older ones remain on the consumer's queue
-        kafka.wait_for(lambda: service._reader.queued() > 0, 30, "nothing fetched for the reader")
+        kafka.wait_for(lambda: service.io.reader.queued() > 0, 30, "nothing fetched for the reader")
         kafka.run_until(service, lambda: totals.get("records_scored") >= 1000, what="every record scored")
     finally:
         service.request_stop()
@@ -264,7 +264,7 @@ def test_labels_fetched_before_the_forward_are_applied_first_through_the_consume
         assert p.flush(10) == 0
 
     try:
-        assert service._label_reader is not None
+        assert service.io.label_reader is not None
         kafka.produce_features(kafka_bootstrap, topics["features"], records)
         kafka.run_until(service, lambda: totals.get("records_scored") >= 400 and held.deferred, what="scored")
         requested = [r["id"] for r in (orjson.loads(m.value()) for m in
@@ -276,7 +276,7 @@ def test_labels_fetched_before_the_forward_are_applied_first_through_the_consume
         assert sum(held.through) == 0
         held.release()  # the rest of the first half already sit on the consumer's queue
         answer(requested[half:])
-        kafka.wait_for(lambda: service._label_reader.queued() > 0, 30, "no label fetched for the reader")
+        kafka.wait_for(lambda: service.io.label_reader.queued() > 0, 30, "no label fetched for the reader")
         kafka.run_until(service, lambda: totals.get("labels.applied") >= len(requested), what="every label applied")
         service.checkpoint()
     finally:

@@ -127,6 +127,6 @@ def test_without_a_batch_producer_the_outputs_are_produced_one_by_one(harness, m
     monkeypatch.setattr(harness.clients, "batch_producer", None, raising=False)
     service = harness.new_service()
     service.start()
-    assert service.emitter.batch is None
+    assert service.io.emitter.batch is None
     assert io_paths(service.metrics)[("produce", "produce")] == 1.0
     assert io_paths(service.metrics)[("produce", "batch-producer")] == 0.0

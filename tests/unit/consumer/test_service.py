@@ -240,7 +240,7 @@ def test_retract_expired_produces_a_tombstone_per_request(tmp_path):
     ids = h.requested_ids()
     h.clock.advance(11)
     h.service.run_once()
-    h.service.emitter.serve()
+    h.service.io.emitter.serve()
     tombstones = [m.key().decode() for m in h.broker.messages("label-requests") if m.value() is None]
     assert tombstones == ids
 
@@ -539,7 +539,7 @@ def test_crash_after_checkpoint_keeps_decisions_and_applies_each_label_once(harn
     for rid in b_requests:
         h.label(rid, 1)
     first.run_once()
-    first.emitter.serve()
+    first.io.emitter.serve()
     labels_before_crash = first.learner.labels_
     w_before_crash = first.learner.rule.w_.copy()
     outputs_before = (len(h.out("predictions")), len(h.out("label-requests")))
@@ -571,7 +571,7 @@ def test_backpressure_holds_the_decided_batch_and_pauses_features(tmp_path):
     h.hold(False)
     h.service.run_once()
     h.service.run_once()
-    h.service.emitter.serve()
+    h.service.io.emitter.serve()
     assert h.service._batch is None and not h.service._paused
     assert len(h.out("predictions")) == 16
 
@@ -609,8 +609,8 @@ def test_a_checkpoint_asks_an_absent_broker_for_a_bounded_time_then_keeps_the_la
         h.clock.advance(timeout)
         raise KafkaException(KafkaError(KafkaError._TRANSPORT))
 
-    monkeypatch.setattr(h.service._producer, "list_topics", away)
-    monkeypatch.setattr(h.service._features, "offsets_for_times", away)
+    monkeypatch.setattr(h.service.io.producer, "list_topics", away)
+    monkeypatch.setattr(h.service.io.features, "offsets_for_times", away)
     h.service.checkpoint()
     assert 0 < sum(waited) <= output_ends.TIMEOUT_S + output_ends.MIN_WAIT_S
     state = h.service.store.latest()[1]
@@ -630,14 +630,14 @@ def test_a_failed_final_checkpoint_closes_every_client_once_and_exits_with_1(tmp
     assert h.service.run() == 1
     assert "disk full" in caplog.text
     assert h.clients.producers and all(p.closed for p in h.clients.producers)
-    assert h.service._features.closed and h.service._labels.closed
+    assert h.service.io.features.closed and h.service.io.labels.closed
 
 
 def test_consumer_errors_among_the_records_are_logged_and_skipped(tmp_path, caplog):
     h = Harness(tmp_path, batch_size=4)
     h.service.start()
-    h.service._features.partition_eof = True  # librdkafka reports a partition's end as an error message
-    h.service._labels.partition_eof = True
+    h.service.io.features.partition_eof = True  # librdkafka reports a partition's end as an error message
+    h.service.io.labels.partition_eof = True
     feed(h, 6)
     for _ in range(4):
         h.service.run_once()
@@ -659,7 +659,7 @@ def test_a_revocation_drops_only_the_revoked_consumers_records_and_loses_none(tm
     assert h.service._batch is not None and h.service._ahead is not None
     h.hold(False)
     h.deliver()
-    consumer = getattr(h.service, f"_{revoked}")
+    consumer = getattr(h.service.io, revoked)
     partitions = consumer.assignment()
     h.service._on_revoke(consumer, partitions)
     # the features' own records are dropped only with their consumer, which is then sought back
@@ -667,7 +667,7 @@ def test_a_revocation_drops_only_the_revoked_consumers_records_and_loses_none(tm
     h.service._on_assign(consumer, partitions)
     for _ in range(6):
         h.service.run_once()
-        h.service.emitter.serve()
+        h.service.io.emitter.serve()
     assert sorted(p["id"] for p in h.out("predictions")) == sorted(f"r{i}" for i in range(12))
 
 
@@ -676,7 +676,7 @@ def test_a_revocation_while_reading_ahead_takes_the_batch_in_hand_with_it(tmp_pa
     h.service.start()
     feed(h, 12)
     h.service.run_once()  # r0-r3 emitted; r4-r7 read ahead
-    consumer = h.service._features
+    consumer = h.service.io.features
     poll = consumer.poll
 
     def revoked_here(timeout: float = -1):  # the group's rebalance, served by the next read ahead
@@ -688,7 +688,7 @@ def test_a_revocation_while_reading_ahead_takes_the_batch_in_hand_with_it(tmp_pa
     consumer.poll = revoked_here
     for _ in range(3):
         h.service.run_once()
-        h.service.emitter.serve()
+        h.service.io.emitter.serve()
     # r4-r7 were read before the revocation: the new owner starts from the committed offset 4
     assert [p["id"] for p in h.out("predictions")] == [f"r{i}" for i in range(4)]
     assert h.broker.committed[(h.settings.group_id, "features", 0)] == 4
@@ -702,8 +702,8 @@ def test_a_retriable_delivery_error_is_resent(harness):
     h.raw_feature(b"{not json", b"bad")
     feed(h, 5)
     h.service.run_once()
-    h.service.emitter.serve()
-    h.service.emitter.serve()
+    h.service.io.emitter.serve()
+    h.service.io.emitter.serve()
     assert [m.value() for m in h.broker.messages("dead-letters")] == [b"{not json"]
     assert sorted(p["id"] for p in h.out("predictions")) == [f"r{i}" for i in range(5)]
     assert h.service.metrics.produce_errors.labels(topic="dead-letters")._value.get() == 1
@@ -745,13 +745,13 @@ def assert_checkpoint_refused(h: Harness, failed: str) -> None:
 def test_a_failed_output_of_a_batch_is_resent_and_a_fatal_one_stops_before_any_commit(harness):
     h = harness
     h.service.start()
-    batch = h.service.emitter.batch
+    batch = h.service.io.emitter.batch
     assert batch in h.clients.producers  # predictions and label requests go through the batch producer
     batch.fail = [KafkaError(KafkaError.REQUEST_TIMED_OUT)]
     feed(h, 5)
     h.service.run_once()
-    h.service.emitter.serve()
-    h.service.emitter.serve()
+    h.service.io.emitter.serve()
+    h.service.io.emitter.serve()
     assert sorted(p["id"] for p in h.out("predictions")) == [f"r{i}" for i in range(5)]
     assert len(h.out("label-requests")) == h.service.totals.get("label_requests") > 0
     errors = h.service.metrics.produce_errors
@@ -765,10 +765,10 @@ def test_a_failed_output_of_a_batch_is_resent_and_a_fatal_one_stops_before_any_c
 def test_outputs_the_batch_producer_refuses_go_out_one_by_one_with_a_warning(harness, caplog):
     h = harness
     h.service.start()
-    h.service.emitter.batch.refuse = {1, 3}  # its queue is full for two of the first batch's messages
+    h.service.io.emitter.batch.refuse = {1, 3}  # its queue is full for two of the first batch's messages
     feed(h, 5)
     h.service.run_once()  # a new model asks for every label: the label requests go out first
-    h.service.emitter.flush(1.0)
+    h.service.io.emitter.flush(1.0)
     ids = [f"r{i}" for i in range(5)]
     assert sorted(r["id"] for r in h.out("label-requests")) == sorted(p["id"] for p in h.out("predictions")) == ids
     assert "2 of 5 messages to label-requests refused by the batch producer" in caplog.text
@@ -838,7 +838,7 @@ def test_revocation_writes_a_checkpoint(harness):
     h.service.start()
     feed(h, 5)
     h.service.run_once()
-    h.service._on_revoke(h.service._features, h.service._features.assignment())
+    h.service._on_revoke(h.service.io.features, h.service.io.features.assignment())
     assert len(h.service.store.paths()) == 1
     assert not h.service.health.assigned
 
@@ -852,7 +852,7 @@ def test_a_failed_checkpoint_at_revocation_commits_nothing_and_does_not_raise(tm
     h.hold(True)  # the broker is away: the flush cannot finish
     feed(h, 5)
     h.service.run_once()
-    h.service._on_revoke(h.service._features, h.service._features.assignment())
+    h.service._on_revoke(h.service.io.features, h.service.io.features.assignment())
     assert h.service.metrics.checkpoint_failures._value.get() == 1
     assert h.service.store.paths() == [] and h.broker.committed == {}
     assert not h.service.health.assigned
@@ -1000,11 +1000,11 @@ def test_a_standby_in_role_all_consumes_nothing_until_it_holds_the_lease(tmp_pat
     runner = threading.Thread(target=standby.start)
     runner.start()
     wait_until(lambda: lease.polls >= 3, "the standby joined and waits")
-    assert standby._features is None and standby._labels is None and not standby.health.ready()[0]
+    assert standby.io.features is None and standby.io.labels is None and not standby.health.ready()[0]
     assert standby.metrics.trainer_active._value.get() == 0.0
     lease.grant(0)  # the active process left the group
     runner.join(10)
-    assert standby._features is not None and standby.lease.held and standby.health.restored
+    assert standby.io.features is not None and standby.lease.held and standby.health.restored
     standby._shutdown()
 
 
@@ -1154,8 +1154,9 @@ def _repositioning(consumer: _Positions):
 
     from consumer.kafka import OffsetTracker
 
-    return SimpleNamespace(_starts={}, offsets=OffsetTracker(), _features=consumer, _reader=None, _label_reader=None,
-                           _paused=False)
+    from consumer.clients import Opened
+
+    return SimpleNamespace(_starts={}, offsets=OffsetTracker(), io=Opened(features=consumer), _paused=False)
 
 
 def test_a_lost_position_is_left_by_a_seek_where_librdkafka_allows_one():

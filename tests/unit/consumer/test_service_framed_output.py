@@ -66,7 +66,7 @@ def test_crash_after_checkpoint_with_framed_outputs_keeps_decisions_and_applies_
     for rid in b_requests:
         h.label(rid, 1)
     first.run_once()
-    first.emitter.serve()
+    first.io.emitter.serve()
     labels_before_crash = first.learner.labels_
     w_before_crash = first.learner.rule.w_.copy()
     predictions_before = f.out("predictions")

@@ -58,17 +58,17 @@ def test_partitions_added_to_requests_and_labels_are_read_and_each_label_applied
         label(broker, rid, 1)
     assert {m.partition() for m in broker.messages("labels")} == {0, 1, 2}
     trainer.run_once()
-    listing = trainer._producer.list_topics
+    listing = trainer.io.producer.list_topics
 
     def away(*args, **kwargs):
         raise KafkaException(KafkaError(KafkaError._TRANSPORT))
 
-    trainer._producer.list_topics = away  # while the broker does not answer, no parked label is given up
+    trainer.io.producer.list_topics = away  # while the broker does not answer, no parked label is given up
     for _ in range(3):
         trainer.clock.advance(_PARTITIONS_EVERY_S)
         trainer.run_once()
     assert trainer.totals.get("labels.unknown") == 0
-    trainer._producer.list_topics = listing
+    trainer.io.producer.list_topics = listing
     for i, rid in enumerate(added):
         broker.append("label-requests", orjson.dumps({**template, "id": rid, "source": f"features:0:{40 + i}"}),
                       rid.encode(), partition=i % 3)
@@ -76,8 +76,8 @@ def test_partitions_added_to_requests_and_labels_are_read_and_each_label_applied
         trainer.clock.advance(_PARTITIONS_EVERY_S)
         trainer.run_once()
 
-    assert {tp.partition for tp in trainer._requests.assignment()} == {0, 1, 2}
-    assert {tp.partition for tp in trainer._labels.assignment()} == {0, 1, 2}
+    assert {tp.partition for tp in trainer.io.requests.assignment()} == {0, 1, 2}
+    assert {tp.partition for tp in trainer.io.labels.assignment()} == {0, 1, 2}
     assert trainer.learner.labels_ == 100  # every label once: none lost, none twice
     assert trainer.totals.get("labels.unknown") == 0 and trainer.totals.get("labels.duplicate") == 0
     assert trainer.metrics.rebalances.labels(topic="labels")._value.get() == 3  # partition 0, then 1 and 2

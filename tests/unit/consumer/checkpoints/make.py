@@ -13,9 +13,11 @@ Run it with PYTHONPATH set to a worktree of the commit a fixture is named after 
 ``trainer OUTFILE`` drives a scorer and a trainer on that broker and saves, with ``np.savez``, the
                     state dict the trainer passes to ``publisher.publish_checkpoint`` (parts included).
 
-Either prints, on stdout, a JSON object of the facts a loader should restore (as written, then as
-read back by the same commit's code: a fresh service restored from the fixture); it exits 1 if the
-two differ. ``--facts FILE`` also writes that object to FILE.
+``expected OUT.json NAME=FACTS...`` assembles expected.json from the ``--facts`` files (no project code).
+
+``all`` and ``trainer`` print, on stdout, a JSON object of the facts a loader should restore (as
+written, then as read back by the same commit's code: a fresh service restored from the fixture);
+it exits 1 if the two differ. ``--facts FILE`` also writes that object to FILE.
 
 The script uses only what every commit it was run at has (``Service``, ``load_settings``,
 ``ManualClock``, ``tests.fakes``) and branches where they differ (the memory of answered ids:
@@ -27,6 +29,47 @@ default (paa-1 before the default learners changed, lr-ada-entropy-rff later, pa
 from __future__ import annotations
 
 import sys
+
+
+# -- expected.json: assembled from --facts files, without the project's code --------------------------
+def assemble(out: str, facts_files: list[str]) -> int:
+    """``make.py expected OUT.json NAME=FACTS.json...``: the facts a loader should restore, by fixture."""
+    import json
+    from pathlib import Path
+
+    expected = {}
+    for arg in facts_files:
+        name, path = arg.split("=", 1)
+        report = json.loads(Path(path).read_text())
+        if not report["read_back_matches"]:
+            raise SystemExit(f"{path}: its read-back did not match what was written")
+        w = report["written"]
+        entry = {
+            "commit": report["commit"], "role": report["role"], "files": report["files"],
+            "settings": report["settings"], "created_at": report["file"]["service_meta"]["created_at"],
+            "memory_layout": "fingerprints in parts" if any(".applied." in k for k in report["file"]["keys"])
+            else "ids" if "pending.applied_ids" in report["file"]["keys"] else "?",
+            "learner_budget_format_version": report["file"]["learner_budget_format_version"],
+            "learner_meta": report["file"]["learner_meta"],
+            "learner": w["learner"], "labels_": w["labels_"], "updates_": w["updates_"], "rounds_": w["rounds_"],
+            "pending_count": w["pending_count"], "pending_ids": w["pending_ids"],
+            "applied_count": w["applied_count"], "applied_examples": w["applied_ids"][:2] + w["applied_ids"][-1:],
+            "applied_ids": w["applied_ids"],
+            "expired_count": w["expired_count"], "expired_examples": w["expired_ids"][:2] + w["expired_ids"][-1:],
+            "expired_ids": w["expired_ids"],
+            "forgotten_count": len(w["forgotten_ids"]), "forgotten_examples": w["forgotten_ids"][:3],
+            "totals": w["totals"], "offsets": w["offsets"], "outputs": w["outputs"],
+        }
+        if "parked_ids" in w:
+            entry["parked_ids"] = w["parked_ids"]
+            entry["parts"] = report["file"]["parts"]
+        expected[name] = entry
+    Path(out).write_text(json.dumps(expected, indent=1, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["expected"]:
+    sys.exit(assemble(sys.argv[2], sys.argv[3:]))
 
 # The project's editable install maps ``consumer`` and ``learners`` to /work/main: a module the old
 # worktree lacks would silently come from there. Only the worktree on PYTHONPATH may answer.
@@ -58,6 +101,7 @@ BATCH = 60
 def settings_for(checkpoint_dir: Path, role: str = "all"):
     return load_settings(
         role=role, checkpoint_dir=checkpoint_dir, n_features=4, metrics_port=0, query_rate_target=0.3,
+        group_instance_id="fixture",  # the meta's "instance", else the host name: the same bytes on any host
         labels={"ttl_s": TTL_S},
         checkpoint={"every_s": 1e9, "every_labels": 10**9, "keep": 1},  # only the checkpoints asked for
     )
@@ -82,6 +126,7 @@ class World:
         self.clock = ManualClock()
         self.truth: dict[str, int] = {}
         self.seen: list[str] = []  # every id fed or labelled, in order
+        self.labelled: list[str] = []  # every id labelled, once, in order
 
     def feed(self, prefix: str, n: int = BATCH) -> None:
         rng = np.random.default_rng(sum(map(ord, prefix)))
@@ -97,6 +142,8 @@ class World:
         self.broker.append("labels", orjson.dumps({"id": rid, "label": value}), rid.encode())
         if rid not in self.seen:
             self.seen.append(rid)
+        if rid not in self.labelled:
+            self.labelled.append(rid)
 
     def deliver(self, clients) -> None:
         for producer in clients.producers:
@@ -120,8 +167,8 @@ def _status(pending, rid: str) -> str:
     return pending.status(rid)
 
 
-def facts_of(service: Service, candidates: list[str]) -> dict:
-    """What a loader should restore, read from a live service."""
+def facts_of(service: Service, candidates: list[str], labelled: list[str], parked: tuple = ()) -> dict:
+    """What a loader should restore, read from a live service (``candidates``: every id seen)."""
     learner, pending = service.learner, service.pending
     statuses = {rid: _status(pending, rid) for rid in candidates}
     applied = [rid for rid in candidates if statuses[rid] == "applied"]
@@ -137,9 +184,12 @@ def facts_of(service: Service, candidates: list[str]) -> dict:
         "applied_ids": applied,
         "expired_count": _memory_size(pending, "expired"),
         "expired_ids": expired,
-        "forgotten_ids": [rid for rid in candidates if statuses[rid] == "unknown" and rid[0] != "g"][:5],
+        # labelled, then forgotten one TTL after they were applied: unknown now (not ghosts nor parked)
+        "forgotten_ids": [rid for rid in labelled if statuses[rid] == "unknown"
+                          and not rid.startswith("ghost") and rid not in parked],
         "totals": json.loads(service.totals.to_json()),
         "offsets": [[t, p, o] for (t, p), o in sorted(service.offsets.next.items())],
+        "outputs": [[t, p, o] for (t, p), o in sorted(service._output_floor.items())],
     }
     controller = learner.budget
     if controller is not None:
@@ -153,6 +203,7 @@ def _file_facts(state: dict) -> dict:
         "keys": sorted(state),
         "learner_budget_format_version": None if budget is None else int(budget),
         "service_meta": json.loads(str(state["service.meta"])),
+        "learner_meta": json.loads(str(state["learner.meta"])),
     }
 
 
@@ -233,20 +284,20 @@ def make_all(out_dir: Path) -> dict:
         service = Service(settings, clock=world.clock, clients=clients, serve_http=False)
         drive_all(world, service, clients)
         service.checkpoint()
-        written = facts_of(service, world.seen)
+        written = facts_of(service, world.seen, world.labelled)
         files = copy_checkpoint(tmp / "ckpt", out_dir)
 
         # read back 1: a new service in the same harness (same broker and clock), started as after a crash
         again = Service(settings, clock=world.clock, clients=clients, serve_http=False)
         again.start()
-        same_harness = facts_of(again, world.seen)
+        same_harness = facts_of(again, world.seen, world.labelled)
         # read back 2: the fixture directory alone, in a fresh harness, restored without a broker's help
         fresh = World(ALL_TOPICS)
         copied = tmp / "fresh"
         shutil.copytree(out_dir, copied)
         alone = Service(settings_for(copied), clock=fresh.clock, clients=FakeClients(fresh.broker), serve_http=False)
         alone._restore()
-        from_fixture = facts_of(alone, world.seen)
+        from_fixture = facts_of(alone, world.seen, world.labelled)
 
         from consumer.checkpoint import CheckpointStore
 
@@ -331,7 +382,7 @@ def make_trainer(out_file: Path) -> dict:
         out_file.parent.mkdir(parents=True, exist_ok=True)
         with open(out_file, "wb") as f:  # np.savez on a file object: the name stays as given
             np.savez(f, **state)
-        written = facts_of(trainer, world.seen)
+        written = facts_of(trainer, world.seen, world.labelled, tuple(trainer._parked))
         written["parked_ids"] = list(trainer._parked)
 
         # read back 1: the npz into a fresh trainer, as Trainer._restore_from_topic loads a checkpoint
@@ -345,9 +396,21 @@ def make_trainer(out_file: Path) -> dict:
         loader._load(loaded, str(out_file))
         loader._parked = {rid: [Label(*lab), at, None] for rid, lab, at in
                           orjson.loads(loaded["service.parked"].tobytes())}
-        from_npz = facts_of(loader, world.seen)
+        from_npz = facts_of(loader, world.seen, world.labelled, tuple(loader._parked))
         from_npz["parked_ids"] = list(loader._parked)
-        # read back 2: the state the model topic holds is the state saved (parts joined in)
+        # read back 2: a new trainer started on a broker holding only this model topic restores it
+        # itself (Trainer.start → _restore_from_topic: newest checkpoint, its parts, the parked labels)
+        other = World(TRAINER_TOPICS)
+        for (topic, partition), messages in world.broker.log.items():
+            if topic == trainer.settings.topics.model:
+                other.broker.log[(topic, partition)] = list(messages)
+        other.broker.partitions[trainer.settings.topics.model] = world.broker.partitions[trainer.settings.topics.model]
+        successor = service_for(settings_for(tmp / "successor", role="trainer"), clock=other.clock,
+                                clients=FakeClients(other.broker), serve_http=False)
+        successor.start()
+        from_topic = facts_of(successor, world.seen, world.labelled, tuple(successor._parked))
+        from_topic["parked_ids"] = list(successor._parked)
+        # and the state the model topic holds is the state saved (parts joined in)
         from consumer.model_topic import read_checkpoint
 
         _, on_topic = read_checkpoint(trainer._clients.reader, trainer.settings.topics.model, timeout_s=10)
@@ -363,6 +426,7 @@ def make_trainer(out_file: Path) -> dict:
             "file": {**_file_facts(loaded), "parts": captured["parts"]},
             "written": written,
             "restored_from_npz": from_npz,
+            "restored_by_a_new_trainer_from_the_model_topic": from_topic,
             "npz_vs_model_topic_differ": differ,
         }
 
