@@ -283,7 +283,7 @@ def orjson_rows(values: Sequence[bytes], n_features: int, default_ts: Callable[[
 
 
 def _reader_variants(n_features: int) -> dict[str, Callable[[list[bytes]], Any]]:
-    from consumer.records import _python_batch, decode_feature_batch
+    from consumer.records.feature_batch import _python_batch, decode_feature_batch
 
     def now(ks: np.ndarray) -> np.ndarray:
         return np.full(len(ks), 1.765e9)

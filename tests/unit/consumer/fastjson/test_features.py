@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from consumer.fastjson import scan_batch
-from consumer.records import _decode_one_by_one, decode_feature_batch
+from consumer.records.feature_batch import _decode_one_by_one, decode_feature_batch
 from learners.coin import record_keys
 from tests.unit.consumer.fastjson.random_json import random_number, random_object
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from consumer.records import _canonical
+from consumer.records.feature_batch import _canonical
 
 
 @pytest.mark.parametrize("seed", range(6))
