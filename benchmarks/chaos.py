@@ -843,7 +843,7 @@ def clock_skew(*, records: int = 6_000, workdir: Path) -> Outcome:
 
 # -- the property tests, with the long Hypothesis profile ---------------------------------------------------
 
-PROPERTY_TESTS = ("tests/unit/consumer/test_decoder_properties.py", "tests/unit/consumer/test_model_topic.py")
+PROPERTY_TESTS = ("tests/unit/consumer/test_decoder_properties.py", "tests/unit/consumer/model_topic/")
 
 
 def properties(*, profile: str = "long", files: tuple[str, ...] = PROPERTY_TESTS, workdir: Path) -> Outcome:

@@ -283,7 +283,7 @@ def orjson_rows(values: Sequence[bytes], n_features: int, default_ts: Callable[[
 
 
 def _reader_variants(n_features: int) -> dict[str, Callable[[list[bytes]], Any]]:
-    from consumer.records import _python_batch, decode_feature_batch
+    from consumer.records.feature_batch import _python_batch, decode_feature_batch
 
     def now(ks: np.ndarray) -> np.ndarray:
         return np.full(len(ks), 1.765e9)
@@ -404,7 +404,7 @@ def read_run(with_reader: bool, bootstrap: str, topic: str, n: int, timeout_s: f
     from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
     from consumer import batch_reader, messages
-    from consumer.fastjson import _joined
+    from consumer.fastjson.blob import _joined
 
     consumer = _consumer(bootstrap)
     reader = batch_reader.attach(consumer, CLIENT_ID, topic) if with_reader else None
@@ -580,7 +580,7 @@ def render(runs: list[Runs], checks: dict[str, Any], meta: dict[str, Any]) -> st
              "`benchmarks/fast_paths.py`'s docstring. A fast path *wins* when its worst run beats every "
              "alternative's best run.", ""]
     for fast_path, label in (("batch producer", "The batch producer (`consumer/rdkafka.py`)"),
-                             ("compiled JSON reader", "The compiled JSON reader (`consumer/fastjson.py`)"),
+                             ("compiled JSON reader", "The compiled JSON reader (`consumer/fastjson/`)"),
                              ("compiled writer", "The compiled writer (`consumer/fastwrite.py`)"),
                              ("batch reader", "The batch reader (`consumer/batch_reader.py`)")):
         mine = [r for r in runs if r.fast_path == fast_path]

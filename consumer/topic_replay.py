@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 import orjson
 
-from consumer.records import _iso_seconds, decode_feature_batch, decode_label_batch
+from consumer.records import decode_feature_batch, decode_label_batch
+from consumer.records.fields import _iso_seconds
 from learners.datasets import Dataset
 from learners.inputs import Rows
 

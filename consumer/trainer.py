@@ -44,7 +44,7 @@ from consumer.errors import (
     RegistryUnavailable,
 )
 from consumer.kafka import Emitter, offset_reset_policy
-from consumer.model_topic import ModelPublisher, Published, newest_manifest, read_checkpoint
+from consumer.model_topic import ModelPublisher, Published, newest_manifest, read_model_checkpoint
 from consumer.pending import Entry
 from consumer.records import Label
 from consumer.service import Service
@@ -118,7 +118,7 @@ class Trainer(Service):
         """Load the newest checkpoint in the model topic; the newest version published there."""
         s = self.settings
         try:
-            found = read_checkpoint(self._clients.reader, s.topics.model, timeout_s=_TOPIC_READ_TIMEOUT_S)
+            found = read_model_checkpoint(self._clients.reader, s.topics.model, timeout_s=_TOPIC_READ_TIMEOUT_S)
             newest = newest_manifest(self._clients.reader, s.topics.model, kind="model",
                                      timeout_s=_TOPIC_READ_TIMEOUT_S)
         except (KafkaException, TimeoutError) as exc:

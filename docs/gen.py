@@ -3,7 +3,7 @@
 - ``docs/reference/configuration.md`` from the settings models (``consumer/config.py``, the Label
   Studio connector's ``consumer/annotate/config.py``) and, for the variables read with ``os.environ``
   outside them, from :data:`ENVIRONMENT` and a scan of the sources for what reads them;
-- ``docs/reference/cli.md`` from the ``activestream`` argument parser (``consumer/cli.py``);
+- ``docs/reference/cli.md`` from the ``activestream`` argument parser (``consumer/cli/parser.py``);
 - ``docs/reference/metrics.md`` from the metrics the service registers (``consumer/metrics.py``);
 - ``docs/reference/registry.md`` from the learner registry (``learners/registry.py``);
 - then the figures every other page quotes, from the results files (``docs/render.py``).
@@ -332,7 +332,7 @@ def _commands(parser: argparse.ArgumentParser,
                 continue
             seen.add(id(sub))
             if not helps.get(name):
-                raise ValueError(f"{sub.prog} has no help: add help= to its add_parser in consumer/cli.py")
+                raise ValueError(f"{sub.prog} has no help: add help= to its add_parser in consumer/cli/parser.py")
             out.append(((*words, name), helps[name], sub))
             out.extend(_commands(sub, (*words, name)))
     return out
@@ -373,7 +373,8 @@ def option_rows(parser: argparse.ArgumentParser) -> list[tuple[str, str, str, st
             continue
         name = ", ".join(action.option_strings) or action.dest
         if not action.help or action.help == argparse.SUPPRESS:
-            raise ValueError(f"{parser.prog} {name} has no help: add help= to its add_argument in consumer/cli.py")
+            raise ValueError(f"{parser.prog} {name} has no help: add help= to its add_argument in "
+                             "consumer/cli/parser.py")
         rows.append((f"`{name}`", _value(action), _cli_default(action), formatter._expand_help(action)))
     return rows
 
@@ -388,7 +389,7 @@ def cli() -> str:
 
     parser = module.build_parser()
     commands = _commands(parser)
-    lines = [_HEADER.format(source="the parser of `consumer/cli.py`"), "# Command line reference\n\n",
+    lines = [_HEADER.format(source="the parser of `consumer/cli/parser.py`"), "# Command line reference\n\n",
              "Every command also takes `-h`/`--help`, which prints its usage and options.\n\n",
              "| command | description |\n|---|---|\n"]
     lines.extend(f"| [`{' '.join((parser.prog, *words))}`](#{_anchor(words)}) | {_cell(text)} |\n"

@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from consumer.demo.broker import CLIENT_SETTINGS, create_topics
-from consumer.model_topic import ModelFollower, ModelPublisher, newest_manifest, read_checkpoint
+from consumer.model_topic import ModelFollower, ModelPublisher, newest_manifest, read_model_checkpoint
 from learners import make
 from learners.inputs import Rows
 from tests.kafka_helpers import read_all
@@ -153,13 +153,13 @@ def test_a_trainer_dying_between_chunks_and_manifest_leaves_followers_on_the_pre
 def test_a_checkpoint_round_trip_and_followers_skip_it(kafka_bootstrap, topic):
     trainer = Trainer()
     publisher = ModelPublisher(lambda: producer(kafka_bootstrap), topic)
-    assert read_checkpoint(consumer_factory(kafka_bootstrap), topic, timeout_s=30) is None
+    assert read_model_checkpoint(consumer_factory(kafka_bootstrap), topic, timeout_s=30) is None
     model_state = trainer.step()
     publisher.publish(model_state, epoch=1)
     checkpoint_state = {**trainer.step(), "pending.ids": np.array(["a", "b"])}
     checkpoint = publisher.publish_checkpoint(checkpoint_state, epoch=1, extra={"offsets": {"features": [42]}})
     assert checkpoint.kind == "checkpoint" and checkpoint.chunks >= 9
-    manifest, state = read_checkpoint(consumer_factory(kafka_bootstrap), topic, timeout_s=30)
+    manifest, state = read_model_checkpoint(consumer_factory(kafka_bootstrap), topic, timeout_s=30)
     assert manifest["version"] == checkpoint.version and manifest["extra"] == {"offsets": {"features": [42]}}
     assert same(state, checkpoint_state)
     follower = ModelFollower(consumer_factory(kafka_bootstrap)(), topic)

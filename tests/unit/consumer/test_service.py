@@ -1152,9 +1152,8 @@ class _Positions:
 def _repositioning(consumer: _Positions):
     from types import SimpleNamespace
 
-    from consumer.kafka import OffsetTracker
-
     from consumer.clients import Opened
+    from consumer.kafka import OffsetTracker
 
     return SimpleNamespace(_starts={}, offsets=OffsetTracker(), io=Opened(features=consumer), _paused=False)
 

@@ -1,4 +1,4 @@
-"""The `activestream` commands: replay, checkpoint inspect, healthcheck, the demo's options."""
+"""`activestream replay`: its report, its options, its errors."""
 
 import json
 import subprocess
@@ -6,10 +6,9 @@ import sys
 
 import pytest
 
-from consumer.cli import build_parser, main
-
 REQUIRED = {"f1", "accuracy", "mistake_rate", "query_ratio", "examples", "seconds", "examples_per_second",
             "f1_std", "accuracy_std", "mistake_rate_std", "query_ratio_std", "seconds_std", "examples_per_second_std"}
+
 
 
 def replay(*args):
@@ -58,50 +57,6 @@ def test_replay_needs_positive_label_when_it_cannot_tell(tmp_path):
     assert replay("--learner", "pa-1", "--data", str(f)).returncode == 2
     out = replay("--learner", "pa-1", "--data", str(f), "--positive", "4", "--json")
     assert json.loads(out.stdout)["classes"] == [3, 4]
-
-
-def test_checkpoint_inspect_prints_what_a_checkpoint_holds(tmp_path):
-    from tests.unit.consumer.conftest import Harness
-
-    h = Harness(tmp_path)
-    h.service.start()
-    h.feature("a", [1.0, 0.0, 0.0, 0.0])
-    h.service.run_once()
-    assert h.requested_ids() == ["a"]  # the first record is always asked about
-    h.label("a", 1)
-    h.service.run_once()
-    path = h.service.checkpoint()
-    for target in (path, path.parent):
-        out = subprocess.run([sys.executable, "-m", "consumer", "checkpoint", "inspect", str(target)],
-                             capture_output=True, text=True)
-        assert out.returncode == 0, out.stderr
-        report = json.loads(out.stdout)
-        assert report["path"] == str(path) and report["learner"]["learner"] == "paa-1"
-        assert {"topic": "features", "partition": 0, "next_offset": 1} in report["offsets"]
-        assert report["counters"]["rounds"] == 1 and report["totals"]["records_scored"] == 1
-        assert report["remembered"] == {"applied": 1, "expired": 0} and report["parts_bytes"] > 0
-    out = subprocess.run([sys.executable, "-m", "consumer", "checkpoint", "inspect", str(tmp_path / "none")],
-                         capture_output=True, text=True)
-    assert out.returncode == 2 and ("no checkpoint" in out.stderr or "cannot read" in out.stderr)
-
-
-def test_healthcheck_exits_zero_on_200_and_one_with_the_reason_otherwise(capsys):
-    from consumer.clock import ManualClock
-    from consumer.health import Health, HealthServer
-    from consumer.metrics import Metrics
-
-    clock = ManualClock()
-    health = Health(clock, max_loop_age_s=30)
-    server = HealthServer(health, Metrics().registry, port=0, host="127.0.0.1").start()
-    try:
-        assert main(["healthcheck", "--port", str(server.port)]) == 0
-        assert main(["healthcheck", "--port", str(server.port), "--ready"]) == 1
-        assert "restoring checkpoint" in capsys.readouterr().err
-        clock.advance(31)
-        assert main(["healthcheck", "--port", str(server.port)]) == 1
-    finally:
-        server.close()
-    assert main(["healthcheck", "--port", str(server.port), "--timeout", "1"]) == 1  # nothing listens
 
 
 def test_replay_runs_the_shifting_stream_in_order_at_a_query_rate():
@@ -216,67 +171,3 @@ def test_replay_budget_rate_and_query_rate_are_exclusive():
                  "--query-rate", "0.1")
     assert out.returncode != 0 and "not allowed with" in out.stderr
 
-
-def test_demo_without_a_target_flag_holds_a_tenth_of_the_records():
-    from consumer.demo import QUERY_RATE_TARGET
-    from consumer.demo.run import DemoOptions
-
-    parse = build_parser().parse_args
-    assert parse(["demo"]).query_rate_target == QUERY_RATE_TARGET == DemoOptions().query_rate_target == 0.1
-    assert parse(["demo", "--query-rate-target", "0.05"]).query_rate_target == 0.05
-    assert parse(["demo", "--query-rate-target", "none"]).query_rate_target is None  # the learner's own query
-
-
-@pytest.mark.parametrize("bad", ["0", "1.5", "nan", "off"])
-def test_demo_query_rate_target_outside_the_unit_interval_is_refused(bad, capsys):
-    with pytest.raises(SystemExit):
-        build_parser().parse_args(["demo", "--query-rate-target", bad])
-    assert "a share of the records in (0, 1], or none" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize("command", ["demo", "replay"])
-def test_learner_help_names_the_registrys_default_learners(command, capsys, monkeypatch):
-    from learners.defaults import DEFAULT_LEARNERS
-
-    monkeypatch.setenv("COLUMNS", "1000")  # an option's help on one line: no name broken at a hyphen
-    with pytest.raises(SystemExit):
-        main([command, "--help"])
-    shown = capsys.readouterr().out
-    learner = next(line for line in shown.splitlines() if line.strip().startswith("--learner"))
-    for kind, name in DEFAULT_LEARNERS.items():
-        assert f"{name} ({kind})" in learner
-    assert "for two classes" not in shown
-
-
-def test_building_the_parser_imports_no_learner():
-    code = ("import sys; from consumer.cli import build_parser; build_parser(); "
-            "print(sorted({m.split('.')[0] for m in sys.modules} & {'learners', 'numpy'}))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
-
-
-def test_a_numba_cache_that_cannot_be_written_is_copied_into_the_temporary_folder(tmp_path, monkeypatch):
-    import os
-    import tempfile
-
-    from consumer.cli import writable_numba_cache
-
-    image_cache = tmp_path / "image" / "numba"
-    (image_cache / "sub").mkdir(parents=True)
-    (image_cache / "sub" / "kernel.nbi").write_bytes(b"index")
-    temporary = tmp_path / "tmp"
-    temporary.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
-    monkeypatch.delitem(sys.modules, "numba", raising=False)  # as before numba's first import
-    writable = os.access
-    monkeypatch.setattr(os, "access", lambda p, mode: False if str(p) == str(image_cache) else writable(p, mode))
-    for _ in range(2):  # the second command finds the first one's copy
-        monkeypatch.setenv("NUMBA_CACHE_DIR", str(image_cache))
-        writable_numba_cache()
-        copy = temporary / f"activestream-numba-{os.getuid()}"
-        assert os.environ["NUMBA_CACHE_DIR"] == str(copy)
-        assert (copy / "sub" / "kernel.nbi").read_bytes() == b"index"
-    assert [p.name for p in temporary.iterdir()] == [copy.name]
-    monkeypatch.setenv("NUMBA_CACHE_DIR", str(temporary))  # writable: left as it is
-    writable_numba_cache()
-    assert os.environ["NUMBA_CACHE_DIR"] == str(temporary)
