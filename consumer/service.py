@@ -20,7 +20,6 @@ from __future__ import annotations
 import gc
 import logging
 import math
-import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -64,6 +63,7 @@ from consumer.steps.learn import Learn
 from consumer.steps.observe import Observe
 from consumer.steps.query import Query
 from consumer.steps.score import Score
+from consumer.stop import Stop
 from consumer.totals import Totals
 
 if TYPE_CHECKING:  # the registry's modules are loaded only where a framed format asks for them
@@ -156,8 +156,7 @@ class Service:
 
             self._output_reader = OutputReader(self._registry)
         self._serve_http = serve_http
-        self._stop_requested = False
-        self._stopped = threading.Event()  # the same request, for waits that should end on it
+        self._stop = Stop()  # what a signal handler may set (consumer.stop)
         self._partitions_seen: dict[str, list[int]] = {}
         self.recovery_attempts = 0  # start-up attempts to reach the brokers (lease topic, read-back)
         self._batch: Batch | None = None
@@ -214,7 +213,7 @@ class Service:
             # What exists now (modules, compiled kernels, the restored state) lives as long as the
             # process: out of the cyclic collector's sight, a full collection no longer stalls a batch.
             gc.freeze()
-            while not self._stop_requested:
+            while not self._stop.requested:
                 self.run_once()
             self._shutdown()
             return 0
@@ -233,8 +232,7 @@ class Service:
 
     def request_stop(self, *_: object) -> None:
         """Signal handler: set a flag and nothing else; the loop finishes its iteration."""
-        self._stop_requested = True
-        self._stopped.set()
+        self._stop.request()
 
     def start(self) -> None:
         """Restore the newest checkpoint, open the clients, subscribe, read back recent decisions."""
@@ -280,7 +278,7 @@ class Service:
 
         def wait(seconds: float) -> bool:
             self.health.beat()
-            return self._stopped.wait(seconds)
+            return self._stop.wait(seconds)
 
         self._outputs = register_outputs(self.settings, self._registry, wait)
         if self._outputs is None:
@@ -306,14 +304,14 @@ class Service:
                 log.warning("cannot reach the brokers to check the lease topic %s (%s); retrying in %.0f s",
                             s.topics.lease, exc, backoff)
                 self.health.beat()
-                if self._stopped.wait(backoff):
+                if self._stop.wait(backoff):
                     return False
                 backoff = min(30.0, 2 * backoff)
         self.lease = Lease(lambda: self._clients.consumer("lease"), s.topics.lease)
         self.lease.join()
         waited_since, told_at = self.clock.monotonic(), -math.inf
         while not self.lease.held:
-            if self._stop_requested:
+            if self._stop.requested:
                 return False
             self.lease.poll(0.2)
             self.health.beat()
@@ -766,7 +764,7 @@ class Service:
                 log.warning("reading back recent decisions failed (%s); retrying in %.0f s", exc, backoff)
                 self.recovery.clear()
                 self.health.beat()
-                if self._stopped.wait(backoff):
+                if self._stop.wait(backoff):
                     return
                 backoff = min(30.0, 2 * backoff)
         self.recovery.forget_before(self.offsets.next)

@@ -38,6 +38,7 @@ from consumer.annotate.metrics import AnnotateMetrics
 from consumer.annotate.tasks import TaskBook
 from consumer.errors import ConfigError
 from consumer.logs import kafka_logger
+from consumer.stop import Stop
 
 __all__ = ["WEBHOOK_ACTIONS", "Connector", "ensure_project"]
 
@@ -78,7 +79,7 @@ class Connector:
         self._now = now
         self.ls = ls or LabelStudio(s.annotate.url, s.annotate.token.get_secret_value(), s.annotate.timeout_s)
         self._make_consumer, self._make_producer = make_consumer, make_producer
-        self._stop = threading.Event()
+        self._stop = Stop()  # what a signal handler may set (consumer.stop)
         self._reload = True  # the book is (re)loaded before the first batch and after each assignment
         self._next_poll = 0.0
         self.project: int | None = None
@@ -115,7 +116,7 @@ class Connector:
         return self
 
     def run(self) -> int:
-        while not self._stop.is_set():
+        while not self._stop.requested:
             if not self.turn():
                 self._stop.wait(self.settings.annotate.retry_s)
         self.close()
@@ -134,7 +135,7 @@ class Connector:
         return True
 
     def request_stop(self, *_: object) -> None:
-        self._stop.set()
+        self._stop.request()
 
     def close(self) -> None:
         if self.forwarder is not None:
