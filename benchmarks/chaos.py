@@ -578,14 +578,14 @@ def revocation(*, records: int = 20_000, joins: int = 10, hold_s: float = 3.0, w
         annotator = DedupAnnotator(broker.bootstrap, topics, truth).start()
         service = _in_process(broker.bootstrap, topics, workdir)
         seen: list[dict[str, bool]] = []
-        revoke, write, take = service._on_revoke, service.store.write, service._take_features
+        revoke, write, take = service._on_revoke, service.store.write, service.features_read.take
         writing, slow = threading.Event(), threading.Event()
         reading_ahead = [False]
 
         def take_features(wait_s: float) -> Any:
             # the loop reads the next batch ahead (no wait) while it decides the one in hand: a
             # revocation served by that poll arrives in the middle of a batch
-            reading_ahead[0] = wait_s == 0 and service._batch is None
+            reading_ahead[0] = wait_s == 0 and service.emit.batch is None
             try:
                 return take(wait_s)
             finally:
@@ -594,8 +594,8 @@ def revocation(*, records: int = 20_000, joins: int = 10, hold_s: float = 3.0, w
         def on_revoke(consumer: Any, partitions: list) -> None:
             if consumer is service.io.features and partitions:
                 writing = service.checkpoints.writing
-                seen.append({"batch_in_hand": reading_ahead[0] or service._batch is not None
-                             or service._ahead is not None,
+                seen.append({"batch_in_hand": reading_ahead[0] or service.emit.batch is not None
+                             or service.features_read.ahead is not None,
                              "checkpoint_being_written": writing})
             revoke(consumer, partitions)
 
@@ -607,7 +607,7 @@ def revocation(*, records: int = 20_000, joins: int = 10, hold_s: float = 3.0, w
             return write(state, parts)
 
         # instance attributes: the subscription and the writer look these up on the service
-        service._on_revoke, service.store.write, service._take_features = on_revoke, slowed_write, take_features
+        service._on_revoke, service.store.write, service.features_read.take = on_revoke, slowed_write, take_features
         service.start()
         t = service.totals
         share = records // (joins + 1)
@@ -638,7 +638,7 @@ def revocation(*, records: int = 20_000, joins: int = 10, hold_s: float = 3.0, w
             feeder.close()
         _stop(service)
         annotator.close()
-        revocations = service._revocations
+        revocations = service.features_read.revocations
         return _outcome("revocation", "a second consumer joins the group mid-batch and mid-checkpoint",
                         broker.bootstrap, topics, set(truth), workdir, annotator,
                         f"{joins} joins ({revocations} revocations)", settled, [],

@@ -66,7 +66,7 @@ def warm_up(learner: Any, n_features: int, *, batch_reads: bool = True) -> None:
     # repeated indices and named features: the kernels that sum a row's repeated indices
     decode_feature_batch([b'{"id":"w","features":{"indices":[0,0],"values":[1,2]}}',
                           b'{"id":"v","features":{"warm-up":1}}'], n_features, lambda ks: np.zeros(len(ks)))
-    messages.decode_labels([], learner._codes, 0.0)
+    messages.decode_labels([], learner.codes, 0.0)
     learner.score(empty)
     state = learner.state_dict()
     learner.decide(empty, ids=[])

@@ -62,7 +62,7 @@ class Scorer(Service):
     def start(self) -> None:
         s = self.settings
         self._clients.preflight()
-        self._reset_policies = {"features": offset_reset_policy(s, "features"), "labels": "earliest"}
+        self.positions.policies = {s.topics.features: offset_reset_policy(s, "features")}
         self.metrics.offset_resets.labels(topic=s.topics.features)
         self.metrics.model_version_in_use.set(0.0)
         self.metrics.model_age.set(math.nan)

@@ -21,15 +21,14 @@ import gc
 import logging
 import math
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaException, TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 
-from consumer import batch_reader, messages
-from consumer.batch_reader import BatchReader, Fetched
+from consumer import batch_reader
+from consumer.batch_reader import BatchReader
 from consumer.budget import CostModel
 from consumer.checkpoint import CheckpointPolicy, CheckpointStore
 from consumer.checkpointing import Checkpoints, FileSink, Sink, Snapshot, commit_offsets
@@ -37,16 +36,12 @@ from consumer.clients import KafkaClients, Opened
 from consumer.clock import Clock, SystemClock
 from consumer.config import Settings
 from consumer.errors import (
-    Backpressure,
     CheckpointError,
     ConfigError,
     IncompatibleCheckpoint,
-    InvalidRecord,
     LeaseLost,
-    OffsetOutOfRange,
     RegistryUnavailable,
 )
-from consumer.fastjson import ScanJob, run_scan, scan_job
 from consumer.health import Health, HealthServer
 from consumer.kafka import Emitter, OffsetTracker, consumer_config, offset_reset_policy
 from consumer.learner import LearnerState, build_learner, warm_up
@@ -57,11 +52,13 @@ from consumer.pending import Entry, PendingStore
 from consumer.records import Label
 from consumer.recovery import Recovery, read_tail
 from consumer.state import Stateful, gather, scatter, upgrade
-from consumer.steps.batch import Batch
+from consumer.steps.emit import Emit
 from consumer.steps.join import Join
 from consumer.steps.learn import Learn
 from consumer.steps.observe import Observe
+from consumer.steps.positions import Held, Positions
 from consumer.steps.query import Query
+from consumer.steps.read import FeatureRead, LabelRead
 from consumer.steps.score import Score
 from consumer.stop import Stop
 from consumer.totals import Totals
@@ -75,23 +72,6 @@ log = logging.getLogger(__name__)
 
 _STANDBY_LOG_EVERY_S = 30.0
 _STANDBY_QUIET_S = 2.0  # a join takes about this long: no warning for the usual wait
-
-
-def _release(read: _Read) -> None:
-    """Give a batch reader's messages back to librdkafka (its columns stay readable)."""
-    if isinstance(read.messages, Fetched):
-        read.messages.release()
-
-
-class _Read(NamedTuple):
-    """A batch of feature messages as read: those without an error, their values, and their scan
-    (laid out, and running in the scan thread) if it was read ahead."""
-
-    messages: Sequence[Any]
-    values: Sequence[bytes | None]
-    job: ScanJob | None
-    scan: Future | None
-    refused: dict[int, InvalidRecord] | None = None  # framed values refused before decoding
 
 
 class Service:
@@ -134,8 +114,8 @@ class Service:
         # ACTIVESTREAM_FORMAT json-schema or avro: the readers of framed features and labels, and when
         # each topic may be read again after the registry failed (``registry``: a client already
         # made, e.g. confluent-kafka's in-memory one; else one for the settings)
-        self._framed: Any = None
-        self._registry_backoff: dict[str, Any] = {}
+        self._framed: Any = (None, None)
+        backoffs: dict[str, Any] = {}
         self._registry = registry
         if s.format != "json" or s.output_format != "json":
             from consumer.registry_formats import registry_client
@@ -145,7 +125,7 @@ class Service:
             from consumer.registry_formats import Backoff, readers_for
 
             self._framed = readers_for(s, self._registry)
-            self._registry_backoff = {role: Backoff(s.schema_registry.retry_max_s) for role in ("features", "labels")}
+            backoffs = {role: Backoff(s.schema_registry.retry_max_s) for role in ("features", "labels")}
         # ACTIVESTREAM_OUTPUT_FORMAT json-schema or avro: how the outputs are framed, once their schemas
         # are registered (start-up); with a registry, outputs read back (recovery, a trainer's requests)
         # may be framed, whatever the format is now
@@ -159,17 +139,10 @@ class Service:
         self._stop = Stop()  # what a signal handler may set (consumer.stop)
         self._partitions_seen: dict[str, list[int]] = {}
         self.recovery_attempts = 0  # start-up attempts to reach the brokers (lease topic, read-back)
-        self._batch: Batch | None = None
-        # the next batch, consumed while this one is decided; its compiled scan runs meanwhile in a
-        # thread of its own (the scan releases the GIL), off the loop's critical path
-        self._ahead: _Read | None = None
-        self._revocations = 0  # of the features' partitions: a batch read before one is no longer ours
-        self._out_of_range: list[tuple[str, int, int]] = []  # positions the logs did not hold (_reposition)
-        # where _reposition sent each partition, until a rebalance: kept through the next re-assignments
-        self._starts: dict[tuple[str, int], int] = {}
-        self._reset_policies = {"features": "earliest", "labels": "earliest"}
-        self._scanner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="activestream-scan")
-        self._paused = False
+        self.positions = Positions(self.offsets, self.metrics, self._read_by_topic, {},
+                                   paused=lambda consumer: consumer is self.io.features and self.emit.paused)
+        self.held = Held(backoffs, self.positions, self.metrics, self.clock)
+        self.features_read = FeatureRead(self.io, s, self.held, self.positions.out_of_range, self._framed[0])
         self._started = False
         self._closed = False
         self.restored_from: Path | None = None
@@ -183,7 +156,7 @@ class Service:
         if s.role != "trainer":
             self.metrics.model_published_version.set(math.nan)
         self.observe = Observe(s, self.metrics, self.totals, self.learner, self.pending, self.offsets, self.clock,
-                               self._consumers, self._out_of_range)
+                               self._consumers, self.positions.out_of_range)
         self.query = Query(self.learner, self.pending, self.recovery, self.costs, s, keeps_pending=self.keeps_pending,
                            framing=lambda: self._outputs)
         self.score = Score(self.learner, self.query, s, self.clock, framing=lambda: self._outputs)
@@ -192,6 +165,11 @@ class Service:
         self.join = Join(self.pending, self.learn, self.totals, s.labels, unknown=self._unknown,
                          retract=lambda rid: self.io.emitter.send(s.topics.label_requests, rid.encode(), None),
                          changed=self.observe.gauges)
+        self.emit = Emit(self.io, self.pending, self.offsets, self.recovery, self.join, self.observe, self.totals,
+                         self.clock, pins_outputs=self.pins_outputs)
+        self.label_read = LabelRead(self.io, self.learner, s, self.held, self.join, self.offsets, self.totals,
+                                    self.clock, self.positions.out_of_range, unframe=self._framed[1],
+                                    changed=self.observe.gauges)
         params = self.learner.get_params()
         if s.role != "all" and params.get("scale", "none") != "none" and params.get("scale_from") == "scored":
             raise ConfigError("ACTIVESTREAM_LEARNER_PARAMS: scale_from=scored learns the scales from scored records, "
@@ -200,7 +178,7 @@ class Service:
         if s.labels.on_expiry == "default" and self.learner.learns_classes:
             raise ConfigError("ACTIVESTREAM_LABELS__EXPIRY_LABEL needs ACTIVESTREAM_CLASSES: the classes are "
                               "otherwise learnt from the labels, and the default label must be one of them")
-        if s.labels.on_expiry == "default" and s.labels.expiry_label not in self.learner._codes:
+        if s.labels.on_expiry == "default" and s.labels.expiry_label not in self.learner.codes:
             raise ConfigError(f"ACTIVESTREAM_LABELS__EXPIRY_LABEL: {s.labels.expiry_label!r} is not one of "
                               f"the classes {list(self.learner.classes)}")
 
@@ -242,7 +220,8 @@ class Service:
         except CheckpointError as exc:
             raise ConfigError(f"ACTIVESTREAM_CHECKPOINT_DIR: {exc}") from None
         self._clients.preflight()
-        self._reset_policies = {role: offset_reset_policy(s, role) for role in ("features", "labels")}
+        self.positions.policies = {topic: offset_reset_policy(s, role) for role, topic in
+                                   (("features", s.topics.features), ("labels", s.topics.labels))}
         for topic in (s.topics.features, s.topics.labels):
             self.metrics.offset_resets.labels(topic=topic)  # at zero from the start, as alerts expect
         self._serve()
@@ -353,7 +332,7 @@ class Service:
                 batch_reads=self.io.reader is not None or self.io.label_reader is not None)
 
     def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
-        self._starts.clear()
+        self.positions.starts.clear()
         # A partition this process has no position in starts at the group's committed offset; with
         # none, librdkafka reports it (auto.offset.reset=error) and _reposition starts it.
         for tp in partitions:
@@ -364,9 +343,8 @@ class Service:
         reader = self.io.reader if consumer is self.io.features else self.io.label_reader
         if reader is not None:
             reader.forward(partitions)
-        if consumer is self.io.features and self._paused and self._batch is None:
-            consumer.resume(partitions)  # the batch that paused it went with the revocation
-            self._paused = False
+        if consumer is self.io.features:
+            self.emit.assigned(partitions)
         for tp in partitions:
             self.metrics.rebalances.labels(topic=tp.topic).inc()
         if consumer is self.io.features:
@@ -380,9 +358,8 @@ class Service:
             if consumer is self.io.features:
                 # not emitted: the new owner consumes these records again, or this process after
                 # _on_assign has sought back to the offsets of what it did emit
-                self._batch = None
-                self._drop_ahead()
-                self._revocations += 1
+                self.emit.batch = None
+                self.features_read.revoked()
             try:
                 self.checkpoint()
             except CheckpointError as exc:
@@ -399,8 +376,8 @@ class Service:
         """Stop consuming, flush the producer, checkpoint, commit, close."""
         log.info("stopping: final checkpoint")
         self.health.stopping = True
-        self._batch = None  # consumed, not emitted: consumed again after a restart
-        self._drop_ahead()
+        self.emit.batch = None  # consumed, not emitted: consumed again after a restart
+        self.features_read.drop_ahead()
         self._close(final_checkpoint=True)
 
     def _close(self, final_checkpoint: bool) -> None:
@@ -430,7 +407,7 @@ class Service:
                 self.io.emitter.close()
             if self.http is not None:
                 self.http.close()
-            self._scanner.shutdown(wait=True, cancel_futures=True)
+            self.features_read.close()
             self.checkpoints.close()
             if self.lease is not None:  # last: a standby takes over once the final checkpoint is durable
                 self.lease.close()
@@ -438,25 +415,18 @@ class Service:
 
     # -- one iteration ---------------------------------------------------------------------------
     def run_once(self) -> None:
-        s = self.settings
         self._check_lease()
         self.io.emitter.serve()
         self._serve_labels()
-        if self._batch is None and (self._ahead is not None or self._may_read("features")):
-            read, self._ahead = self._ahead or self._read(self._take_features(s.poll_timeout_s), scan=False), None
-            if read is not None:
-                revocations = self._revocations
-                self._ahead = self._read(self._take_features(0), scan=True) if self._may_read("features") else None
-                try:
-                    # reading ahead serves the group's events: a revocation there takes `read` with it
-                    # (its offsets are past the checkpoint the revocation committed)
-                    if self._revocations == revocations:
-                        self._batch = self.score(*read)
-                finally:
-                    _release(read)
-        self._reposition()
-        if self._batch is not None:
-            self._try_emit()
+        read = None if self.emit.batch is not None else self.features_read()
+        if read is not None:
+            try:
+                self.emit.batch = self.score(*read)
+            finally:
+                read.release()
+        self.positions.reposition()
+        if self.emit.batch is not None:
+            self.emit()
         self.join.expire(self.clock.now())
         self.observe.lag()
         self.observe.scale_window()
@@ -464,226 +434,14 @@ class Service:
         self.health.beat()
         self.metrics.loop_last_iteration.set(self.clock.now())
 
+    def _read_by_topic(self) -> dict[str, tuple[Any, Any]]:
+        """The consumers of this process's records, by topic, each with its batch reader (or None)."""
+        topics = self.settings.topics
+        return {topics.features: (self.io.features, self.io.reader),
+                topics.labels: (self.io.labels, self.io.label_reader)}
+
     def _serve_labels(self) -> None:
-        s = self.settings
-        if not self._may_read("labels"):
-            return
-        # the consumer first: the group's events, and labels fetched before their partitions were
-        # forwarded to the reader (older than any the reader holds)
-        self._take_labels(self.io.labels.consume(s.batch_size, 0))
-        if self.io.label_reader is not None and self._may_read("labels"):
-            labels = self.io.label_reader.read(s.batch_size, 0)
-            if labels is not None:
-                try:
-                    self._take_labels(labels)
-                finally:
-                    labels.release()
-
-    def _take_features(self, wait_s: float) -> Sequence[Any]:
-        """Up to one batch: wait up to ``wait_s`` for the first record, then take what is already
-        there. With a reader, the consumer is polled first without waiting: for the group's events,
-        and for the records fetched before their partitions were forwarded to the reader, which
-        are older than any the reader holds."""
-        s = self.settings
-        first = self.io.features.poll(0 if self.io.reader is not None else wait_s)
-        if first is not None:
-            return [first, *self.io.features.consume(s.batch_size - 1, 0)]
-        if self.io.reader is None:
-            return []
-        return self.io.reader.read(s.batch_size, wait_s) or []
-
-    def _reposition(self) -> None:
-        """Move each partition whose position its log did not hold where ``auto.offset.reset`` says.
-
-        A position beyond the log means the log was truncated or re-created under the service (a
-        broker that lost its data, a topic deleted and made again): it is logged as an error and
-        counted (``activestream_offset_resets_total``), and the records the log holds now are read
-        from its start (``earliest``, the default) or its end (``latest``); ``error`` stops the service.
-        The lag observer finds it where a broker answers a fetch beyond its log with nothing; with
-        ``auto.offset.reset=error`` librdkafka reports it, and a partition it has no position for."""
-        for reader in (self.io.reader, self.io.label_reader):
-            if reader is not None and reader.out_of_range:
-                self._out_of_range.extend(reader.out_of_range)
-                reader.out_of_range.clear()
-        starts: dict[Any, dict[tuple[str, int], int]] = {}  # consumer -> partitions to send to a start
-        while self._out_of_range:
-            topic, partition, offset = self._out_of_range.pop(0)
-            role = "features" if topic == self.settings.topics.features else "labels"
-            policy = self._reset_policies[role]
-            if offset >= 0:
-                log.error("%s[%d]: offset %d is not in the log (truncated or re-created, or the broker lost its data): "
-                          "reading from its %s (auto.offset.reset=%s)", topic, partition, offset,
-                          "end" if policy == "latest" else "start", policy)
-                self.metrics.offset_resets.labels(topic=topic).inc()
-                if policy == "error":
-                    raise OffsetOutOfRange(f"{topic}[{partition}]: offset {offset} is not in the log")
-            consumer = self.io.features if role == "features" else self.io.labels
-            start = OFFSET_END if policy == "latest" else OFFSET_BEGINNING
-            if offset < 0:  # librdkafka lost the position (no committed offset, or none it could fetch)
-                known = self.offsets.next.get((topic, partition))
-                if known is not None:  # this process has one: it goes on from there
-                    starts.setdefault(consumer, {})[(topic, partition)] = known
-                    continue
-                log.info("%s[%d]: no committed offset: reading from its %s", topic, partition,
-                         "end" if policy == "latest" else "start")
-            else:  # records of the old log still in hand are stored before the new log's
-                self.offsets.restart(topic, partition)
-                self.offsets.next.pop((topic, partition), None)
-            starts.setdefault(consumer, {})[(topic, partition)] = start
-        for consumer, partitions in starts.items():  # one assignment per consumer and round
-            self._assign_from(partitions, consumer)
-
-    def _assign_from(self, starts: dict[tuple[str, int], int], consumer: Any) -> None:
-        """Read each partition of ``starts`` from its start, every other one from where it is.
-
-        A seek keeps the partition's records going to the batch reader. librdkafka refuses to seek
-        a partition whose position it found outside the log (its error state): those are assigned
-        again with an offset, in one assignment, paused until their records are forwarded to the
-        reader again (records fetched before that land in the consumer's own queue, which nothing
-        reads)."""
-        self._starts.update(starts)
-        refused = {}
-        for (topic, partition), start in starts.items():
-            try:
-                consumer.seek(TopicPartition(topic, partition, start))
-            except KafkaException:
-                refused[(topic, partition)] = start
-        if not refused:
-            return
-        partitions = consumer.position(consumer.assignment())
-        for tp in partitions:
-            # A partition sent to a start and not read since keeps that start: librdkafka may still
-            # report the position its log did not hold.
-            at = (tp.topic, tp.partition)
-            if at in refused:
-                tp.offset = refused[at]
-            elif (at in self._starts and at not in self.offsets.next) or tp.offset < 0:
-                tp.offset = self._starts.get(at, tp.offset)
-        consumer.pause(partitions)
-        consumer.assign(partitions)
-        reader = self.io.reader if consumer is self.io.features else self.io.label_reader
-        if reader is not None:
-            reader.forward(partitions)
-        if not (consumer is self.io.features and self._paused):
-            consumer.resume(partitions)
-
-    def _drop_ahead(self) -> None:
-        if self._ahead is not None:
-            _release(self._ahead)
-            self._ahead = None
-
-    def _read(self, msgs: Sequence[Any], scan: bool) -> _Read | None:
-        """A batch of feature messages as the score step takes it (None if there is none). With
-        ``scan``, the batch is read ahead: its compiled scan starts now in the scan thread."""
-        if not msgs:
-            return None
-        good = messages.without_errors(msgs, "features", self._out_of_range)
-        values, joined = messages.values_of(good)
-        refused = None
-        if self._framed is not None and len(good):
-            try:
-                (values, refused), joined = self._framed[0].unframe(values), None
-            except RegistryUnavailable as exc:
-                self._hold_back("features", self.io.features, good, exc)
-                if isinstance(good, Fetched):
-                    good.release()
-                return None
-            self._registry_backoff["features"].succeeded()
-        if not scan and joined is None:
-            return _Read(good, values, None, None, refused)
-        # Laid out here, so that the scan thread holds the GIL only to call the compiled loop: each
-        # moment it holds it is one the loop waits for it.
-        job = scan_job(values, self.settings.n_features, joined)
-        return _Read(good, values, job, self._scanner.submit(run_scan, job) if scan else None, refused)
-
-    def _may_read(self, role: str) -> bool:
-        """Whether the features or labels may be read now: always, but for a while after the schema
-        registry failed for them."""
-        backoff = self._registry_backoff.get(role)
-        return backoff is None or backoff.ready(self.clock.monotonic())
-
-    def _hold_back(self, role: str, consumer: Any, msgs: Sequence[Any], exc: RegistryUnavailable) -> None:
-        """The registry did not answer for a batch: send each of its partitions back to the batch's
-        first record there, and read none of ``role`` for a while. Nothing was decided, stored or
-        committed for the batch, so its records are read again, in order, once the registry
-        answers: an outage pauses the topic (its lag grows) rather than filling the dead-letter topic."""
-        wait = self._registry_backoff[role].failed(self.clock.monotonic())
-        partitions, offsets = messages.places_of(msgs)
-        topic = msgs[0].topic()
-        first: dict[tuple[str, int], int] = {}
-        for p, o in zip(partitions.tolist(), offsets.tolist(), strict=True):
-            first[(topic, p)] = min(o, first.get((topic, p), o))
-        log.warning("schema registry unavailable (%s): %d %s held back, read again in %.0f s", exc, len(msgs),
-                    role, wait)
-        self.metrics.registry_holds.labels(topic=topic).inc()
-        self._assign_from(first, consumer)
-
-    def _try_emit(self) -> None:
-        try:
-            self._emit(self._batch)
-        except Backpressure:
-            if not self._paused:
-                self.io.features.pause(self.io.features.assignment())
-                self._paused = True
-            self.io.emitter.serve(0.05)  # wait for acknowledgements, not for a fixed time
-            stray = self.io.features.poll(0)  # keeps the group membership alive while paused
-            if stray is not None and stray.error() is None:
-                self.io.features.seek(TopicPartition(stray.topic(), stray.partition(), stray.offset()))
-            return
-        self._batch = None
-        if self._paused:
-            self.io.features.resume(self.io.features.assignment())
-            self._paused = False
-
-    def _emit(self, batch: Batch) -> None:
-        """Send a decided batch; raises :class:`Backpressure` before sending anything if it would
-        exceed the in-flight limit."""
-        self.io.emitter.reserve(len(batch.outgoing) + sum(len(values) for _, _, values, _ in batch.outputs))
-        self.io.emitter.send_many(batch.outgoing)
-        for topic, keys, values, sources in batch.outputs:
-            if not self.pins_outputs:
-                self.io.emitter.send_packed(topic, keys, values)
-                continue
-            for p in np.unique(sources).tolist():
-                at = np.flatnonzero(sources == p)
-                self.io.emitter.send_packed(topic, keys.select(at), values.select(at), partition=p)
-        now = self.clock.now()
-        for pushed_id, _ in self.pending.add_many(batch.pending, now):
-            log.warning("pending store full: request %s expired early", pushed_id)
-            self.totals.add("label_requests_expired")
-        if self.recovery.parked:  # labels that arrived, after a restart, before their request was made again
-            for rid, _ in batch.pending:
-                parked = self.recovery.unpark(rid)
-                if parked:
-                    self.join([Label(rid, p["label"], p["cost"], p["ts"]) for p in parked], now)
-        for (topic, partition), next_offset in batch.offsets.items():
-            self.offsets.store(topic, partition, next_offset)
-        self.observe.batch(batch, now)
-
-    def _take_labels(self, msgs: Sequence[Any]) -> None:
-        good = messages.without_errors(msgs, "labels", self._out_of_range)
-        if not good:
-            return
-        now = self.clock.now()
-        framed = None if self._framed is None else self._framed[1]
-        try:
-            if self.learner.learns_classes and len(self.learner.classes) < 2:  # the labels define the classes
-                decoded = messages.decode_labels(good, messages.ANY_CLASS, now, adopt=self.learner.adopt, framed=framed)
-            else:
-                decoded = messages.decode_labels(good, self.learner._codes, now, framed=framed)
-        except RegistryUnavailable as exc:
-            self._hold_back("labels", self.io.labels, good, exc)
-            return
-        if framed is not None:
-            self._registry_backoff["labels"].succeeded()
-        for msg, err in decoded.rejected:
-            self.io.emitter.send(self.settings.topics.dead_letters, *messages.dead_letter(msg, err))
-            self.totals.add(f"dead_letters.{msg.topic()}.{err.reason}")
-        self.join(decoded.records, now)
-        # one topic (the subscription is a literal name): the last offset of each partition
-        for partition, offset in messages.last_offsets(*messages.places_of(good)).items():
-            self.offsets.store(self.settings.topics.labels, partition, offset + 1)
-        self.observe.gauges()
+        self.label_read()
 
     def _audit_learnt(self) -> Callable[[str, list[tuple[Entry, Label]]], None] | None:
         """What the learn step tells each batch it learnt (None: nothing)."""

@@ -43,7 +43,7 @@ from consumer.errors import (
     PublishFailed,
     RegistryUnavailable,
 )
-from consumer.kafka import Emitter, offset_reset_policy
+from consumer.kafka import Emitter
 from consumer.model_topic import ModelPublisher, Published, newest_manifest, read_model_checkpoint
 from consumer.pending import Entry
 from consumer.records import Label
@@ -81,13 +81,14 @@ class Trainer(Service):
         if self._output_reader is not None:  # framed requests may name a schema to be asked for
             from consumer.registry_formats import Backoff
 
-            self._registry_backoff["requests"] = Backoff(self.settings.schema_registry.retry_max_s)
+            self.held.backoffs["requests"] = Backoff(self.settings.schema_registry.retry_max_s)
 
     # -- lifecycle -------------------------------------------------------------------------------------
     def start(self) -> None:
         s = self.settings
         self._clients.preflight()
-        self._reset_policies = {"features": "earliest", "labels": offset_reset_policy(s, "labels")}
+        # a position its log does not hold: that partition is read again from its start
+        self.positions.policies = {s.topics.label_requests: "earliest", s.topics.labels: "earliest"}
         for topic in (s.topics.label_requests, s.topics.labels):
             self.metrics.offset_resets.labels(topic=topic)
         self.metrics.trainer_active.set(0.0)
@@ -201,15 +202,15 @@ class Trainer(Service):
         self._check_lease()
         self.io.emitter.serve()
         # not while the schema registry is being waited for (framed requests of a schema not seen yet)
-        requests = self.io.requests.consume(s.batch_size, 0) if self._may_read("requests") else []
+        requests = self.io.requests.consume(s.batch_size, 0) if self.held.may_read("requests") else []
         self._take_requests(requests)
-        if self._may_read("labels"):  # not while the schema registry is being waited for
-            self._take_labels(self.io.labels.consume(s.batch_size, 0 if requests else s.poll_timeout_s))
+        if self.held.may_read("labels"):  # not while the schema registry is being waited for
+            self.label_read.take(self.io.labels.consume(s.batch_size, 0 if requests else s.poll_timeout_s))
         now = self.clock.now()
         self._watch_partitions(now)
         self.join.expire(now)
         self._settle_parked(now)
-        self._reposition()
+        self.positions.reposition()
         self.observe.lag()
         self.health.beat()
         if self._publish_due():
@@ -221,7 +222,7 @@ class Trainer(Service):
         """Label requests → pending entries (one shared copy of the batch's features); a request for
         an id already pending or already answered is the same request made again, and ignored."""
         s = self.settings
-        good = messages.without_errors(msgs, "label-requests", self._out_of_range)
+        good = messages.without_errors(msgs, "label-requests", self.positions.out_of_range)
         if not good:
             return
         now = self.clock.now()
@@ -231,9 +232,9 @@ class Trainer(Service):
             try:
                 values, refused = self._output_reader.plain_many([m.value() for m in live])
             except RegistryUnavailable as exc:
-                self._hold_back("requests", self.io.requests, good, exc)
+                self.held.hold_back("requests", self.io.requests, good, exc)
                 return
-            self._registry_backoff["requests"].succeeded()
+            self.held.answered("requests")
         decoded, positions, rejected = messages.decode_features(live, s.n_features, now, values=values, refused=refused)
         for msg, err in rejected:
             self.io.emitter.send(s.topics.dead_letters, *messages.dead_letter(msg, err))
@@ -328,19 +329,9 @@ class Trainer(Service):
             with open(path, "ab") as f:
                 f.write(orjson.dumps(line) + b"\n")
 
-    def _reposition(self) -> None:
-        """A position its log does not hold: read that partition again from where
-        ``auto.offset.reset`` says (see :meth:`Service._reposition`)."""
-        starts: dict[Any, dict[tuple[str, int], int]] = {}
-        while self._out_of_range:
-            topic, partition, offset = self._out_of_range.pop(0)
-            consumer = self.io.requests if topic == self.settings.topics.label_requests else self.io.labels
-            log.error("%s[%d]: offset %d is not in the log: reading it from its start", topic, partition, offset)
-            self.metrics.offset_resets.labels(topic=topic).inc()
-            self.offsets.restart(topic, partition)
-            starts.setdefault(consumer, {})[(topic, partition)] = OFFSET_BEGINNING
-        for consumer, partitions in starts.items():
-            self._assign_from(partitions, consumer)
+    def _read_by_topic(self) -> dict[str, tuple[Any, Any]]:
+        topics = self.settings.topics
+        return {topics.label_requests: (self.io.requests, None), topics.labels: (self.io.labels, None)}
 
     # -- publishing and checkpoints ------------------------------------------------------------------------
     def _publish_due(self) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
@@ -509,6 +510,12 @@ class Learner(Parameterized):
     @budget.setter
     def budget(self, controller) -> None:
         self._budget = None if controller is None else controller.bind(self.query)
+
+    @property
+    def codes(self) -> Mapping[Any, int]:
+        """Each known class value → its internal code (±1 for a binary learner, else its index), as
+        a reader of labels encodes them (a read-only view of the current mapping)."""
+        return MappingProxyType(self._codes)
 
     def __repr__(self) -> str:
         return f"Learner({self.name or ''!s}: {self.rule!r}, {self.query!r}, seed={self.seed}, " \

@@ -14,7 +14,6 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from consumer import clients as clients_module
 from consumer import learner as learner_module
 from consumer import output_ends
-from consumer import service as service_module
 from consumer.errors import CheckpointError, IncompatibleCheckpoint, ProduceFailed
 from learners.budget import BudgetController
 from tests.bad_records import BAD_LABELS, bad_features
@@ -566,13 +565,13 @@ def test_backpressure_holds_the_decided_batch_and_pauses_features(tmp_path):
     h.service.run_once()  # 8+ messages in flight, not acknowledged
     feed(h, 8, prefix="s")
     h.service.run_once()
-    assert h.service._batch is not None and h.service._paused
+    assert h.service.emit.batch is not None and h.service.emit.paused
     assert h.service.metrics.backpressure._value.get() >= 1
     h.hold(False)
     h.service.run_once()
     h.service.run_once()
     h.service.io.emitter.serve()
-    assert h.service._batch is None and not h.service._paused
+    assert h.service.emit.batch is None and not h.service.emit.paused
     assert len(h.out("predictions")) == 16
 
 
@@ -581,7 +580,7 @@ def test_the_next_batch_is_consumed_and_scanned_while_one_is_decided(tmp_path):
     h.service.start()
     feed(h, 10)
     h.service.run_once()
-    ahead = h.service._ahead
+    ahead = h.service.features_read.ahead
     assert [m.key() for m in ahead.messages] == [b"r4", b"r5", b"r6", b"r7"]
     ahead.scan.result()
     assert ahead.job.status.tolist() == [0, 0, 0, 0]  # the compiled scan read all four
@@ -589,7 +588,7 @@ def test_the_next_batch_is_consumed_and_scanned_while_one_is_decided(tmp_path):
     h.service.run_once()
     h.service.run_once()
     h.service.run_once()
-    assert h.service._ahead is None
+    assert h.service.features_read.ahead is None
     assert [p["id"] for p in h.out("predictions")] == [f"r{i}" for i in range(10)]  # in order, once each
 
 
@@ -656,14 +655,14 @@ def test_a_revocation_drops_only_the_revoked_consumers_records_and_loses_none(tm
     feed(h, 12)
     h.service.run_once()  # r0-r3 produced, not acknowledged; r4-r7 read ahead
     h.service.run_once()  # r4-r7 decided, held back by backpressure
-    assert h.service._batch is not None and h.service._ahead is not None
+    assert h.service.emit.batch is not None and h.service.features_read.ahead is not None
     h.hold(False)
     h.deliver()
     consumer = getattr(h.service.io, revoked)
     partitions = consumer.assignment()
     h.service._on_revoke(consumer, partitions)
     # the features' own records are dropped only with their consumer, which is then sought back
-    assert (h.service._batch is None) == (revoked == "features")
+    assert (h.service.emit.batch is None) == (revoked == "features")
     h.service._on_assign(consumer, partitions)
     for _ in range(6):
         h.service.run_once()
@@ -1114,74 +1113,6 @@ def test_a_request_lost_in_the_crash_is_made_again_and_counted_once(tmp_path):
     assert made == {p["id"] for p in h.out("predictions") if p["label_requested"]}
     assert len(made) == len(h.requested_ids())  # the ones kept were not made twice
     assert h.service.learner.budget.requests == len(made), (h.service.learner.budget.requests, len(made))
-
-
-class _Positions:
-    """A consumer whose positions are what librdkafka reports while a reset is under way, and which
-    refuses to seek the partitions in ``erroneous`` (librdkafka's error state)."""
-
-    def __init__(self, positions: dict[int, int], erroneous: set[int]) -> None:
-        self.positions = positions
-        self.erroneous = erroneous
-        self.seeks: list[tuple[int, int]] = []
-        self.assigned: list[dict[int, int]] = []
-        self.paused: set[int] = set()
-
-    def assignment(self) -> list[TopicPartition]:
-        return [TopicPartition("f", p) for p in sorted(self.positions)]
-
-    def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
-        return [TopicPartition(tp.topic, tp.partition, self.positions[tp.partition]) for tp in partitions]
-
-    def seek(self, tp: TopicPartition) -> None:
-        if tp.partition in self.erroneous:
-            raise KafkaException(KafkaError(KafkaError._STATE, "Erroneous state"))
-        self.seeks.append((tp.partition, tp.offset))
-
-    def assign(self, partitions: list[TopicPartition]) -> None:
-        assert {tp.partition for tp in partitions} <= self.paused  # nothing fetched before it is forwarded
-        self.assigned.append({tp.partition: tp.offset for tp in partitions})
-
-    def pause(self, partitions: list[TopicPartition]) -> None:
-        self.paused |= {tp.partition for tp in partitions}
-
-    def resume(self, partitions: list[TopicPartition]) -> None:
-        self.paused -= {tp.partition for tp in partitions}
-
-
-def _repositioning(consumer: _Positions):
-    from types import SimpleNamespace
-
-    from consumer.clients import Opened
-    from consumer.kafka import OffsetTracker
-
-    return SimpleNamespace(_starts={}, offsets=OffsetTracker(), io=Opened(features=consumer), _paused=False)
-
-
-def test_a_lost_position_is_left_by_a_seek_where_librdkafka_allows_one():
-    from confluent_kafka import OFFSET_BEGINNING
-
-    consumer = _Positions({0: 148, 1: 152}, erroneous=set())
-    service_module.Service._assign_from(_repositioning(consumer), {("f", 0): OFFSET_BEGINNING,
-                                                                   ("f", 1): OFFSET_BEGINNING}, consumer)
-    assert consumer.seeks == [(0, OFFSET_BEGINNING), (1, OFFSET_BEGINNING)] and consumer.assigned == []
-
-
-def test_partitions_librdkafka_will_not_seek_are_assigned_their_start_whatever_positions_it_reports():
-    from confluent_kafka import OFFSET_BEGINNING
-
-    consumer = _Positions({0: 148, 1: 152}, erroneous={0, 1})  # both beyond their new logs
-    svc = _repositioning(consumer)
-    service_module.Service._assign_from(svc, {("f", 0): OFFSET_BEGINNING}, consumer)
-    assert consumer.assigned[-1] == {0: OFFSET_BEGINNING, 1: 152}  # 1 is not known to be lost yet
-    service_module.Service._assign_from(svc, {("f", 1): OFFSET_BEGINNING}, consumer)  # 0 still reports 148
-    assert consumer.assigned[-1] == {0: OFFSET_BEGINNING, 1: OFFSET_BEGINNING}
-    assert consumer.paused == set()  # resumed once forwarded
-    # once partition 0 has been read from its new start, its position is librdkafka's again
-    svc.offsets.store("f", 0, 7)
-    consumer.positions[0] = 7
-    service_module.Service._assign_from(svc, {("f", 1): OFFSET_BEGINNING}, consumer)
-    assert consumer.assigned[-1] == {0: 7, 1: OFFSET_BEGINNING}
 
 
 @pytest.mark.parametrize("classes", [None, [0, 1, 2]])

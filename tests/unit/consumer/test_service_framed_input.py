@@ -89,9 +89,9 @@ def test_a_registry_outage_holds_the_records_back_and_loses_none(tmp_path, fmt):
     f.h.clock.advance(1.0)
     f.service.run_once()  # read again, and the registry still down: a longer wait
     assert f.service.metrics.registry_holds.labels(topic="features")._value.get() == 2
-    assert not f.service._may_read("features")
+    assert not f.service.held.may_read("features")
     f.h.clock.advance(1.5)
-    assert not f.service._may_read("features")
+    assert not f.service.held.may_read("features")
     registry.down = False
     f.h.clock.advance(0.5)
     f.service.run_once()
@@ -116,7 +116,7 @@ def test_a_registry_outage_holds_the_records_back_and_loses_none(tmp_path, fmt):
 def test_plain_json_service_loads_no_registry_module(tmp_path):
     code = ("import sys; from consumer.cli import main; from consumer.service import Service; "
             "from tests.unit.consumer.conftest import Harness; h = Harness(__import__('pathlib').Path(sys.argv[1])); "
-            "assert h.service._framed is None and h.service._may_read('features'); "
+            "assert h.service.features_read.unframe is None and h.service.held.may_read('features'); "
             "print(sorted(m for m in sys.modules if 'schema_registry' in m or m.endswith(('registry_formats', "
             "'output_formats'))))")
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True,
