@@ -54,15 +54,16 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from consumer import batch_reader, messages, rdkafka
-from consumer import service as service_module
 from consumer.clients import KafkaClients
 from consumer.config import Settings, load_settings
 from consumer.demo.broker import CLIENT_SETTINGS, LABEL_LOOP_FETCH, Broker, create_topics
 from consumer.fastwrite import pack
 from consumer.kafka import CONSUMER_DEFAULTS, PRODUCER_DEFAULTS, Emitter
 from consumer.service import Service
+from consumer.steps import read as read_module
 from consumer.steps import score as score_module
 from consumer.steps.query import Query
+from consumer.steps.read import LabelRead
 from learners import make
 from learners.base import Learner
 from learners.datasets import Dataset, synthetic_sparse
@@ -537,14 +538,14 @@ def wait_labelled(service: Service, timeout_s: float = 180) -> None:
 # The steps of the service loop timed while it drains the backlog: (where the function is looked up,
 # its name, the stage it stands for). The scan runs in the scan thread; the others in the loop's.
 STAGES = (
-    (service_module, "run_scan", "scan (compiled; in the scan thread, beside the loop)"),  # first: not summed
-    (service_module, "scan_job", "lay the next batch out for the scan"),
+    (read_module, "run_scan", "scan (compiled; in the scan thread, beside the loop)"),  # first: not summed
+    (read_module, "scan_job", "lay the next batch out for the scan"),
     (messages, "decode_features", "decode the rest (ids, times, CSR rows)"),
     (Learner, "decide", "score + decide (one compiled call per batch)"),
     (score_module, "encode_predictions", "write the predictions (compiled writer)"),
     (Query, "_request", "label requests (pending entries, texts, keys)"),
     (Emitter, "send_packed", "produce the outputs (librdkafka, a call per topic and batch)"),
-    (Service, "_take_labels", "labels (decode, join, learn)"),
+    (LabelRead, "take", "labels (decode, join, learn)"),
 )
 
 
