@@ -92,7 +92,6 @@ class Recovery:
     def __init__(self) -> None:
         self.recorded: dict[tuple[str, int, int], Recorded] = {}
         self.expected_ids: dict[str, tuple[str, int, int]] = {}  # request id → its feature record
-        self.parked: dict[str, list[Any]] = {}  # labels waiting for their record to be replayed
 
     def __len__(self) -> int:
         return len(self.recorded)
@@ -101,7 +100,6 @@ class Recovery:
         """Forget what was read back (a read-back that failed half-way is made again)."""
         self.recorded.clear()
         self.expected_ids.clear()
-        self.parked.clear()
 
     def add_outputs(self, messages: list[Any], kind: str, reader: OutputReader | None = None) -> None:
         """Index produced predictions (``kind="prediction"``) or label requests (``"request"``).
@@ -151,12 +149,6 @@ class Recovery:
     def expects(self, rid: str) -> bool:
         return rid in self.expected_ids
 
-    def park(self, rid: str, label: Any) -> None:
-        self.parked.setdefault(rid, []).append(label)
-
-    def unpark(self, rid: str) -> list[Any]:
-        return self.parked.pop(rid, [])
-
     def forget_before(self, offsets: Mapping[tuple[str, int], int]) -> None:
         """Drop recorded decisions for records that will not be replayed any more."""
         stale = [s for s in self.recorded if s[2] < offsets.get((s[0], s[1]), -1)]
@@ -170,7 +162,6 @@ class Recovery:
     def state_dict(self) -> dict[str, np.ndarray]:
         return {"decisions": np.frombuffer(orjson.dumps({
             "recorded": [[list(s), r.prediction, r.request] for s, r in self.recorded.items()],
-            "parked": self.parked,
         }), dtype=np.uint8)}
 
     def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
@@ -180,4 +171,3 @@ class Recovery:
             self.recorded[key] = Recorded(prediction, request)
             if request is not None:
                 self.expected_ids[request["id"]] = key
-        self.parked = {k: list(v) for k, v in data["parked"].items()}

@@ -56,6 +56,7 @@ from consumer.steps.emit import Emit
 from consumer.steps.join import Join
 from consumer.steps.learn import Learn
 from consumer.steps.observe import Observe
+from consumer.steps.parked import Parked
 from consumer.steps.positions import Held, Positions
 from consumer.steps.query import Query
 from consumer.steps.read import FeatureRead, LabelRead
@@ -108,6 +109,7 @@ class Service:
         self.output_ends = OutputEnds((s.topics.predictions, s.topics.label_requests), self.clock)
         self.offsets = OffsetTracker()
         self.recovery = Recovery()
+        self.parked = Parked(s.labels.max_pending, self.totals)
         self.health = Health(self.clock, s.healthy_loop_age_s)
         self._clients = clients or KafkaClients(s)
         self.io = Opened()
@@ -165,7 +167,7 @@ class Service:
         self.join = Join(self.pending, self.learn, self.totals, s.labels, unknown=self._unknown,
                          retract=lambda rid: self.io.emitter.send(s.topics.label_requests, rid.encode(), None),
                          changed=self.observe.gauges)
-        self.emit = Emit(self.io, self.pending, self.offsets, self.recovery, self.join, self.observe, self.totals,
+        self.emit = Emit(self.io, self.pending, self.offsets, self.parked, self.join, self.observe, self.totals,
                          self.clock, pins_outputs=self.pins_outputs)
         self.label_read = LabelRead(self.io, self.learner, s, self.held, self.join, self.offsets, self.totals,
                                     self.clock, self.positions.out_of_range, unframe=self._framed[1],
@@ -450,9 +452,14 @@ class Service:
     def _unknown(self, lab: Label) -> None:
         """A label for an id never requested here: parked if a replayed record will request it."""
         if self.recovery.expects(lab.id):
-            self.recovery.park(lab.id, {"label": lab.label, "cost": lab.cost, "ts": lab.ts})
+            self.parked.park(lab, self.clock.now())
         else:
             self.totals.add("labels.unknown")
+
+    def _give_up_parked(self) -> None:
+        """Labels parked for records that will not be read again (their requests cannot be made again)."""
+        if self.parked:
+            self.parked.give_up([rid for rid in list(self.parked.waiting) if not self.recovery.expects(rid)])
 
     def _consumers(self) -> list[Any]:
         """The consumers of the topics this process reads records from (not the lease)."""
@@ -468,7 +475,7 @@ class Service:
     def _state_parts(self) -> list[Stateful]:
         """What a checkpoint holds (:mod:`consumer.state`)."""
         return [LearnerState(self.learner, self.settings.checkpoint.allow_param_change), self.pending, self.offsets,
-                self.output_ends, self.recovery, self.totals]
+                self.output_ends, self.recovery, self.totals, self.parked]
 
     def _snapshot(self) -> Snapshot:
         """Step 2: the offsets, where the outputs end, and copies of every part of the state."""
@@ -476,6 +483,7 @@ class Service:
         outputs = {} if self.io.features is None else self.output_ends.measure(
             lambda topic, timeout: self._partitions(topic, timeout=timeout), self.io.features)
         self.recovery.forget_before(offsets)
+        self._give_up_parked()
         s = self.settings
         state = gather(self._state_parts(), {"created_at": self.clock.now(), "instance": s.instance,
                                              "learner": self.learner.name, "role": s.role,

@@ -13,7 +13,9 @@ layout is rewritten into the current one before any part reads it.
   parked labels under ``service.`` (``service.recovery``, ``service.totals``, ``service.parked``),
   and the first-come-first-served label cap's state (``budget.window``, ``budget.used``), retired
   since the learner's budget controller holds every budget.
-- Layout 2: one namespace per part, as :data:`PARTS` lists them.
+- Layout 2: one namespace per part, as :data:`PARTS` lists them; role ``all`` kept the labels that
+  came, after a restart, before their request was made again inside its recovery part.
+- Layout 3: every role keeps the labels waiting for their requests in the ``parked`` part.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 import numpy as np
+import orjson
 
 from consumer.errors import IncompatibleCheckpoint
 from consumer.pending import pack_strings, unpack_strings
@@ -30,7 +33,7 @@ from consumer.pending import pack_strings, unpack_strings
 __all__ = ["FORMAT_VERSION", "PARTS", "Stateful", "gather", "meta_of", "pack_offsets", "scatter", "unpack_offsets",
            "upgrade"]
 
-FORMAT_VERSION = 2  # of the checkpoint's layout (``service.meta``'s format_version)
+FORMAT_VERSION = 3  # of the checkpoint's layout (``service.meta``'s format_version)
 META = "service.meta"
 # the namespaces, in the order a checkpoint lists them
 PARTS = ("learner", "pending", "offsets", "outputs", "recovery", "totals", "parked")
@@ -73,10 +76,17 @@ def upgrade(state: Mapping[str, np.ndarray], where: str) -> dict[str, np.ndarray
     if not isinstance(version, int) or not 1 <= version <= FORMAT_VERSION:
         raise IncompatibleCheckpoint(f"{where}: checkpoint format version {version}, this build reads 1 to "
                                      f"{FORMAT_VERSION}")
-    if version == FORMAT_VERSION:
-        return dict(state)
-    # layout 1 → 2: the retired label cap's state is dropped, the service's own arrays move to their parts
-    out = {_RENAMED_IN_2.get(k, k): v for k, v in state.items() if not k.startswith("budget.")}
+    out = dict(state)
+    if version < 2:  # the retired label cap's state is dropped, the service's own arrays move to their parts
+        out = {_RENAMED_IN_2.get(k, k): v for k, v in out.items() if not k.startswith("budget.")}
+    if version < 3 and "recovery.decisions" in out:  # role all's waiting labels move to the parked part
+        decisions = orjson.loads(out["recovery.decisions"].tobytes())
+        waiting = orjson.loads(out["parked.labels"].tobytes()) if "parked.labels" in out else []
+        at = float(meta.get("created_at", 0.0))
+        waiting += [[rid, [rid, lab["label"], lab["cost"], lab["ts"]], at]
+                    for rid, labels in decisions.pop("parked", {}).items() for lab in labels[:1]]
+        out["recovery.decisions"] = np.frombuffer(orjson.dumps(decisions), dtype=np.uint8)
+        out["parked.labels"] = np.frombuffer(orjson.dumps(waiting), dtype=np.uint8)
     out[META] = np.array(json.dumps({**meta, "format_version": FORMAT_VERSION}, sort_keys=True))
     return out
 

@@ -26,10 +26,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
 import orjson
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
@@ -48,7 +47,6 @@ from consumer.model_topic import ModelPublisher, Published, newest_manifest, rea
 from consumer.pending import Entry
 from consumer.records import Label
 from consumer.service import Service
-from consumer.state import Stateful
 
 __all__ = ["Trainer"]
 
@@ -70,10 +68,7 @@ class Trainer(Service):
         super().__init__(*args, **kwargs)
         self.publisher: ModelPublisher | None = None
         self.epoch = 0
-        # id → [label, parked at (wall clock), horizon: {partition: end} of the requests topic or None]
-        self._parked: dict[str, list[Any]] = {}
         self._parked_checked_at = -math.inf
-        self._overflowed = 0  # parked labels dropped since the last warning
         self._published_labels = 0  # learner.labels_ at the last publication
         self._last_publish_at = -math.inf
         self.restored_version: int | None = None
@@ -255,53 +250,45 @@ class Trainer(Service):
         for pushed_id, _ in self.pending.add_many(items, now):
             log.warning("pending store full: request %s expired early", pushed_id)
             self.totals.add("label_requests_expired")
-        for rid, _ in items:
-            parked = self._parked.pop(rid, None)
-            if parked is not None:
-                self.join([parked[0]], now)
+        waited = self.parked.take(rid for rid, _ in items)  # labels read before their requests
+        if waited:
+            self.join(waited, now)
         for partition, offset in messages.last_offsets(*messages.places_of(good)).items():
             self.offsets.store(s.topics.label_requests, partition, offset + 1)
         self.observe.gauges()
 
     def _unknown(self, lab: Label) -> None:
         """Its request may not have been read yet: the label waits for it (see :meth:`_settle_parked`)."""
-        if lab.id in self._parked:  # a second label for a request not read yet: the first one waits
-            self.totals.add("labels.duplicate")
-            return
-        self._parked[lab.id] = [lab, self.clock.now(), None]
-        if len(self._parked) > self.settings.labels.max_pending:  # a flood of labels no request matches
-            del self._parked[next(iter(self._parked))]  # the oldest: the likeliest to match nothing
-            self.totals.add("labels.overflow")
-            self._overflowed += 1
+        self.parked.park(lab, self.clock.now())
+
+    def _give_up_parked(self) -> None:
+        pass  # a trainer's parked labels are given up by _settle_parked
 
     def _settle_parked(self, now: float) -> None:
         """Count as unknown the parked labels whose request cannot come any more: the requests
         consumer has read past the end the topic had once the label had settled, or a TTL passed."""
-        if not self._parked or now - self._parked_checked_at < _PARKED_EVERY_S:
+        parked = self.parked
+        if not parked or now - self._parked_checked_at < _PARKED_EVERY_S:
             return
         self._parked_checked_at = now
-        if self._overflowed:
+        if parked.overflowed:
             log.warning("%d labels dropped unmatched: %d labels already wait for their requests "
-                        "(ACTIVESTREAM_LABELS__MAX_PENDING)", self._overflowed, len(self._parked))
-            self._overflowed = 0
+                        "(ACTIVESTREAM_LABELS__MAX_PENDING)", parked.overflowed, len(parked))
+            parked.overflowed = 0
         ends = self._request_ends()
         position = {p: o for (t, p), o in self.offsets.next.items() if t == self.settings.topics.label_requests}
         gone = []
-        for rid, (_, at, horizon) in self._parked.items():
+        for rid, (_, at, horizon) in parked.waiting.items():
             if now - at > self.settings.labels.ttl_s:
                 gone.append(rid)
             elif horizon is None:
                 # the label's request was sent before the label: a look at the partitions after the
                 # label came has its partition among those read
                 if now - at >= _PARK_SETTLE_S and ends is not None and self._partitions_listed_at > at:
-                    self._parked[rid][2] = ends
+                    parked.waiting[rid][2] = ends
             elif all(position.get(p, 0) >= end for p, end in horizon.items()):
                 gone.append(rid)
-        for rid in gone:
-            del self._parked[rid]
-            self.totals.add("labels.unknown")
-        if gone:
-            log.warning("%d labels matched no label request (counted unknown)", len(gone))
+        if parked.give_up(gone):
             self.observe.gauges()
 
     def _request_ends(self) -> dict[int, int] | None:
@@ -360,9 +347,6 @@ class Trainer(Service):
     def _sink(self) -> Sink:
         return _ModelTopic(self)
 
-    def _state_parts(self) -> list[Stateful]:
-        return [*super()._state_parts(), _Parked(self)]
-
 
 class _ModelTopic:
     """A trainer's checkpoint sink: the model topic (kind checkpoint), where a standby on another
@@ -387,25 +371,6 @@ class _ModelTopic:
 
     def committed(self, snapshot: Snapshot) -> None:
         pass
-
-
-class _Parked:
-    """The labels waiting for their requests, as a part of a trainer's checkpoint."""
-
-    namespace = "parked"
-    format_version = 1
-
-    def __init__(self, trainer: Trainer) -> None:
-        self.trainer = trainer
-
-    def state_dict(self) -> dict[str, np.ndarray]:
-        parked = self.trainer._parked
-        return {"labels": np.frombuffer(orjson.dumps([[rid, list(lab), at] for rid, (lab, at, _) in parked.items()]),
-                                        dtype=np.uint8)}
-
-    def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
-        parked = orjson.loads(state["labels"].tobytes())
-        self.trainer._parked = {rid: [Label(*lab), at, None] for rid, lab, at in parked}
 
 
 def _zombie(exc: Fenced) -> LeaseLost:

@@ -18,11 +18,10 @@ from consumer.clock import Clock
 from consumer.errors import Backpressure
 from consumer.kafka import OffsetTracker
 from consumer.pending import PendingStore
-from consumer.records import Label
-from consumer.recovery import Recovery
 from consumer.steps.batch import Batch
 from consumer.steps.join import Join
 from consumer.steps.observe import Observe
+from consumer.steps.parked import Parked
 from consumer.totals import Totals
 
 __all__ = ["Emit"]
@@ -34,9 +33,9 @@ class Emit:
     """The batch in hand, sent when the producer has room. ``pins_outputs``: the outputs of features
     partition p go to partition p (a scorer's, see :mod:`consumer.scorer`)."""
 
-    def __init__(self, io: Opened, pending: PendingStore, offsets: OffsetTracker, recovery: Recovery, join: Join,
+    def __init__(self, io: Opened, pending: PendingStore, offsets: OffsetTracker, parked: Parked, join: Join,
                  observe: Observe, totals: Totals, clock: Clock, *, pins_outputs: bool) -> None:
-        self.io, self.pending, self.offsets, self.recovery, self.join = io, pending, offsets, recovery, join
+        self.io, self.pending, self.offsets, self.parked, self.join = io, pending, offsets, parked, join
         self.observe, self.totals, self.clock, self.pins_outputs = observe, totals, clock, pins_outputs
         self.batch: Batch | None = None  # decided, not sent yet
         self.paused = False  # the features consumer, while a batch waits for room
@@ -82,11 +81,9 @@ class Emit:
         for pushed_id, _ in self.pending.add_many(batch.pending, now):
             log.warning("pending store full: request %s expired early", pushed_id)
             self.totals.add("label_requests_expired")
-        if self.recovery.parked:  # labels that arrived, after a restart, before their request was made again
-            for rid, _ in batch.pending:
-                parked = self.recovery.unpark(rid)
-                if parked:
-                    self.join([Label(rid, p["label"], p["cost"], p["ts"]) for p in parked], now)
+        waited = self.parked.take(rid for rid, _ in batch.pending)  # labels that came before their request
+        if waited:
+            self.join(waited, now)
         for (topic, partition), next_offset in batch.offsets.items():
             self.offsets.store(topic, partition, next_offset)
         self.observe.batch(batch, now)

@@ -58,14 +58,14 @@ def test_labels_wait_for_their_requests_and_a_label_without_one_is_counted_unkno
     t.start()
     try:
         totals = t.totals
-        run_until(t, lambda: "a" in t._parked and "ghost" in t._parked, what="labels parked")
+        run_until(t, lambda: "a" in t.parked and "ghost" in t.parked, what="labels parked")
         assert totals.get("labels.unknown") == 0  # the requests consumer has not caught up: nothing is known yet
         send(kafka_bootstrap, topics["label_requests"], ("a", request("a", [1.0] * 8)), ("tomb", None),
              ("bad", b'{"id": "bad", "features": "none"}'))
         run_until(t, lambda: totals.get("labels.applied") == 1, what="the parked label applied")
         assert t.learner.labels_ == 1
         run_until(t, lambda: totals.get("labels.unknown") == 1, timeout_s=30, what="ghost counted unknown")
-        assert not t._parked
+        assert not t.parked
     finally:
         t.request_stop()
         t._shutdown()
@@ -80,7 +80,7 @@ def test_a_second_trainer_restores_the_model_pending_requests_and_parked_labels(
     send(kafka_bootstrap, topics["label_requests"], ("a", request("a", [1.0] * 8)), ("b", request("b", [-1.0] * 8)))
     run_until(first, lambda: len(first.pending) == 2, what="requests pending")
     send(kafka_bootstrap, topics["labels"], label("a", 1), label("c", -1))
-    run_until(first, lambda: first.totals.get("labels.applied") == 1 and "c" in first._parked, what="a applied")
+    run_until(first, lambda: first.totals.get("labels.applied") == 1 and "c" in first.parked, what="a applied")
     first.request_stop()
     first._shutdown()  # the final checkpoint goes to the model topic, then the lease is released
 
@@ -88,7 +88,8 @@ def test_a_second_trainer_restores_the_model_pending_requests_and_parked_labels(
     second.start()
     try:
         assert second.restored_version is not None and second.epoch == first.epoch + 1
-        assert second.learner.labels_ == 1 and list(second.pending.ids()) == ["b"] and list(second._parked) == ["c"]
+        assert second.learner.labels_ == 1 and list(second.pending.ids()) == ["b"]
+        assert list(second.parked.waiting) == ["c"]
         send(kafka_bootstrap, topics["labels"], label("b", -1))
         send(kafka_bootstrap, topics["label_requests"], ("c", request("c", [0.5] * 8, prediction=-1)))
         run_until(second, lambda: second.totals.get("labels.applied") == 3, what="b and c applied")

@@ -200,7 +200,7 @@ def test_labels_at_ten_times_the_record_rate_are_counted_by_reason_and_nothing_g
     assert totals("labels.unknown") == 2000 - 3 * (len(stale) + len(fresh))
     # what is remembered is one entry per request, whatever the labels: none for an unknown id
     assert len(pending._applied) == len(fresh) and len(pending._expired) <= len(asked)
-    assert not h.service.recovery.parked
+    assert not h.service.parked
 
 
 def test_expired_request_makes_a_late_label_expired(harness):
@@ -1090,6 +1090,24 @@ def test_after_a_restart_the_budget_counts_only_the_requests_made(tmp_path, monk
     made = len(set(h.requested_ids()))
     assert h.service.learner.labels_ > 0 and made == h.service.totals.get("label_requests")
     assert (h.service.learner.budget.requests == made) == takes_back, (h.service.learner.budget.requests, made)
+
+
+def test_labels_read_before_their_records_are_decided_again_wait_parked_and_are_applied_once(tmp_path):
+    h = Harness(tmp_path, query_rate_target=0.2)
+    truth = decide_past_a_checkpoint_then_crash(h)
+    asked = set(h.requested_ids())
+    for rid in asked:  # answered, not read before the crash
+        h.label(rid, truth[rid])
+    h.service = h.new_service()
+    h.service.start()
+    h.service.label_read()  # the labels come first: those of requests made after the checkpoint wait
+    waiting = set(h.service.parked.waiting)
+    assert waiting and all(rid.startswith("s") for rid in waiting) and waiting <= asked
+    while h.service.totals.get("records_scored") < 1400:
+        h.service.run_once()
+    assert not h.service.parked and h.service.totals.get("labels.unknown") == 0
+    assert h.service.totals.get("labels.applied") == len(asked) == h.service.learner.labels_
+    assert h.service.totals.get("labels.duplicate") == 0
 
 
 def test_a_request_lost_in_the_crash_is_made_again_and_counted_once(tmp_path):

@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import orjson
 import pytest
 
 from consumer.errors import IncompatibleCheckpoint
@@ -58,9 +59,19 @@ def layout_1() -> dict[str, np.ndarray]:
 def test_layout_1_moves_the_service_arrays_to_their_parts_and_drops_the_retired_label_cap():
     state = upgrade(layout_1(), "old")
     assert sorted(state) == ["learner.w", "parked.labels", "recovery.decisions", "service.meta", "totals.counts"]
+    assert orjson.loads(state["recovery.decisions"].tobytes()) == {"recorded": []}
     assert str(state["totals.counts"]) == '{"records_scored": 9.0}'
     assert meta_of(state) == {"format_version": FORMAT_VERSION, "role": "trainer"}
     assert upgrade(state, "new").keys() == state.keys()  # the current layout is left as it is
+
+
+def test_layout_2_moves_the_labels_role_all_kept_waiting_into_the_parked_part():
+    waiting = {"r1": [{"label": 1, "cost": None, "ts": 5.0}, {"label": -1, "cost": None, "ts": 6.0}]}
+    state = {"recovery.decisions": np.frombuffer(orjson.dumps({"recorded": [], "parked": waiting}), dtype=np.uint8),
+             "service.meta": np.array(json.dumps({"format_version": 2, "created_at": 9.0}))}
+    state = upgrade(state, "old")
+    assert orjson.loads(state["recovery.decisions"].tobytes()) == {"recorded": []}
+    assert orjson.loads(state["parked.labels"].tobytes()) == [["r1", ["r1", 1, None, 5.0], 9.0]]  # the first waits
 
 
 @pytest.mark.parametrize("version", [0, FORMAT_VERSION + 1, "2"])

@@ -86,4 +86,4 @@ def test_a_trainer_checkpoint_an_older_build_published_restores_its_parked_label
     trainer = service_for(settings, clock=ManualClock(facts["created_at"]), clients=clients, serve_http=False)
     trainer.start()
     assert_restored(trainer, facts)
-    assert sorted(trainer._parked) == facts["parked_ids"]
+    assert sorted(trainer.parked.waiting) == facts["parked_ids"]

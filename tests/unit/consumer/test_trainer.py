@@ -108,11 +108,11 @@ def test_a_label_storm_is_counted_by_reason_and_what_waits_is_bounded(tmp_path):
     trainer.run_once()
     totals = trainer.totals.get
     assert totals("labels.applied") == 20 and totals("labels.duplicate") == 180
-    assert len(trainer._parked) == 50 and totals("labels.overflow") == 750  # the flood waits, bounded
+    assert len(trainer.parked) == 50 and totals("labels.overflow") == 750  # the flood waits, bounded
     for _ in range(3):  # the requests topic read past its end: the rest can match nothing
         trainer.clock.advance(_PARTITIONS_EVERY_S)
         trainer.run_once()
-    assert totals("labels.unknown") == 50 and not trainer._parked
+    assert totals("labels.unknown") == 50 and not trainer.parked
     assert len(trainer.pending._applied) == 20  # each applied id remembered once
 
 
