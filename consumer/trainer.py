@@ -32,21 +32,18 @@ from typing import Any
 import orjson
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
-from consumer import messages
-from consumer.checkpointing import Sink, Snapshot
+from consumer.checkpointing import Sink
 from consumer.errors import (
     CheckpointError,
-    Fenced,
     IncompatibleCheckpoint,
-    LeaseLost,
-    PublishFailed,
-    RegistryUnavailable,
 )
 from consumer.kafka import Emitter
-from consumer.model_topic import ModelPublisher, Published, newest_manifest, read_model_checkpoint
+from consumer.model_topic import ModelPublisher, newest_manifest, read_model_checkpoint
 from consumer.pending import Entry
 from consumer.records import Label
 from consumer.service import Service
+from consumer.steps.publish import ModelTopic
+from consumer.steps.requests import RequestIntake
 
 __all__ = ["Trainer"]
 
@@ -66,13 +63,12 @@ class Trainer(Service):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.publisher: ModelPublisher | None = None
-        self.epoch = 0
         self._parked_checked_at = -math.inf
-        self._published_labels = 0  # learner.labels_ at the last publication
-        self._last_publish_at = -math.inf
         self.restored_version: int | None = None
         self._partitions_listed_at = -math.inf  # wall clock of the last look that the broker answered
+        self.requests = RequestIntake(self.io, self.learner, self.settings, self.pending, self.parked, self.join,
+                                      self.held, self.offsets, self.totals, self.clock, self.positions.out_of_range,
+                                      reader=self._output_reader, changed=self.observe.gauges)
         if self._output_reader is not None:  # framed requests may name a schema to be asked for
             from consumer.registry_formats import Backoff
 
@@ -92,10 +88,11 @@ class Trainer(Service):
             return
         self.io.emitter = Emitter(self._clients.producer, self.metrics, s.max_in_flight,
                                dead_letter_topic=s.topics.dead_letters)
-        self.publisher = ModelPublisher(self._clients.model_producer(), s.topics.model, chunk_bytes=s.model.chunk_bytes,
-                                        full_every=s.model.full_every, transactional=True)
+        self.model_topic.publisher = ModelPublisher(
+            self._clients.model_producer(), s.topics.model, chunk_bytes=s.model.chunk_bytes,
+            full_every=s.model.full_every, transactional=True)
         last = self._restore_from_topic()
-        self.publisher.start(self.epoch, last)
+        self.model_topic.publisher.start(self.epoch, last)
         self.io.requests = self._clients.consumer("trainer")
         self.io.labels = self._clients.consumer("labels")
         self._assign_all(self.io.requests, s.topics.label_requests)
@@ -104,7 +101,8 @@ class Trainer(Service):
         self._publish_io_paths([None])  # label requests and labels, through Consumer.consume
         self._warm_up()
         self._audit({"epoch": self.epoch, "restored": self.restored_version, "labels_": self.learner.labels_})
-        self._publish()  # a full snapshot opens the epoch: the scorers drop what the last trainer sent after it
+        # a full snapshot opens the epoch: the scorers drop what the last trainer sent after it
+        self.model_topic.publish()
         self.health.restored = self.health.assigned = True
         self.metrics.ready.set(1.0)
         self._started = True
@@ -129,7 +127,7 @@ class Trainer(Service):
             except (KeyError, ValueError) as exc:
                 raise IncompatibleCheckpoint(f"{where}: {exc}") from None
             self.restored_version = int(manifest["version"])
-            self.publisher.adopt_parts(manifest.get("parts", {}))
+            self.model_topic.publisher.adopt_parts(manifest.get("parts", {}))
             epochs.append(int(manifest["epoch"]))
             last = max(last, int(manifest["version"]))
         else:
@@ -137,7 +135,7 @@ class Trainer(Service):
         if newest is not None:
             epochs.append(int(newest["epoch"]))
             last = max(last, int(newest["version"]))
-        self.epoch = max(epochs) + 1
+        self.model_topic.epoch = max(epochs) + 1
         return last
 
     def _assign_all(self, consumer: Any, topic: str) -> None:
@@ -176,8 +174,8 @@ class Trainer(Service):
         return [c for c in (self.io.requests, self.io.labels) if c is not None]
 
     def _shutdown(self) -> None:
-        if self._started and self.learner.labels_ > self._published_labels:
-            self._publish()  # the scorers get every label learnt, not only those of the last interval
+        if self._started and self.learner.labels_ > self.model_topic.published_labels:
+            self.model_topic.publish()  # the scorers get every label learnt, not only those of the last interval
         super()._shutdown()
 
     def _close(self, final_checkpoint: bool) -> None:
@@ -196,9 +194,7 @@ class Trainer(Service):
         s = self.settings
         self._check_lease()
         self.io.emitter.serve()
-        # not while the schema registry is being waited for (framed requests of a schema not seen yet)
-        requests = self.io.requests.consume(s.batch_size, 0) if self.held.may_read("requests") else []
-        self._take_requests(requests)
+        requests = self.requests()
         if self.held.may_read("labels"):  # not while the schema registry is being waited for
             self.label_read.take(self.io.labels.consume(s.batch_size, 0 if requests else s.poll_timeout_s))
         now = self.clock.now()
@@ -208,54 +204,10 @@ class Trainer(Service):
         self.positions.reposition()
         self.observe.lag()
         self.health.beat()
-        if self._publish_due():
-            self._publish()
+        if self.model_topic.due():
+            self.model_topic.publish()
         self.checkpoints.tick()
         self.metrics.loop_last_iteration.set(self.clock.now())
-
-    def _take_requests(self, msgs: Sequence[Any]) -> None:
-        """Label requests → pending entries (one shared copy of the batch's features); a request for
-        an id already pending or already answered is the same request made again, and ignored."""
-        s = self.settings
-        good = messages.without_errors(msgs, "label-requests", self.positions.out_of_range)
-        if not good:
-            return
-        now = self.clock.now()
-        live = [m for m in good if m.value() is not None]  # a tombstone retracts an expired request
-        values, refused = None, None
-        if self._output_reader is not None:  # requests in the schema registry's wire format, or plain
-            try:
-                values, refused = self._output_reader.plain_many([m.value() for m in live])
-            except RegistryUnavailable as exc:
-                self.held.hold_back("requests", self.io.requests, good, exc)
-                return
-            self.held.answered("requests")
-        decoded, positions, rejected = messages.decode_features(live, s.n_features, now, values=values, refused=refused)
-        for msg, err in rejected:
-            self.io.emitter.send(s.topics.dead_letters, *messages.dead_letter(msg, err))
-            self.totals.add(f"dead_letters.{msg.topic()}.{err.reason}")
-        items: list[tuple[str, Entry]] = []
-        statuses = self.pending.statuses(decoded.ids)
-        for row, (rid, k, status) in enumerate(zip(decoded.ids, positions, statuses, strict=True)):
-            if status != "unknown":
-                continue
-            r = orjson.loads(live[k].value() if values is None else values[k])
-            try:
-                code = self.learner.code_of_prediction(r["prediction"])
-                items.append((rid, Entry(decoded.rows, row, code, float(r["probability"]), float(r["score"]),
-                                         float(r["requested_at"]), float(r["expires_at"]), float(r["cost"]))))
-            except (KeyError, TypeError, ValueError) as exc:
-                log.warning("label request %s unusable (%s): skipped", rid, exc)
-                self.totals.add(f"dead_letters.{live[k].topic()}.invalid_request")
-        for pushed_id, _ in self.pending.add_many(items, now):
-            log.warning("pending store full: request %s expired early", pushed_id)
-            self.totals.add("label_requests_expired")
-        waited = self.parked.take(rid for rid, _ in items)  # labels read before their requests
-        if waited:
-            self.join(waited, now)
-        for partition, offset in messages.last_offsets(*messages.places_of(good)).items():
-            self.offsets.store(s.topics.label_requests, partition, offset + 1)
-        self.observe.gauges()
 
     def _unknown(self, lab: Label) -> None:
         """Its request may not have been read yet: the label waits for it (see :meth:`_settle_parked`)."""
@@ -321,58 +273,12 @@ class Trainer(Service):
         return {topics.label_requests: (self.io.requests, None), topics.labels: (self.io.labels, None)}
 
     # -- publishing and checkpoints ------------------------------------------------------------------------
-    def _publish_due(self) -> bool:
-        fresh = self.learner.labels_ - self._published_labels
-        if fresh <= 0:
-            return False
-        m = self.settings.model
-        return fresh >= m.publish_every_labels or self.clock.monotonic() - self._last_publish_at >= m.publish_every_s
-
-    def _publish(self) -> None:
-        try:
-            published = self.publisher.publish(self.learner.state_dict(), epoch=self.epoch)
-        except Fenced as exc:
-            raise _zombie(exc) from None
-        except PublishFailed as exc:  # the next one is a full snapshot; keep learning meanwhile
-            log.warning("model publication failed: %s", exc)
-            self._last_publish_at = self.clock.monotonic()
-            return
-        self._published_labels = self.learner.labels_
-        self._last_publish_at = self.clock.monotonic()
-        m = self.metrics
-        m.model_publications.labels(kind=published.kind).inc()
-        m.model_published_bytes.observe(published.bytes)
-        m.model_published_version.set(published.version)
-
     def _sink(self) -> Sink:
-        return _ModelTopic(self)
+        self.model_topic = ModelTopic(self.learner, self.settings.model, self.settings.topics.model, self.metrics,
+                                      self.clock, audit=self._audit)
+        return self.model_topic
 
-
-class _ModelTopic:
-    """A trainer's checkpoint sink: the model topic (kind checkpoint), where a standby on another
-    node finds it; the offsets it holds are committed after, for lag monitoring only."""
-
-    background = False
-
-    def __init__(self, trainer: Trainer) -> None:
-        self.trainer = trainer
-
-    def persist(self, snapshot: Snapshot) -> Published:
-        t = self.trainer
-        try:
-            published = t.publisher.publish_checkpoint(snapshot.state, epoch=t.epoch, parts=snapshot.parts)
-        except Fenced as exc:
-            raise _zombie(exc) from None
-        except PublishFailed as exc:
-            raise CheckpointError(f"checkpoint not published to {t.settings.topics.model}: {exc}") from None
-        t._audit({"epoch": t.epoch, "checkpoint": published.version, "labels_": t.learner.labels_})
-        t.metrics.model_publications.labels(kind="checkpoint").inc()
-        return published
-
-    def committed(self, snapshot: Snapshot) -> None:
-        pass
-
-
-def _zombie(exc: Fenced) -> LeaseLost:
-    return LeaseLost(f"a newer trainer fenced this one's model producer ({exc}): it wrote nothing more; stopping "
-                     "without a checkpoint")
+    @property
+    def epoch(self) -> int:
+        """This trainer's epoch on the model topic (one more than any published before it took over)."""
+        return self.model_topic.epoch
