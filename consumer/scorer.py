@@ -32,18 +32,17 @@ from confluent_kafka import KafkaException, TopicPartition
 
 from consumer import batch_reader
 from consumer.checkpointing import Sink, Snapshot
-from consumer.errors import ConfigError, RegistryUnavailable
+from consumer.errors import ConfigError
 from consumer.kafka import Emitter, consumer_config, offset_reset_policy
-from consumer.model_topic import Model, ModelFollower
-from consumer.recovery import read_tail
+from consumer.model_topic import ModelFollower
 from consumer.service import Service
+from consumer.steps.follow import Follow
 
 __all__ = ["Scorer"]
 
 log = logging.getLogger(__name__)
 
 _MODEL_START_TIMEOUT_S = 60.0
-_READ_BACK_TIMEOUT_S = 120.0
 
 
 class Scorer(Service):
@@ -54,8 +53,7 @@ class Scorer(Service):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.follower: ModelFollower | None = None
-        self.model: Model | None = None  # the published version scored with (None: the initial model)
+        self.follow = Follow(self.learner, self.metrics, self.clock)
         self._floors: Any = None  # a consumer of the group <group_id>-outputs, for its commits only
         self._follower_consumer: Any = None
 
@@ -73,9 +71,9 @@ class Scorer(Service):
                                dead_letter_topic=s.topics.dead_letters)
         self._check_output_partitions()
         self._follower_consumer = self._clients.reader()
-        self.follower = ModelFollower(self._follower_consumer, s.topics.model)
-        self.follower.start(timeout_s=_MODEL_START_TIMEOUT_S)
-        self._follow_model()
+        self.follow.follower = ModelFollower(self._follower_consumer, s.topics.model)
+        self.follow.follower.start(timeout_s=_MODEL_START_TIMEOUT_S)
+        self.follow()
         self._floors = self._clients.consumer("outputs")
         self.io.features = self._clients.consumer("features")
         self.io.reader = batch_reader.attach(self.io.features, consumer_config(s, "features").get("client.id", ""),
@@ -83,7 +81,8 @@ class Scorer(Service):
         self.io.features.subscribe([s.topics.features], on_assign=self._on_assign, on_revoke=self._on_revoke)
         self._publish_io_paths([self.io.reader])
         self._warm_up()
-        self._follow_model()  # what was published while this scorer started is a catch-up, not a swap
+        self.follow()  # what was published while this scorer started is a catch-up, not a swap
+        self.follow.swapping = True
         self.health.restored = True
         self._started = True
         self.observe.gauges()
@@ -102,45 +101,13 @@ class Scorer(Service):
     # -- the model ---------------------------------------------------------------------------------
     def _serve_labels(self) -> None:
         """A scorer reads no labels: between two batches it takes the newest complete model version."""
-        self._follow_model()
-
-    def _follow_model(self) -> None:
-        model = self.follower.poll()
-        if model is not None:
-            self._use(model)
-        if self.model is not None:
-            self.metrics.model_age.set(max(0.0, self.clock.now() - self.model.manifest["published_at"]))
-
-    def _use(self, model: Model) -> None:
-        """Score with ``model`` from the next batch on. The query coin's records and this scorer's
-        budget controller stay this scorer's own: the controller paces what this replica asks."""
-        state = {k: v for k, v in model.state.items() if not k.startswith("budget.")}
-        rounds, fresh = self.learner.rounds_, self.learner.updates_ == 0
-        try:
-            self.learner.load_state_dict(state, allow_param_change=True)
-        except (ValueError, KeyError) as exc:
-            log.error("model version %d refused, still scoring with version %s: %s (ACTIVESTREAM_LEARNER, "
-                      "ACTIVESTREAM_N_FEATURES and ACTIVESTREAM_CLASSES must match the trainer's)", model.version,
-                      self.model.version if self.model is not None else "none (the initial model)", exc)
-            return
-        self.learner.rounds_ = rounds
-        if fresh and self.learner.updates_ > 0 and self.learner.budget is not None:
-            # the first learnt model: the fresh model's zero scores leave the controller's window, as
-            # a single process does on its first update (BudgetController.forget_scores)
-            self.learner.budget.forget_scores()
-        self.model = model
-        published_at = model.manifest["published_at"]
-        self.metrics.model_version_in_use.set(model.version)
-        if self._started:  # a swap, not the catch-up of a scorer starting
-            self.metrics.model_swap_delay.observe(max(0.0, self.clock.now() - published_at))
-        self.metrics.model_version.set(self.learner.labels_)
-        log.debug("scoring with model version %d (%d labels)", model.version, self.learner.labels_)
+        self.follow()
 
     # -- partitions ---------------------------------------------------------------------------------
     def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         fresh = [tp for tp in partitions if (tp.topic, tp.partition) not in self.offsets.next]
         if fresh and consumer is self.io.features:
-            self._read_back(fresh)
+            self.read_back.taken_over(fresh, self.io.features, self._floors)
         super()._on_assign(consumer, partitions)
         self._share_budget(partitions)
 
@@ -159,29 +126,6 @@ class Scorer(Service):
             return
         total = len(self._partitions_seen.get(self.settings.topics.features, [])) or 1
         controller.set_share(min(1.0, len(assigned) / total))
-
-    def _read_back(self, fresh: list[TopicPartition]) -> None:
-        """Keep the decisions already produced for the records of ``fresh`` past their committed offset."""
-        s = self.settings
-        ps = [tp.partition for tp in fresh]
-        try:
-            committed = {tp.partition: tp.offset for tp in self.io.features.committed(
-                [TopicPartition(s.topics.features, p) for p in ps], timeout=10)}
-            asked = [TopicPartition(t, p) for t in (s.topics.predictions, s.topics.label_requests) for p in ps]
-            floors = {(tp.topic, tp.partition): tp.offset for tp in self._floors.committed(asked, timeout=10)}
-            found = 0
-            for topic, kind in ((s.topics.predictions, "prediction"), (s.topics.label_requests, "request")):
-                start = {p: max(0, floors.get((topic, p), 0)) for p in ps}
-                messages = read_tail(self._clients.reader, topic, start, ps, timeout_s=_READ_BACK_TIMEOUT_S)
-                self.recovery.add_outputs(messages, kind, self._output_reader)
-                found += len(messages)
-        except (KafkaException, TimeoutError, RegistryUnavailable) as exc:
-            log.warning("reading back the outputs of %s failed (%s): records after the last commit may be "
-                        "predicted again", ps, exc)
-            return
-        self.recovery.forget_before({(s.topics.features, p): o for p, o in committed.items() if o >= 0})
-        log.info("%s[%s]: %d outputs read back, %d decisions after the committed offsets kept",
-                 s.topics.features, ",".join(map(str, ps)), found, len(self.recovery))
 
     # -- progress -------------------------------------------------------------------------------------
     def _sink(self) -> Sink:
@@ -222,7 +166,7 @@ class _Floors:
     def committed(self, snapshot: Snapshot) -> None:
         s = self.scorer
         topics = s.settings.topics
-        owned = {tp.partition for tp in s._features.assignment()}
+        owned = {tp.partition for tp in s.io.features.assignment()}
         floors = [TopicPartition(t, p, snapshot.outputs[(t, p)]) for t in (topics.predictions, topics.label_requests)
                   for p in sorted(owned) if (t, p) in snapshot.outputs]
         if floors:

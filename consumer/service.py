@@ -40,7 +40,6 @@ from consumer.errors import (
     ConfigError,
     IncompatibleCheckpoint,
     LeaseLost,
-    RegistryUnavailable,
 )
 from consumer.health import Health, HealthServer
 from consumer.kafka import Emitter, OffsetTracker, consumer_config, offset_reset_policy
@@ -50,7 +49,7 @@ from consumer.metrics import Metrics
 from consumer.output_ends import OutputEnds
 from consumer.pending import Entry, PendingStore
 from consumer.records import Label
-from consumer.recovery import Recovery, read_tail
+from consumer.recovery import Recovery
 from consumer.state import Stateful, gather, scatter, upgrade
 from consumer.steps.emit import Emit
 from consumer.steps.join import Join
@@ -60,6 +59,7 @@ from consumer.steps.parked import Parked
 from consumer.steps.positions import Held, Positions
 from consumer.steps.query import Query
 from consumer.steps.read import FeatureRead, LabelRead
+from consumer.steps.replayed import ReadBack
 from consumer.steps.score import Score
 from consumer.stop import Stop
 from consumer.totals import Totals
@@ -140,7 +140,9 @@ class Service:
         self._serve_http = serve_http
         self._stop = Stop()  # what a signal handler may set (consumer.stop)
         self._partitions_seen: dict[str, list[int]] = {}
-        self.recovery_attempts = 0  # start-up attempts to reach the brokers (lease topic, read-back)
+        self._lease_attempts = 0
+        self.read_back = ReadBack(self.recovery, s, self._clients.reader, lambda: self._output_reader,
+                                  lambda topic: self._partitions(topic, required=True))
         self.positions = Positions(self.offsets, self.metrics, self._read_by_topic, {},
                                    paused=lambda consumer: consumer is self.io.features and self.emit.paused)
         self.held = Held(backoffs, self.positions, self.metrics, self.clock)
@@ -281,7 +283,7 @@ class Service:
                 self._clients.ensure_lease_topic(s.topics.lease)
                 break
             except KafkaException as exc:
-                self.recovery_attempts += 1
+                self._lease_attempts += 1
                 log.warning("cannot reach the brokers to check the lease topic %s (%s); retrying in %.0f s",
                             s.topics.lease, exc, backoff)
                 self.health.beat()
@@ -511,30 +513,14 @@ class Service:
                  len(self.pending), self.offsets.next)
 
     def _recover_decisions(self) -> None:
-        """Read back what was produced after the checkpoint (see :mod:`consumer.recovery`); while the
-        broker cannot be reached, keep trying (the loop is not running yet: /readyz says so)."""
-        if self.restored_from is None:
-            return
-        topics = self.settings.topics
-        backoff = 1.0
-        while True:
-            self.recovery_attempts += 1
-            try:
-                for topic, kind in ((topics.predictions, "prediction"), (topics.label_requests, "request")):
-                    partitions = self._partitions(topic, required=True)
-                    start = self.output_ends.from_topic(topic)
-                    messages = read_tail(self._clients.reader, topic, start, partitions, timeout_s=120.0)
-                    self.recovery.add_outputs(messages, kind, self._output_reader)
-                break
-            except (KafkaException, TimeoutError, RegistryUnavailable) as exc:
-                log.warning("reading back recent decisions failed (%s); retrying in %.0f s", exc, backoff)
-                self.recovery.clear()
-                self.health.beat()
-                if self._stop.wait(backoff):
-                    return
-                backoff = min(30.0, 2 * backoff)
-        self.recovery.forget_before(self.offsets.next)
-        log.info("recovery: %d decisions made after the checkpoint will be kept", len(self.recovery))
+        if self.restored_from is not None:
+            self.read_back.since_checkpoint(self.output_ends.from_topic, self.offsets.next, self._stop,
+                                            self.health.beat)
+
+    @property
+    def recovery_attempts(self) -> int:
+        """Start-up attempts to reach the brokers (the lease topic, the read-back of recent decisions)."""
+        return self._lease_attempts + self.read_back.attempts
 
     def _partitions(self, topic: str, required: bool = False, timeout: float = 10.0) -> list[int]:
         """The topic's partitions; the last known list when the broker does not answer within

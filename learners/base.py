@@ -915,6 +915,18 @@ class Learner(Parameterized):
                                                          "provisional": self._provisional}))
         return out
 
+    def follow(self, state: Mapping[str, np.ndarray]) -> None:
+        """Take another learner's model (a :meth:`state_dict` of the same configuration, e.g. one a
+        trainer published), keeping this learner's own query state: its round count (what its coin
+        has drawn) and its budget controller, which paces what this learner asks. Where the model
+        taken is the first to have learnt anything, the controller forgets the scores of the
+        untrained model, as on a first update. ``ValueError`` or ``KeyError`` if it does not fit."""
+        rounds, fresh = self.rounds_, self.updates_ == 0
+        self.load_state_dict({k: v for k, v in state.items() if not k.startswith("budget.")}, allow_param_change=True)
+        self.rounds_ = rounds
+        if fresh and self.updates_ > 0 and self._budget is not None:
+            self._budget.forget_scores()
+
     def load_state_dict(self, state: Mapping[str, np.ndarray], *, allow_param_change: bool = False) -> None:
         """Restore a :meth:`state_dict`. Refuses another format version, another learner, or
         other hyper-parameters unless ``allow_param_change`` (dimension and classes must match)."""

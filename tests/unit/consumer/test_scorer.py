@@ -36,14 +36,14 @@ def published(version: int, at: float, **settings) -> Model:
 
 def test_a_compatible_model_is_scored_with_and_the_scorers_own_counts_stay(tmp_path):
     s = scorer(tmp_path, query_rate_target=0.1)
-    s._use(published(6, at=s.clock.now()))  # a learnt model already: not the first
-    s._started = True  # a swap while serving, not the catch-up at start
+    s.follow.use(published(6, at=s.clock.now()))  # a learnt model already: not the first
+    s.follow.swapping = True  # a swap while serving, not the catch-up at start
     s.learner.decide(Rows.stack([(np.array([0]), np.array([1.0]))] * 50, 4), ids=[f"r{i}" for i in range(50)])
     rounds, budget = s.learner.rounds_, s.learner.budget.state_dict()
     s.clock.advance(0.3)
     model = published(7, at=s.clock.now() - 0.3, learner_params={"delta": 2.0})  # hyper-parameters: the trainer's
-    s._use(model)
-    assert s.model is model and s.learner.labels_ == 2
+    s.follow.use(model)
+    assert s.follow.model is model and s.learner.labels_ == 2
     np.testing.assert_array_equal(s.learner.state_dict()["rule.w"], model.state["rule.w"])
     assert s.learner.rounds_ == rounds  # records this scorer decided
     for k, v in budget.items():
@@ -57,18 +57,18 @@ def test_the_first_learnt_model_empties_the_window_of_the_fresh_models_scores(tm
     s.learner.decide(Rows.stack([(np.array([0]), np.array([1.0]))] * 50, 4), ids=[f"r{i}" for i in range(50)])
     filled = lambda: int(s.learner.budget.cs_[_FILLED])  # noqa: E731  (scores in the window)
     assert filled() == 50  # the fresh model's zeros
-    s._use(published(1, at=0.0))
+    s.follow.use(published(1, at=0.0))
     assert filled() == 0
     s.learner.decide(Rows.stack([(np.array([1]), np.array([1.0]))] * 20, 4), ids=[f"q{i}" for i in range(20)])
-    s._use(published(2, at=0.0))  # a later model: the window holds learnt scores and stays
+    s.follow.use(published(2, at=0.0))  # a later model: the window holds learnt scores and stays
     assert filled() == 20
 
 
 def test_a_model_of_another_dimension_is_refused_naming_both_and_the_old_one_kept(tmp_path, caplog):
     s = scorer(tmp_path)
-    s._use(published(3, at=0.0))
-    s._use(published(4, at=0.0, n_features=16))
-    assert s.model.version == 3 and s.metrics.model_version_in_use._value.get() == 3
+    s.follow.use(published(3, at=0.0))
+    s.follow.use(published(4, at=0.0, n_features=16))
+    assert s.follow.model.version == 3 and s.metrics.model_version_in_use._value.get() == 3
     assert "model version 4 refused" in caplog.text and "16" in caplog.text and "vs this 4" in caplog.text
 
 

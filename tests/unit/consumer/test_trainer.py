@@ -151,3 +151,19 @@ def test_a_trainer_stopping_publishes_the_labels_learnt_since_its_last_publicati
     assert trainer.metrics.model_published_version._value.get() == 2
     scorer.run_once()  # follows the model topic between two batches
     assert scorer.learner.labels_ == 20
+
+
+def test_a_scorers_checkpoint_commits_its_offsets_and_then_the_floors_of_its_output_partitions(tmp_path):
+    broker, scorer, _ = roles(tmp_path)
+    rng = np.random.default_rng(2)
+    for i in range(30):
+        broker.append("features", orjson.dumps({"id": f"a{i}", "features": rng.standard_normal(4).tolist()}),
+                      f"a{i}".encode())
+    scorer.run_once()
+    scorer.checkpoint()
+    group = scorer.settings.group_id
+    assert broker.committed[(group, "features", 0)] == 30
+    ends = {topic: len(broker.values(topic)) for topic in ("predictions", "label-requests")}
+    assert ends["predictions"] == 30 and ends["label-requests"] > 0
+    for topic, end in ends.items():  # where each output partition ended once the outputs were flushed
+        assert broker.committed[(f"{group}-outputs", topic, 0)] == end

@@ -117,3 +117,16 @@ def test_a_checkpoint_from_before_a_rule_parameter_existed_loads_as_its_default(
     with pytest.raises(ValueError, match=r"damping: saved 0\.0 vs this 0\.1"):
         make("lr-ada-entropy", n_features=3, eta=a.rule.eta).load_state_dict(state)
     make("paa-1", n_features=3).load_state_dict(make("paa-1", n_features=3).state_dict())  # no damping there
+
+
+def test_following_a_model_takes_its_weights_and_keeps_this_learners_query_state():
+    from learners.budget import BudgetController
+
+    trainer, scorer = make("paa-1", n_features=3), make("paa-1", n_features=3)
+    scorer.budget = BudgetController(target=0.5)
+    scorer.decide(np.zeros((4, 3)), ids=[f"r{i}" for i in range(4)])  # the scorer's coin has drawn 4
+    for x, y in (([1.0, 0.0, 0.0], 1), ([0.0, 1.0, 0.0], -1)):
+        trainer.learn(x, y)
+    scorer.follow(trainer.state_dict())
+    np.testing.assert_array_equal(scorer.state_dict()["rule.w"], trainer.state_dict()["rule.w"])
+    assert (scorer.rounds_, scorer.labels_) == (4, 2) and scorer.budget.records == 4
