@@ -54,7 +54,23 @@ def build_learner(settings: Settings):
         learner.budget = controller_for(settings, learner.classes)
     except ValueError as exc:
         raise ConfigError(f"ACTIVESTREAM_LABELS__COST_BUDGET: {exc}") from None
+    _check_fits(settings, learner)
     return learner
+
+
+def _check_fits(settings: Settings, learner: Any) -> None:
+    """The settings that depend on the learner: its scales in a split deployment, the expiry label."""
+    s, params = settings, learner.get_params()
+    if s.role != "all" and params.get("scale", "none") != "none" and params.get("scale_from") == "scored":
+        raise ConfigError("ACTIVESTREAM_LEARNER_PARAMS: scale_from=scored learns the scales from scored records, "
+                          f"which a {s.role} does not share with the other role; use scale_from=labelled, "
+                          "or ACTIVESTREAM_ROLE=all")
+    if s.labels.on_expiry == "default" and learner.learns_classes:
+        raise ConfigError("ACTIVESTREAM_LABELS__EXPIRY_LABEL needs ACTIVESTREAM_CLASSES: the classes are "
+                          "otherwise learnt from the labels, and the default label must be one of them")
+    if s.labels.on_expiry == "default" and s.labels.expiry_label not in learner.codes:
+        raise ConfigError(f"ACTIVESTREAM_LABELS__EXPIRY_LABEL: {s.labels.expiry_label!r} is not one of "
+                          f"the classes {list(learner.classes)}")
 
 
 def warm_up(learner: Any, n_features: int, *, batch_reads: bool = True) -> None:

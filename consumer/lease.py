@@ -14,15 +14,18 @@ restoring the model: :attr:`Lease.lost` says so, and the service stops without a
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from consumer.clock import Clock
 from consumer.errors import ConfigError
+from consumer.stop import Stop
 
-__all__ = ["Lease", "ensure_lease_topic"]
+__all__ = ["Lease", "ensure_lease_topic", "take_lease"]
 
 log = logging.getLogger(__name__)
 
@@ -108,3 +111,43 @@ class Lease:
         except (KafkaException, RuntimeError) as exc:
             log.warning("closing the lease consumer: %s", exc)
         self.held = False
+
+
+_STANDBY_LOG_EVERY_S = 30.0
+_STANDBY_QUIET_S = 2.0  # a join takes about this long: no warning for the usual wait
+
+
+def take_lease(clients: Any, settings: Any, clock: Clock, stop: Stop, beat: Callable[[], None],
+               attempted: Callable[[], None] = lambda: None) -> Lease | None:
+    """Wait until this process holds its group's trainer lease (the lease topic made first, while the
+    brokers are away waited for); None if ``stop`` came first. ``beat()``: the process is alive;
+    ``attempted()``: a try to reach the brokers failed."""
+    topic = settings.topics.lease
+    backoff = 1.0
+    while True:
+        try:
+            clients.ensure_lease_topic(topic)
+            break
+        except KafkaException as exc:
+            attempted()
+            log.warning("cannot reach the brokers to check the lease topic %s (%s); retrying in %.0f s", topic, exc,
+                        backoff)
+            beat()
+            if stop.wait(backoff):
+                return None
+            backoff = min(30.0, 2 * backoff)
+    lease = Lease(lambda: clients.consumer("lease"), topic)
+    lease.join()
+    waited_since, told_at = clock.monotonic(), -math.inf
+    while not lease.held:
+        if stop.requested:
+            return lease  # closed by the caller; not held
+        lease.poll(0.2)
+        beat()
+        now = clock.monotonic()
+        if now - told_at >= _STANDBY_LOG_EVERY_S and now - waited_since >= _STANDBY_QUIET_S:
+            told_at = now
+            log.warning("standby: another process of group %s holds the trainer lease (%s); waiting to take "
+                        "over (role %s runs one active process per group; to scale out, run scorers and "
+                        "trainers: docs, running at scale)", settings.group_id, topic, settings.role)
+    return lease

@@ -79,7 +79,7 @@ class Scorer(Service):
         self.io.reader = batch_reader.attach(self.io.features, consumer_config(s, "features").get("client.id", ""),
                                            s.topics.features)
         self.io.features.subscribe([s.topics.features], on_assign=self._on_assign, on_revoke=self._on_revoke)
-        self._publish_io_paths([self.io.reader])
+        self.observe.io_paths([self.io.reader], self.io.emitter)
         self._warm_up()
         self.follow()  # what was published while this scorer started is a catch-up, not a swap
         self.follow.swapping = True

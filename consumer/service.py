@@ -20,7 +20,7 @@ from __future__ import annotations
 import gc
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +28,6 @@ import numpy as np
 from confluent_kafka import KafkaException, TopicPartition
 
 from consumer import batch_reader
-from consumer.batch_reader import BatchReader
 from consumer.budget import CostModel
 from consumer.checkpoint import CheckpointPolicy, CheckpointStore
 from consumer.checkpointing import Checkpoints, FileSink, Sink, Snapshot, commit_offsets
@@ -44,7 +43,7 @@ from consumer.errors import (
 from consumer.health import Health, HealthServer
 from consumer.kafka import Emitter, OffsetTracker, consumer_config, offset_reset_policy
 from consumer.learner import LearnerState, build_learner, warm_up
-from consumer.lease import Lease
+from consumer.lease import Lease, take_lease
 from consumer.metrics import Metrics
 from consumer.output_ends import OutputEnds
 from consumer.pending import Entry, PendingStore
@@ -71,8 +70,6 @@ __all__ = ["Service"]
 
 log = logging.getLogger(__name__)
 
-_STANDBY_LOG_EVERY_S = 30.0
-_STANDBY_QUIET_S = 2.0  # a join takes about this long: no warning for the usual wait
 
 
 class Service:
@@ -174,17 +171,6 @@ class Service:
         self.label_read = LabelRead(self.io, self.learner, s, self.held, self.join, self.offsets, self.totals,
                                     self.clock, self.positions.out_of_range, unframe=self._framed[1],
                                     changed=self.observe.gauges)
-        params = self.learner.get_params()
-        if s.role != "all" and params.get("scale", "none") != "none" and params.get("scale_from") == "scored":
-            raise ConfigError("ACTIVESTREAM_LEARNER_PARAMS: scale_from=scored learns the scales from scored records, "
-                              f"which a {s.role} does not share with the other role; use scale_from=labelled, "
-                              "or ACTIVESTREAM_ROLE=all")
-        if s.labels.on_expiry == "default" and self.learner.learns_classes:
-            raise ConfigError("ACTIVESTREAM_LABELS__EXPIRY_LABEL needs ACTIVESTREAM_CLASSES: the classes are "
-                              "otherwise learnt from the labels, and the default label must be one of them")
-        if s.labels.on_expiry == "default" and s.labels.expiry_label not in self.learner.codes:
-            raise ConfigError(f"ACTIVESTREAM_LABELS__EXPIRY_LABEL: {s.labels.expiry_label!r} is not one of "
-                              f"the classes {list(self.learner.classes)}")
 
     # -- lifecycle -------------------------------------------------------------------------------
     def run(self) -> int:
@@ -245,7 +231,7 @@ class Service:
         self.io.features.subscribe([s.topics.features], on_assign=self._on_assign, on_revoke=self._on_revoke)
         self.io.labels.subscribe([s.topics.labels], on_assign=self._on_assign, on_revoke=self._on_revoke)
         self._recover_decisions()
-        self._publish_io_paths([self.io.reader, self.io.label_reader])
+        self.observe.io_paths([self.io.reader, self.io.label_reader], self.io.emitter)
         self._warm_up()
         self.health.restored = True
         self._started = True
@@ -276,36 +262,15 @@ class Service:
 
     def _take_lease(self) -> bool:
         """Wait until this process is the active trainer of its group; False if asked to stop first."""
-        s = self.settings
-        backoff = 1.0
-        while True:  # brokers that are away are waited for, as the restore's read-back does
-            try:
-                self._clients.ensure_lease_topic(s.topics.lease)
-                break
-            except KafkaException as exc:
-                self._lease_attempts += 1
-                log.warning("cannot reach the brokers to check the lease topic %s (%s); retrying in %.0f s",
-                            s.topics.lease, exc, backoff)
-                self.health.beat()
-                if self._stop.wait(backoff):
-                    return False
-                backoff = min(30.0, 2 * backoff)
-        self.lease = Lease(lambda: self._clients.consumer("lease"), s.topics.lease)
-        self.lease.join()
-        waited_since, told_at = self.clock.monotonic(), -math.inf
-        while not self.lease.held:
-            if self._stop.requested:
-                return False
-            self.lease.poll(0.2)
-            self.health.beat()
-            now = self.clock.monotonic()
-            if now - told_at >= _STANDBY_LOG_EVERY_S and now - waited_since >= _STANDBY_QUIET_S:
-                told_at = now
-                log.warning("standby: another process of group %s holds the trainer lease (%s); waiting to take "
-                            "over (role %s runs one active process per group; to scale out, run scorers and "
-                            "trainers: docs, running at scale)", s.group_id, s.topics.lease, s.role)
+        self.lease = take_lease(self._clients, self.settings, self.clock, self._stop, self.health.beat,
+                                attempted=self._count_lease_attempt)
+        if self.lease is None or not self.lease.held:
+            return False
         self.metrics.trainer_active.set(1.0)
         return True
+
+    def _count_lease_attempt(self) -> None:
+        self._lease_attempts += 1
 
     def _check_lease(self) -> None:
         """Stop if the lease went to another process."""
@@ -316,18 +281,6 @@ class Service:
             self.metrics.trainer_active.set(0.0)
             raise LeaseLost(f"the trainer lease ({self.settings.topics.lease}) was taken away: stopping without a "
                             "checkpoint, as another process may be restoring the model")
-
-    def _publish_io_paths(self, readers: Sequence[BatchReader | None]) -> None:
-        """activestream_io_path, once the clients exist: whether ``readers`` (one per consumer of
-        records, None where it reads through Consumer.consume) are batch readers, and whether the
-        outputs go through the batch producer or one by one."""
-        reads = {"consume" if reader is None else "batch-reader" for reader in readers}
-        produce = "produce" if self.io.emitter.batch is None else "batch-producer"
-        for direction, paths, used in (("read", ("batch-reader", "consume"), reads),
-                                       ("produce", ("batch-producer", "produce"), {produce})):
-            for path in paths:
-                self.metrics.io_path.labels(direction=direction, path=path).set(1.0 if path in used else 0.0)
-        log.info("records read by %s, outputs produced by %s", " and ".join(sorted(reads)), produce)
 
     def _warm_up(self) -> None:
         """Load every compiled loop the first batches need (from numba's on-disk cache, or compile it

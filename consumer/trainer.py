@@ -98,7 +98,7 @@ class Trainer(Service):
         self._assign_all(self.io.requests, s.topics.label_requests)
         self._assign_all(self.io.labels, s.topics.labels)
         self._partitions_listed_at = self.clock.now()
-        self._publish_io_paths([None])  # label requests and labels, through Consumer.consume
+        self.observe.io_paths([None], self.io.emitter)  # label requests and labels, through Consumer.consume
         self._warm_up()
         self._audit({"epoch": self.epoch, "restored": self.restored_version, "labels_": self.learner.labels_})
         # a full snapshot opens the epoch: the scorers drop what the last trainer sent after it

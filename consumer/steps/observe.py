@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,8 @@ from consumer.records import FRAMED_REASONS, REASONS
 from consumer.totals import Totals
 
 __all__ = ["LABEL_OUTCOMES", "Observe"]
+
+log = logging.getLogger(__name__)
 
 LABEL_OUTCOMES = ("applied", "duplicate", "expired", "unknown", "defaulted")
 _MAX_CLASSES_INITIALISED = 20  # labelled records: one series per (class, predicted) pair, k² of them
@@ -145,3 +148,15 @@ class Observe:
                     where = {"topic": tp.topic, "partition": str(tp.partition)}
                     self.metrics.consumer_lag.labels(**where).set(max(0, high - position))
                     self.metrics.consumer_offset.labels(**where).set(position)
+
+    def io_paths(self, readers: Sequence[Any], emitter: Any) -> None:
+        """activestream_io_path, once the clients exist: whether ``readers`` (one per consumer of
+        records, None where it reads through Consumer.consume) are batch readers, and whether the
+        outputs go through the batch producer or one by one."""
+        reads = {"consume" if reader is None else "batch-reader" for reader in readers}
+        produce = "produce" if emitter.batch is None else "batch-producer"
+        for direction, paths, used in (("read", ("batch-reader", "consume"), reads),
+                                       ("produce", ("batch-producer", "produce"), {produce})):
+            for path in paths:
+                self.metrics.io_path.labels(direction=direction, path=path).set(1.0 if path in used else 0.0)
+        log.info("records read by %s, outputs produced by %s", " and ".join(sorted(reads)), produce)

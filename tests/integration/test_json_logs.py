@@ -43,7 +43,7 @@ def test_every_stderr_line_is_a_json_object_and_librdkafka_s_lines_are_among_the
         try:
             # the lease check gives up after 5 s, then the service logs librdkafka's lines and waits
             deadline = time.monotonic() + 180
-            while not (seen.is_set() and any('"logger":"consumer.service"' in line for line in lines)):
+            while not (seen.is_set() and any('"logger":"consumer.lease"' in line for line in lines)):
                 assert proc.poll() is None, f"exited with {proc.returncode}: {''.join(lines)[-3000:]}"
                 assert time.monotonic() < deadline, f"no librdkafka line within 180 s: {''.join(lines)[-3000:]}"
                 seen.wait(0.2)  # the librdkafka line, or a turn to read the service's own
@@ -61,4 +61,4 @@ def test_every_stderr_line_is_a_json_object_and_librdkafka_s_lines_are_among_the
     kafka = [o for o in objects if o["logger"] == "librdkafka"]
     assert kafka and all(o["facility"] and "#" in o["client"] for o in kafka)
     assert any(o["facility"] == "FAIL" and "Connection refused" in o["message"] for o in kafka)
-    assert any(o["logger"] == "consumer.service" and "lease topic" in o["message"] for o in objects)
+    assert any(o["logger"] == "consumer.lease" and "lease topic" in o["message"] for o in objects)
