@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -34,8 +33,9 @@ from learners.scaling import (
     choose_mode,
     rescale_rows,
 )
+from learners.values import Decisions, Scores
 
-__all__ = ["Decisions", "Learner", "QueryStrategy", "Scores", "UpdateRule"]
+__all__ = ["Learner", "QueryStrategy", "UpdateRule"]
 
 FORMAT_VERSION = 1
 
@@ -49,18 +49,6 @@ _STRUCTURAL = ("rule", "query", "n_features", "classes", "bias", "rff_components
 # rules that have it).
 _ABSENT = {"scale": "none", "scale_from": "labelled", "damping": 0.0, "rff_lift": 0.0, "rff_keep": False,
            "beta": 1.0, "lam": 0.0}
-
-
-@dataclass(frozen=True, slots=True)
-class Scores:
-    """A rule's output for a batch; query strategies read it."""
-
-    p: np.ndarray  # signed margin (binary) or top-1 score, shape (n,)
-    gap: np.ndarray | None = None  # top-1 minus top-2 score (multiclass)
-    # the rule's scale term of x: xᵀΣx (SOAL), xᵀH⁻¹x (D-ADA), the squared radius X'² (Perceptron,
-    # for SEL-ada); None if the rule has no such term
-    v: np.ndarray | None = None
-    top: np.ndarray | None = None  # index of the highest-scoring class (multiclass)
 
 
 def _nan_if_none(a: np.ndarray | None, n: int) -> np.ndarray:
@@ -227,7 +215,7 @@ class QueryStrategy(Parameterized):
     importance_weighted: ClassVar[bool] = False
     budget_param: ClassVar[str | None] = "delta"
     # the parameter the probability is monotone in, which a budget controller moves
-    # (:class:`learners.budget.Knob`); None: the strategy has none
+    # (:class:`learners.values.Knob`); None: the strategy has none
     knob: ClassVar[Any] = None
     state_fields: ClassVar[tuple[str, ...]] = ()
     probability_kernel: ClassVar[Any]
@@ -273,23 +261,6 @@ class QueryStrategy(Parameterized):
     def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
         for i, name in enumerate(self.state_fields):
             self.qs_[i] = float(state[name])
-
-
-@dataclass(frozen=True, slots=True)
-class Decisions:
-    """What the learner decided for a batch of records."""
-
-    scores: Scores
-    predicted: np.ndarray  # internal codes: ±1 (binary) or class index
-    label: np.ndarray  # the same prediction in the user's labels
-    probability: np.ndarray  # query probability
-    query: np.ndarray  # bool: ask for this label
-
-    @property
-    def weight(self) -> np.ndarray:
-        """Importance weight 1/probability of each queried record (0 where not queried)."""
-        with np.errstate(divide="ignore"):
-            return np.where(self.query, 1.0 / self.probability, 0.0)
 
 
 # a first class whose spelling says "positive" takes the code +1 until the second class arrives

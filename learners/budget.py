@@ -1,7 +1,7 @@
 """The label budget as a setting: a controller that moves a query strategy's knob online.
 
 Every query strategy whose probability is monotone in one of its parameters declares that
-parameter as its :class:`Knob` (δ of the margin rules, b of the discrimination rule, the rate of the
+parameter as its :class:`~learners.values.Knob` (δ of the margin rules, b of the discrimination rule, the rate of the
 R- learners, κ of BBQ). A :class:`BudgetController` attached to a learner moves the knob record by
 record so that the realised query rate follows what the operator set, using only the past:
 
@@ -54,7 +54,7 @@ record so that the realised query rate follows what the operator set, using only
    warm-up's requests when it ends (else it would hold the rate at its floor for ``burst_span``
    records), and the hard caps still hold.
 
-5. **A floor under the probability** (strategies that have one, :attr:`Knob.floor`): the entropy
+5. **A floor under the probability** (strategies that have one, :attr:`~learners.values.Knob.floor`): the entropy
    queries ask with probability max(q_min, H^k), so that no label stands for more than 1/q_min
    records in the importance-weighted estimate. Under a controller the floor is
 
@@ -80,7 +80,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -91,8 +90,9 @@ from learners.jit import jit, signature
 from learners.kernels import IDX, LABEL_FN, PROB_FN, ROUND_FN, SCORE_FN, STATE, UPDATE_FN, VAL, VEC
 from learners.params import Interval, Parameterized
 from learners.prefetch import AHEAD, prefetch_row
+from learners.values import Knob
 
-__all__ = ["BACKTEST_WARMUP_BOOST", "BACKTEST_WARMUP_SHARE", "BudgetController", "Knob", "advance_clock",
+__all__ = ["BACKTEST_WARMUP_BOOST", "BACKTEST_WARMUP_SHARE", "BudgetController", "advance_clock",
            "backtest_controller", "backtest_warmup", "max_window_query_ratio"]
 
 FORMAT_VERSION = 2  # 2: the warm-up's debt and the rate it is owed against joined the scalars
@@ -112,39 +112,6 @@ _FIRST_STEP = 1.0 / 64  # first step of the warm search for the knob's position,
 _REFINE = 7  # halvings of the bracket found: at least 2^-13 of the knob's log range
 # share of the rate that repays the warm-up's excess: the learner keeps half its labels meanwhile
 _REPAY = 0.5
-
-
-@dataclass(frozen=True, slots=True)
-class Knob:
-    """A query strategy's parameter that its probability is monotone in.
-
-    Attributes
-    ----------
-    name : str
-        The parameter's name (``"delta"``, ``"b"``, ``"rate"``, ``"kappa"``).
-    index : int
-        Its position in the strategy's packed parameters ``qp``.
-    low, high : float > 0
-        The range the controller searches (on a log scale).
-    increasing : bool
-        True if a larger value asks for more labels.
-    floor : int or None
-        Position in ``qp`` of the strategy's floor under its probability (``min_probability``), if
-        it has one: under a controller the floor is lowered to ``query_floor`` · r, so that a low
-        rate is not spent on the floor alone.
-    """
-
-    name: str
-    index: int
-    low: float
-    high: float
-    increasing: bool = True
-    floor: int | None = None
-
-    def value(self, position: float) -> float:
-        """The knob at ``position`` ∈ [0, 1] of its range, 0 asking least and 1 most."""
-        s = position if self.increasing else 1.0 - position
-        return math.exp(math.log(self.low) + s * (math.log(self.high) - math.log(self.low)))
 
 
 def advance_clock(ts: np.ndarray, now: float, tolerance: float, last: float) -> np.ndarray:
@@ -480,7 +447,7 @@ def replay_rows(
 
 # -- the controller ----------------------------------------------------------------------------
 class BudgetController(Parameterized):
-    """Moves a query strategy's :class:`Knob` online so the label budget holds (see the module doc).
+    """Moves a query strategy's :class:`~learners.values.Knob` online so the label budget holds (see the module doc).
 
     Parameters
     ----------
@@ -524,7 +491,7 @@ class BudgetController(Parameterized):
         During the warm-up, aim at this multiple of the rate through the query strategy, which
         picks the records to ask about. None: ask about every record.
     query_floor : float in [0, 1], default 0.1
-        For a strategy with a floor under its probability (:attr:`Knob.floor`): the floor is at
+        For a strategy with a floor under its probability (:attr:`~learners.values.Knob.floor`): the floor is at
         most this share of the rate, min(q_min, query_floor · r_t) (step 5).
 
     State

@@ -493,7 +493,7 @@ def find_budget(learner: Learner, data: Dataset, target: float, *, permutations:
     ``target``, and the run that shows it.
 
     A fixed-rate query takes ``rate = target`` directly. A margin-type query's δ is bisected on a
-    log scale (the query ratio grows with δ; it falls with a parameter whose :class:`learners.budget.Knob`
+    log scale (the query ratio grows with δ; it falls with a parameter whose :class:`learners.values.Knob`
     is not ``increasing``, such as the entropy query's discount); the coins are fixed per (seed, row),
     which makes the ratio a deterministic function of δ. If no δ lands within ``tol`` the closest
     one is returned.

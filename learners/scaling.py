@@ -64,6 +64,7 @@ from learners.coin import draw
 from learners.drivers import B1, I64, U64, _driver, _predict, pending_rounds, row_of, widest
 from learners.jit import jit, signature
 from learners.kernels import IDX, LABEL_FN, PROB_FN, ROUND_FN, SCORE_FN, STATE, UPDATE_FN, VAL, VEC, kernel
+from learners.values import Scores
 
 __all__ = [
     "AUTO_ROWS",
@@ -731,9 +732,7 @@ class Scaler:
 
     # -- the compiled loops, with this scaler's state -------------------------------------------
     def score(self, rows: Any, rule: Any) -> Any:
-        """The rule's :class:`~learners.base.Scores` of x̃ for a batch; nothing changes."""
-        from learners.base import Scores
-
+        """The rule's :class:`~learners.values.Scores` of x̃ for a batch; nothing changes."""
         n = rows.n
         p, gap, v, top = np.empty(n), np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)
         score_scaled_rows(rows.indptr, rows.indices, rows.data, self.Z, self.zs, self.zp,
