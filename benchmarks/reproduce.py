@@ -731,7 +731,7 @@ def check_entry(entry: Entry) -> tuple[str, CheckCell | None, float]:
             cell = entry.check()  # type: ignore[misc]
     except FileNotFoundError as exc:  # a dataset that is not staged here
         return f"skipped: {exc.filename or exc} not found", None, time.perf_counter() - started
-    except ValueError as exc:  # learners.datasets.resolve names a dataset file that is not staged
+    except ValueError as exc:  # learners.data_spec.resolve names a dataset file that is not staged
         if "no such dataset file" not in str(exc):
             raise
         return f"skipped: {exc}", None, time.perf_counter() - started

@@ -9,11 +9,10 @@ float64); any other number is re-read with Python's ``float`` so every value is 
 Labels are kept as the file has them (±1, 0/1, 1/2, 1..k); :meth:`Dataset.binary_classes` maps a
 two-label file onto (negative, positive) explicitly.
 
-``resolve(spec)`` understands a path, ``synthetic:sparse?n=…&d=…&nnz=…&noise=…&seed=…``, the
-shifting streams of Moroshko & Crammer (AISTATS 2014, Sect. 5) ``synthetic:shift?d=50&n=10000&
-switch=500&seed=S`` and ``usps-shift:PATH?switch=500&positives=5&seed=S``, each optionally behind
-the transforms ``ovr:LABEL:``, ``scale:`` and ``maxabs:`` (:mod:`learners.transforms`). A shifting
-stream is *ordered*: its order carries the drift, so replays never shuffle it.
+The synthetic streams are :func:`synthetic_sparse` and the shifting streams of Moroshko & Crammer
+(AISTATS 2014, Sect. 5), :func:`synthetic_shift` and :func:`usps_shift`. A shifting stream is
+*ordered*: its order carries the drift, so replays never shuffle it. A data spec (a path, a named
+synthetic stream, transforms) is read by :func:`learners.data_spec.resolve`.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from __future__ import annotations
 import bz2
 import functools
 import gzip
-import inspect
 import lzma
 import math
 import os
@@ -34,7 +32,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
-from urllib.parse import parse_qsl
 
 import numpy as np
 
@@ -43,8 +40,8 @@ from learners.inputs import Rows
 from learners.jit import jit, signature
 from learners.kernels import kernel, ready
 
-__all__ = ["STREAM_BYTES", "Dataset", "LibsvmStream", "StreamSummary", "concat", "is_libsvm_file", "iter_libsvm",
-           "read_libsvm", "resolve", "scan_libsvm", "synthetic_shift", "synthetic_sparse", "usps_shift"]
+__all__ = ["STREAM_BYTES", "Dataset", "LibsvmStream", "StreamSummary", "concat", "iter_libsvm",
+           "read_libsvm", "scan_libsvm", "synthetic_shift", "synthetic_sparse", "usps_shift"]
 
 _POW10 = np.array([10.0**k for k in range(23)])
 _MAX_FAST_MANTISSA = 2**53
@@ -677,17 +674,6 @@ class LibsvmStream:
                 yield chunk
 
 
-def is_libsvm_file(spec: str) -> bool:
-    """Whether :func:`resolve` reads ``spec`` as a LIBSVM file (no transform, no generated stream)."""
-    prefix = spec.partition(":")[0]
-    if prefix in ("ovr", "synthetic", "usps-shift") or prefix in _TRANSFORM_PREFIXES:
-        return False
-    return Path(spec).is_file()
-
-
-_TRANSFORM_PREFIXES = ("scale", "maxabs")  # learners.transforms.TRANSFORMS, without importing it
-
-
 def scan_libsvm(paths: Sequence[str | os.PathLike], *, zero_based: bool = False) -> StreamSummary:
     """One streaming pass over LIBSVM files, keeping only their row count, width and label set (the
     files one after the other, as :func:`concat` joins them). Feature values are stepped over, not
@@ -1060,41 +1046,3 @@ def usps_shift(path: str | Dataset, switch: int = 500, positives: int = 5, seed:
     source = data.name if isinstance(path, Dataset) else path
     name = f"usps-shift:{source}?switch={switch}&positives={positives}&seed={seed}"
     return Dataset(rows, labels, name, ordered=True)
-
-
-_SYNTHETIC = {"sparse": synthetic_sparse, "shift": synthetic_shift}
-
-
-def _query(make, text: str) -> dict:
-    """``k=v&…`` → keyword arguments of ``make``, naming the unknown ones."""
-    known = [p for p in inspect.signature(make).parameters if p != "path"]
-    kwargs = {k: (float(v) if k == "noise" else int(v)) for k, v in parse_qsl(text)}
-    unknown = sorted(set(kwargs) - set(known))
-    if unknown:
-        raise ValueError(f"{make.__name__} takes no {', '.join(unknown)} (it takes: {', '.join(known)})")
-    return kwargs
-
-
-def resolve(spec: str, *, zero_based: bool = False) -> Dataset:
-    """A dataset from a path, ``synthetic:KIND?key=value&…`` or ``usps-shift:PATH?key=value&…``; the
-    prefixes ``ovr:LABEL:``, ``scale:`` and ``maxabs:`` transform the dataset named by the rest
-    (:mod:`learners.transforms`)."""
-    from learners import transforms
-
-    prefix, _, rest = spec.partition(":")
-    if prefix == "ovr":
-        label, _, inner = rest.partition(":")
-        return transforms.one_vs_rest(resolve(inner, zero_based=zero_based), transforms.parse_label(label))
-    if prefix in transforms.TRANSFORMS:
-        return transforms.TRANSFORMS[prefix](resolve(rest, zero_based=zero_based))
-    if spec.startswith("synthetic:"):
-        kind, _, query = spec[len("synthetic:"):].partition("?")
-        if kind not in _SYNTHETIC:
-            raise ValueError(f"unknown synthetic dataset {kind!r} (known: {', '.join(_SYNTHETIC)})")
-        return _SYNTHETIC[kind](**_query(_SYNTHETIC[kind], query))
-    if spec.startswith("usps-shift:"):
-        path, _, query = spec[len("usps-shift:"):].partition("?")
-        return usps_shift(path, **_query(usps_shift, query))
-    if not Path(spec).exists():
-        raise ValueError(f"no such dataset file: {spec}")
-    return read_libsvm(spec, zero_based=zero_based)

@@ -515,7 +515,7 @@ def test_online_entries_are_what_replay_budget_rate_gives_by_default():
     import subprocess
     import sys
 
-    from learners.datasets import resolve
+    from learners.data_spec import resolve
 
     spec = "synthetic:sparse?n=4000&d=256"
     data = resolve(spec)
