@@ -14,21 +14,20 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from learners import drivers
-from learners.budget import decide_rows as budget_decide_rows
 from learners.coin import draw, record_key, record_keys
+from learners.drivers import DRIVERS, plain
 from learners.features import RandomFourierFeatures
 from learners.hashing import DEFAULT_DIMENSION
 from learners.inputs import Rows, as_row, as_rows, transform, transform_row
 from learners.kernels import no_label, no_round, ready
 from learners.params import Interval, Options, Parameterized
+from learners.scaler import Scaler
 from learners.scaling import (
     AUTO_ROWS,
     MODES,
     OBSERVE_ALL,
     OBSERVE_NONE,
     SOURCES,
-    Scaler,
     check_width,
     choose_mode,
     rescale_rows,
@@ -167,8 +166,8 @@ class UpdateRule(Parameterized):
         n = rows.n
         p, gap, v = np.empty(n), np.empty(n), np.empty(n)
         top = np.empty(n, dtype=np.int64)
-        drivers.score_rows(rows.indptr, rows.indices, rows.data, *self.kernel_state(),
-                           self.score_fn, p, gap, v, top)
+        plain.score_rows(rows.indptr, rows.indices, rows.data, *self.kernel_state(),
+                         self.score_fn, p, gap, v, top)
         return Scores(
             p=p,
             gap=gap if "gap" in self.provides else None,
@@ -249,7 +248,7 @@ class QueryStrategy(Parameterized):
         """Query probabilities for a batch in order; pure (the query's state is not advanced)."""
         n = s.p.size
         out = np.empty(n)
-        drivers.probabilities(
+        plain.probabilities(
             np.ascontiguousarray(s.p, dtype=np.float64), _nan_if_none(s.gap, n), _nan_if_none(s.v, n),
             self._qp, self.qs_.copy(), *self.kernels[:2], out,
         )
@@ -724,22 +723,22 @@ class Learner(Parameterized):
         yhat, prob = np.empty(n, dtype=np.int64), np.empty(n)
         p, gap, v = np.empty(n), np.empty(n), np.empty(n)
         query = np.empty(n, dtype=np.bool_)
+        decide = DRIVERS[self._budget is not None, scaler is not None].decide
+        scaling = () if scaler is None else scaler.decide_arguments()
         if self._budget is not None:
             clock = (np.arange(self.rounds_, self.rounds_ + n, dtype=np.float64) if times is None
                      else np.ascontiguousarray(times, dtype=np.float64))
-            decide = budget_decide_rows if scaler is None else scaler.budget_decide_rows
             decide(
                 rows.indptr, rows.indices, rows.data, keys, np.uint64(self.seed), self._tie, self.multiclass, clock,
                 *self.rule.kernel_state(), self.rule.score_fn, self.query.qs_, *self.query.kernels[:2],
-                *self._budget.arrays(), yhat, p, gap, v, prob, query,
+                *self._budget.arrays(), yhat, p, gap, v, prob, query, *scaling,
             )
         else:
-            decide = drivers.decide_rows if scaler is None else scaler.decide_rows
             decide(
                 rows.indptr, rows.indices, rows.data, keys, np.uint64(self.seed), self._tie, self.multiclass,
                 *self.rule.kernel_state(), self.rule.score_fn,
                 *self.query.kernel_state(), *self.query.kernels[:2],
-                yhat, p, gap, v, prob, query,
+                yhat, p, gap, v, prob, query, *scaling,
             )
         self.rounds_ += n
         if self.learns_classes and len(self.classes) < 2:
@@ -771,7 +770,7 @@ class Learner(Parameterized):
         if self._rule_scaler is not None:
             changed = self._rule_scaler.learn_rows(rows, codes, mistakes, weights, self.rule, self.query, scored)
         else:
-            changed = drivers.learn_rows(
+            changed = plain.learn_rows(
                 rows.indptr, rows.indices, rows.data, np.arange(rows.n, dtype=np.int64), codes, mistakes, weights,
                 *self.rule.kernel_state(), self.rule.update_fn,
                 *self.query.kernel_state(), self.query.kernels[2],

@@ -1185,7 +1185,7 @@ def test_partitions_librdkafka_will_not_seek_are_assigned_their_start_whatever_p
 def test_the_warm_up_loads_the_first_batches_loops_and_leaves_the_learner_as_it_was(classes):
     from consumer import batch_reader, fastjson, fastwrite
     from consumer.config import Settings
-    from learners import drivers
+    from learners.drivers import plain
     from learners.kernels import Lazy
 
     settings = Settings(classes=classes, query_rate_target=0.1)
@@ -1198,6 +1198,6 @@ def test_the_warm_up_loads_the_first_batches_loops_and_leaves_the_learner_as_it_
         assert np.array_equal(np.asarray(value), np.asarray(after[key])), key
     # loaded (from numba's on-disk cache, or compiled): a Lazy driver holds its ready function, a
     # dispatcher its signatures
-    for loop in (fastjson.scan_features, fastjson.scan_labels, fastwrite._interleave, drivers.score_rows,
-                 drivers.learn_rows, batch_reader._gather, batch_reader._destroy_all):
+    for loop in (fastjson.scan_features, fastjson.scan_labels, fastwrite._interleave, plain.score_rows,
+                 plain.learn_rows, batch_reader._gather, batch_reader._destroy_all):
         assert (loop._ready is not None) if isinstance(loop, Lazy) else loop.signatures, loop.__name__
