@@ -305,7 +305,7 @@ def _check_kernels() -> CheckCell:
 
 def _check_drift() -> CheckCell:
     from benchmarks import drift_004
-    from learners.datasets import synthetic_shift
+    from learners.synthetic import synthetic_shift
 
     committed = _json("004_drift.json")["Synthetic"]["supervised"]["Perceptron"]["accuracy"]
     stream = drift_004.Stream("Synthetic", 50, lambda s: synthetic_shift(seed=s), shifting_lam=0.01, budget=500)

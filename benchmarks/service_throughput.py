@@ -62,9 +62,10 @@ from consumer.kafka import CONSUMER_DEFAULTS, PRODUCER_DEFAULTS, Emitter
 from consumer.service import KafkaClients, Service
 from learners import make
 from learners.base import Learner
-from learners.datasets import Dataset, synthetic_sparse
+from learners.datasets import Dataset
 from learners.registry import ALGORITHMS, canonical_name, default_learner
 from learners.replay import find_budget
+from learners.synthetic import synthetic_sparse
 
 RESULTS = Path(__file__).parent / "results"
 D = 2**20

@@ -53,7 +53,7 @@ def dense_pass_ns(d: int, repeats: int) -> float:
 
 def rows(n: int, d: int, nnz: int, seed: int = 0, ids: str = "uniform"):
     rng = np.random.default_rng(seed)
-    if ids == "zipf":  # a random permutation of Zipf ranks, as learners.datasets.synthetic_sparse
+    if ids == "zipf":  # a random permutation of Zipf ranks, as learners.synthetic.synthetic_sparse
         ranks = (rng.zipf(1.3, size=(n, nnz)) - 1) % d
         indices = np.sort(rng.permutation(d)[ranks], axis=1)
     else:

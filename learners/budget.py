@@ -409,7 +409,7 @@ class BudgetController(Parameterized):
     Examples
     --------
     >>> from learners import make
-    >>> from learners.datasets import synthetic_sparse
+    >>> from learners.synthetic import synthetic_sparse
     >>> from learners.replay import replay
     >>> learner = make("paa-1", n_features=2**12)
     >>> learner.budget = BudgetController(target=0.05)

@@ -1,10 +1,11 @@
 """A dataset named by a spec string, as ``activestream replay --data`` and the benchmarks take it.
 
-A spec is a LIBSVM file's path, ``synthetic:sparse?n=…&d=…&nnz=…&noise=…&seed=…``,
-``synthetic:shift?d=50&n=10000&switch=500&seed=S`` or ``usps-shift:PATH?switch=500&positives=5&seed=S``
-(:mod:`learners.datasets`), each optionally behind the transforms ``ovr:LABEL:``, ``scale:`` and
-``maxabs:`` (:mod:`learners.transforms`), which compose left to right. This is the one module that
-knows both the readers and the transforms; neither imports it.
+A spec is a LIBSVM file's path (:mod:`learners.datasets`), a generated stream
+``synthetic:sparse?n=…&d=…&nnz=…&noise=…&seed=…``, ``synthetic:shift?d=50&n=10000&switch=500&seed=S``
+or ``usps-shift:PATH?switch=500&positives=5&seed=S`` (:mod:`learners.synthetic`), each optionally
+behind the transforms ``ovr:LABEL:``, ``scale:`` and ``maxabs:`` (:mod:`learners.transforms`), which
+compose left to right. This is the one module that knows the readers, the generators and the
+transforms; none of them imports it.
 
 >>> resolve("scale:synthetic:shift?n=20&d=3&seed=1").name
 'scale:synthetic:shift?d=3&n=20&switch=500&seed=1'
@@ -18,7 +19,8 @@ from pathlib import Path
 from urllib.parse import parse_qsl
 
 from learners import transforms
-from learners.datasets import Dataset, read_libsvm, synthetic_shift, synthetic_sparse, usps_shift
+from learners.datasets import Dataset, read_libsvm
+from learners.synthetic import synthetic_shift, synthetic_sparse, usps_shift
 
 __all__ = ["is_libsvm_file", "resolve"]
 

@@ -8,7 +8,7 @@ requested value.
 Examples
 --------
 >>> from learners import make
->>> from learners.datasets import synthetic_sparse
+>>> from learners.synthetic import synthetic_sparse
 >>> data = synthetic_sparse(n=5000, d=2**12, seed=1)
 >>> result = run(make("paa-1", C=1.0, delta=0.5, seed=3), data, permutations=2)
 >>> round(result.mean("query_ratio"), 3), round(result.mean("f1"), 3)

@@ -20,8 +20,9 @@ import pytest
 import scipy.sparse as sp
 
 from benchmarks import leaderboard as lb
-from learners.datasets import Dataset, synthetic_sparse
+from learners.datasets import Dataset
 from learners.inputs import as_rows
+from learners.synthetic import synthetic_sparse
 
 pytest.importorskip("river")
 pytest.importorskip("vowpalwabbit")

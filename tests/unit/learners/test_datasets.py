@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from learners.data_spec import resolve
-from learners.datasets import concat, read_libsvm, synthetic_sparse
+from learners.datasets import concat, read_libsvm
+from learners.synthetic import synthetic_sparse
 
 
 def reference(text: str):

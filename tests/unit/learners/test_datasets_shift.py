@@ -8,7 +8,7 @@ from scipy.optimize import linprog
 
 from learners import make, run
 from learners.data_spec import resolve
-from learners.datasets import synthetic_shift, usps_shift
+from learners.synthetic import synthetic_shift, usps_shift
 
 
 def _separable_through_origin(X, y):

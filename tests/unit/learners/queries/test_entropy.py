@@ -12,11 +12,12 @@ import pytest
 from learners import make
 from learners.base import Learner
 from learners.budget import BudgetController
-from learners.datasets import Dataset, synthetic_sparse
+from learners.datasets import Dataset
 from learners.inputs import as_rows
 from learners.queries import EntropyQuery, GapEntropyQuery
 from learners.replay import find_budget, replay, run
 from learners.rules import PARule
+from learners.synthetic import synthetic_sparse
 from learners.values import Scores
 
 # 0, the smallest margins, moderate ones, the edge of float64's exp and far beyond it

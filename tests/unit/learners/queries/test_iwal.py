@@ -7,11 +7,11 @@ import pytest
 
 from learners import make
 from learners.base import Learner
-from learners.datasets import synthetic_sparse
 from learners.queries import GapIWALQuery, IWALQuery
 from learners.queries.iwal import iwal_probability
 from learners.replay import replay
 from learners.rules import MPARule, PARule, SOALRule
+from learners.synthetic import synthetic_sparse
 from learners.values import Scores
 
 
