@@ -12,7 +12,7 @@ For every dataset × learner × target rate, three runs over the same permutatio
   records (the goal is at most 1.2 × target × 2,000).
 
 Datasets: the six of Tables 2-3 of Lu, Zhao & Hoi 2016 (prepared by :mod:`benchmarks.paa_data`),
-ijcnn1, a8a with labels 2,000 records late, the drifting stream of :func:`learners.datasets.synthetic_shift`
+ijcnn1, a8a with labels 2,000 records late, the drifting stream of :func:`learners.synthetic.synthetic_shift`
 (binary: paa-1, soal, d-amd), and letter and usps (multiclass: mpaa-2, F1 is macro-F1). Learners use
 the registry defaults. Writes ``benchmarks/results/budget.md``, ``.json`` and ``budget.png``::
 
@@ -39,8 +39,9 @@ from benchmarks.paa_data import datasets_dir
 from benchmarks.paa_multiclass import DATASETS as MULTICLASS
 from learners import make
 from learners.budget import BudgetController
-from learners.datasets import Dataset, read_libsvm, synthetic_shift
+from learners.datasets import Dataset, read_libsvm
 from learners.replay import _orders, find_budget, replay, run
+from learners.synthetic import synthetic_shift
 
 __all__ = ["main"]
 

@@ -20,7 +20,8 @@ import json
 from pathlib import Path
 
 from benchmarks.grid_protocol import RESULTS, Clock, load, save, sweep, tune
-from learners.datasets import concat, resolve
+from learners.data_spec import resolve
+from learners.datasets import concat
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
 DATA = SHARED / "datasets"

@@ -22,7 +22,7 @@ import json
 
 from benchmarks.d_ada_table2 import ADA_GRID, DATA, SHARED, TARGETS
 from benchmarks.grid_protocol import RESULTS, Clock, load, save, tune
-from learners.datasets import resolve
+from learners.data_spec import resolve
 
 OUT = RESULTS / "d_ada_table5"
 

@@ -30,7 +30,7 @@ import numpy as np
 from benchmarks.d_ada_table2 import DATA
 from benchmarks.d_ada_table5 import GRIDS, OUT, load_dataset, outcome_for
 from benchmarks.grid_protocol import RESULTS, Clock, learner, load, tune
-from learners.datasets import resolve
+from learners.data_spec import resolve
 from learners.replay import replay, run
 
 HALVES_ALGOS = ("mpaa-2", "mr-amd", "mm-amd", "md-amd", "mmd")

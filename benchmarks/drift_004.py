@@ -40,9 +40,10 @@ import numpy as np
 from scipy import stats
 
 from learners import make
-from learners.datasets import Dataset, concat, read_libsvm, synthetic_shift, usps_shift
+from learners.datasets import Dataset, concat, read_libsvm
 from learners.registry import PAPER_PROTOCOL
 from learners.replay import replay
+from learners.synthetic import synthetic_shift, usps_shift
 
 ROOT = Path(__file__).resolve().parents[1]
 TUNING_SEEDS = (1000, 1001, 1002)

@@ -67,7 +67,8 @@ from benchmarks.reproduce import dump_json, records, table
 from learners import make
 from learners.base import Learner
 from learners.budget import BACKTEST_WARMUP_BOOST, backtest_controller
-from learners.datasets import Dataset, concat, read_libsvm, resolve
+from learners.data_spec import resolve
+from learners.datasets import Dataset, concat, read_libsvm
 from learners.defaults import DEFAULT_LEARNERS
 from learners.registry import ALGORITHMS, LEARNER_DEFAULTS
 from learners.replay import Run, find_budget, run
@@ -144,7 +145,7 @@ def _files(*names: str) -> Dataset:
 
 
 def _spec(prefix: str, name: str) -> Dataset:
-    """A staged file through a :func:`learners.datasets.resolve` transform (``scale:``, ``maxabs:``)."""
+    """A staged file through a :func:`learners.data_spec.resolve` transform (``scale:``, ``maxabs:``)."""
     return resolve(f"{prefix}{datasets_dir() / name}")
 
 

@@ -38,8 +38,9 @@ from benchmarks.leaderboard import PEER_CORRECTIONS, candidates, skip_reason
 from benchmarks.paa_data import datasets_dir
 from learners import make
 from learners.budget import BudgetController
-from learners.datasets import Dataset, concat, read_libsvm, synthetic_shift, usps_shift
+from learners.datasets import Dataset, concat, read_libsvm
 from learners.replay import replay
+from learners.synthetic import synthetic_shift, usps_shift
 
 __all__ = ["STREAMS", "Curve", "main", "ours", "river"]
 

@@ -305,7 +305,7 @@ def _check_kernels() -> CheckCell:
 
 def _check_drift() -> CheckCell:
     from benchmarks import drift_004
-    from learners.datasets import synthetic_shift
+    from learners.synthetic import synthetic_shift
 
     committed = _json("004_drift.json")["Synthetic"]["supervised"]["Perceptron"]["accuracy"]
     stream = drift_004.Stream("Synthetic", 50, lambda s: synthetic_shift(seed=s), shifting_lam=0.01, budget=500)
@@ -731,7 +731,7 @@ def check_entry(entry: Entry) -> tuple[str, CheckCell | None, float]:
             cell = entry.check()  # type: ignore[misc]
     except FileNotFoundError as exc:  # a dataset that is not staged here
         return f"skipped: {exc.filename or exc} not found", None, time.perf_counter() - started
-    except ValueError as exc:  # learners.datasets.resolve names a dataset file that is not staged
+    except ValueError as exc:  # learners.data_spec.resolve names a dataset file that is not staged
         if "no such dataset file" not in str(exc):
             raise
         return f"skipped: {exc}", None, time.perf_counter() - started

@@ -63,7 +63,8 @@ from consumer.demo.broker import CLIENT_SETTINGS, Broker, create_topics, free_po
 from consumer.kafka import CONSUMER_DEFAULTS
 from consumer.model_topic import DEFAULT_CHUNK_BYTES, ModelPublisher, delta, encode_state
 from learners import make
-from learners.datasets import Dataset, read_libsvm, synthetic_sparse
+from learners.datasets import Dataset, read_libsvm
+from learners.synthetic import synthetic_sparse
 
 RESULTS = Path(__file__).parent / "results"
 PARTITIONS = 4

@@ -66,9 +66,10 @@ from consumer.steps.query import Query
 from consumer.steps.read import LabelRead
 from learners import make
 from learners.base import Learner
-from learners.datasets import Dataset, synthetic_sparse
+from learners.datasets import Dataset
 from learners.registry import ALGORITHMS, canonical_name, default_learner
 from learners.replay import find_budget
+from learners.synthetic import synthetic_sparse
 
 RESULTS = Path(__file__).parent / "results"
 D = 2**20

@@ -28,7 +28,8 @@ import numpy as np
 
 from benchmarks.d_ada_table2 import DATA
 from benchmarks.grid_protocol import RESULTS, Clock, learner, load, save, sweep, tune
-from learners.datasets import Dataset, resolve
+from learners.data_spec import resolve
+from learners.datasets import Dataset
 from learners.replay import replay
 
 OUT = RESULTS / "soal_fig1"

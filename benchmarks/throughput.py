@@ -4,7 +4,7 @@ One command builds three inputs in a temporary directory, each as an uncompresse
 the same rows in VW text format:
 
 * **a8a×30**: the 32,561 rows of a8a repeated thirty times (976,830 rows, 123 features);
-* **synthetic**: 10⁷ rows over 2²⁰ dimensions drawn as :func:`learners.datasets.synthetic_sparse`
+* **synthetic**: 10⁷ rows over 2²⁰ dimensions drawn as :func:`learners.synthetic.synthetic_sparse`
   draws them (Zipf-like ids, unit-norm rows, one w*, 5 % of labels flipped), generated and written
   a million rows at a time (values with 4 decimals);
 * **news20**: the 15,935 rows of news20 (62,061 term counts, 20 classes), multiclass,
@@ -50,8 +50,9 @@ import numpy as np
 from numba import njit
 
 from benchmarks.paa_data import datasets_dir
-from learners.datasets import read_libsvm, synthetic_sparse
+from learners.datasets import read_libsvm
 from learners.inputs import Rows
+from learners.synthetic import synthetic_sparse
 
 __all__ = ["main"]
 

@@ -5,7 +5,7 @@ not grow with the dimension d. Each learner gets the same stream of rows with ``
 and random ±1 labels (so most labels change the model). Coordinates are drawn uniformly (the
 worst case for the caches: every non-zero is a cache miss once the state outgrows them) or
 Zipf-like as in text (``--ids zipf``: frequent coordinates stay cached). Timed: the compiled update
-loop alone (drivers.learn_rows) and the compiled scoring loop alone (drivers.score_rows), best of
+loop alone (drivers.plain.learn_rows) and the compiled scoring loop alone (drivers.plain.score_rows), best of
 ``--repeats`` runs, in ns per row. For scale, the last row times one O(d) pass over a d-vector,
 what a rule that touched every coordinate (eager drift shrinkage) would pay per update.
 
@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit
 
 from learners import make
-from learners.drivers import learn_rows, score_rows
+from learners.drivers.plain import learn_rows, score_rows
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DIMENSIONS = (10**4, 10**5, 10**6, 10**7)
@@ -53,7 +53,7 @@ def dense_pass_ns(d: int, repeats: int) -> float:
 
 def rows(n: int, d: int, nnz: int, seed: int = 0, ids: str = "uniform"):
     rng = np.random.default_rng(seed)
-    if ids == "zipf":  # a random permutation of Zipf ranks, as learners.datasets.synthetic_sparse
+    if ids == "zipf":  # a random permutation of Zipf ranks, as learners.synthetic.synthetic_sparse
         ranks = (rng.zipf(1.3, size=(n, nnz)) - 1) % d
         indices = np.sort(rng.permutation(d)[ranks], axis=1)
     else:

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from learners import drivers, make
+from learners import make
 from learners.datasets import Dataset
+from learners.drivers import plain
 from learners.inputs import Rows
 from learners.replay import replay
 
@@ -54,7 +55,7 @@ def measure(name: str, data: Dataset, repeats: int) -> tuple[float, float, float
         rows, codes = data.rows, np.ascontiguousarray(data.labels, dtype=np.int64)
         order = np.arange(data.n, dtype=np.int64)
         started = time.perf_counter()
-        changed = drivers.learn_rows(rows.indptr, rows.indices, rows.data, order, codes,
+        changed = plain.learn_rows(rows.indptr, rows.indices, rows.data, order, codes,
                                      np.zeros(data.n, dtype=np.bool_), np.ones(data.n), *fresh.rule.kernel_state(),
                                      fresh.rule.update_fn, *fresh.query.kernel_state(), fresh.query.kernels[2])
         best_update = min(best_update, (time.perf_counter() - started) / max(changed, 1))

@@ -12,11 +12,12 @@ every algorithm of the papers.
 True
 """
 
-from learners.base import Decisions, Learner, QueryStrategy, Scores, UpdateRule
+from learners.base import Learner, QueryStrategy, UpdateRule
 from learners.datasets import Dataset, read_libsvm
 from learners.hashing import hash_features
 from learners.registry import ALGORITHMS, PAPER_PROTOCOL, make, paper_protocol
 from learners.replay import find_budget, replay, run
+from learners.values import Decisions, Scores
 
 __all__ = [
     "ALGORITHMS",

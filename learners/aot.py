@@ -5,8 +5,8 @@
 
 - the LIBSVM reader's kernels (:mod:`learners.datasets`);
 - for each (update rule, query strategy) pair of the registry, the replay drivers (the plain one,
-  :func:`learners.drivers.replay_rows`, and the online budget controller's,
-  :func:`learners.budget.replay_rows`) with that pair's kernels compiled into them: direct calls the
+  :func:`learners.drivers.plain.replay_rows`, and the online budget controller's,
+  :func:`learners.drivers.budgeted.replay_rows`) with that pair's kernels compiled into them: direct calls the
   compiler can inline, where the JIT drivers call them through function pointers.
 
 Beside them it writes ``_compiled.json``: the digest of the library's sources they were compiled
@@ -47,7 +47,8 @@ KERNELS = (("learners.datasets", "_count"), ("learners.datasets", "_parse"), ("l
            ("learners.features", "_omega_rows"), ("learners.features", "_beta"), ("learners.features", "_project"))
 
 # the drivers compiled once per (rule, query) pair: export prefix → (module, name)
-DRIVERS = {"replay_rows": ("learners.drivers", "replay_rows"), "budget_replay_rows": ("learners.budget", "replay_rows")}
+DRIVERS = {"replay_rows": ("learners.drivers.plain", "replay_rows"),
+           "budget_replay_rows": ("learners.drivers.budgeted", "replay_rows")}
 # a driver's parameters that take the kernels, in the order of kernels_of
 _KERNEL_PARAMETERS = ("score", "update", "probability", "after_round", "after_label")
 

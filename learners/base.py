@@ -10,33 +10,32 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
 
-from learners import drivers
-from learners.budget import decide_rows as budget_decide_rows
 from learners.coin import draw, record_key, record_keys
+from learners.drivers import DRIVERS, plain
 from learners.features import RandomFourierFeatures
 from learners.hashing import DEFAULT_DIMENSION
 from learners.inputs import Rows, as_row, as_rows, transform, transform_row
 from learners.kernels import no_label, no_round, ready
 from learners.params import Interval, Options, Parameterized
+from learners.scaler import Scaler
 from learners.scaling import (
     AUTO_ROWS,
     MODES,
     OBSERVE_ALL,
     OBSERVE_NONE,
     SOURCES,
-    Scaler,
     check_width,
     choose_mode,
     rescale_rows,
 )
+from learners.values import Decisions, Scores
 
-__all__ = ["Decisions", "Learner", "QueryStrategy", "Scores", "UpdateRule"]
+__all__ = ["Learner", "QueryStrategy", "UpdateRule"]
 
 FORMAT_VERSION = 1
 
@@ -50,18 +49,6 @@ _STRUCTURAL = ("rule", "query", "n_features", "classes", "bias", "rff_components
 # rules that have it).
 _ABSENT = {"scale": "none", "scale_from": "labelled", "damping": 0.0, "rff_lift": 0.0, "rff_keep": False,
            "beta": 1.0, "lam": 0.0}
-
-
-@dataclass(frozen=True, slots=True)
-class Scores:
-    """A rule's output for a batch; query strategies read it."""
-
-    p: np.ndarray  # signed margin (binary) or top-1 score, shape (n,)
-    gap: np.ndarray | None = None  # top-1 minus top-2 score (multiclass)
-    # the rule's scale term of x: xᵀΣx (SOAL), xᵀH⁻¹x (D-ADA), the squared radius X'² (Perceptron,
-    # for SEL-ada); None if the rule has no such term
-    v: np.ndarray | None = None
-    top: np.ndarray | None = None  # index of the highest-scoring class (multiclass)
 
 
 def _nan_if_none(a: np.ndarray | None, n: int) -> np.ndarray:
@@ -180,8 +167,8 @@ class UpdateRule(Parameterized):
         n = rows.n
         p, gap, v = np.empty(n), np.empty(n), np.empty(n)
         top = np.empty(n, dtype=np.int64)
-        drivers.score_rows(rows.indptr, rows.indices, rows.data, *self.kernel_state(),
-                           self.score_fn, p, gap, v, top)
+        plain.score_rows(rows.indptr, rows.indices, rows.data, *self.kernel_state(),
+                         self.score_fn, p, gap, v, top)
         return Scores(
             p=p,
             gap=gap if "gap" in self.provides else None,
@@ -228,7 +215,7 @@ class QueryStrategy(Parameterized):
     importance_weighted: ClassVar[bool] = False
     budget_param: ClassVar[str | None] = "delta"
     # the parameter the probability is monotone in, which a budget controller moves
-    # (:class:`learners.budget.Knob`); None: the strategy has none
+    # (:class:`learners.values.Knob`); None: the strategy has none
     knob: ClassVar[Any] = None
     state_fields: ClassVar[tuple[str, ...]] = ()
     probability_kernel: ClassVar[Any]
@@ -262,7 +249,7 @@ class QueryStrategy(Parameterized):
         """Query probabilities for a batch in order; pure (the query's state is not advanced)."""
         n = s.p.size
         out = np.empty(n)
-        drivers.probabilities(
+        plain.probabilities(
             np.ascontiguousarray(s.p, dtype=np.float64), _nan_if_none(s.gap, n), _nan_if_none(s.v, n),
             self._qp, self.qs_.copy(), *self.kernels[:2], out,
         )
@@ -274,23 +261,6 @@ class QueryStrategy(Parameterized):
     def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
         for i, name in enumerate(self.state_fields):
             self.qs_[i] = float(state[name])
-
-
-@dataclass(frozen=True, slots=True)
-class Decisions:
-    """What the learner decided for a batch of records."""
-
-    scores: Scores
-    predicted: np.ndarray  # internal codes: ±1 (binary) or class index
-    label: np.ndarray  # the same prediction in the user's labels
-    probability: np.ndarray  # query probability
-    query: np.ndarray  # bool: ask for this label
-
-    @property
-    def weight(self) -> np.ndarray:
-        """Importance weight 1/probability of each queried record (0 where not queried)."""
-        with np.errstate(divide="ignore"):
-            return np.where(self.query, 1.0 / self.probability, 0.0)
 
 
 # a first class whose spelling says "positive" takes the code +1 until the second class arrives
@@ -760,22 +730,22 @@ class Learner(Parameterized):
         yhat, prob = np.empty(n, dtype=np.int64), np.empty(n)
         p, gap, v = np.empty(n), np.empty(n), np.empty(n)
         query = np.empty(n, dtype=np.bool_)
+        decide = DRIVERS[self._budget is not None, scaler is not None].decide
+        scaling = () if scaler is None else scaler.decide_arguments()
         if self._budget is not None:
             clock = (np.arange(self.rounds_, self.rounds_ + n, dtype=np.float64) if times is None
                      else np.ascontiguousarray(times, dtype=np.float64))
-            decide = budget_decide_rows if scaler is None else scaler.budget_decide_rows
             decide(
                 rows.indptr, rows.indices, rows.data, keys, np.uint64(self.seed), self._tie, self.multiclass, clock,
                 *self.rule.kernel_state(), self.rule.score_fn, self.query.qs_, *self.query.kernels[:2],
-                *self._budget.arrays(), yhat, p, gap, v, prob, query,
+                *self._budget.arrays(), yhat, p, gap, v, prob, query, *scaling,
             )
         else:
-            decide = drivers.decide_rows if scaler is None else scaler.decide_rows
             decide(
                 rows.indptr, rows.indices, rows.data, keys, np.uint64(self.seed), self._tie, self.multiclass,
                 *self.rule.kernel_state(), self.rule.score_fn,
                 *self.query.kernel_state(), *self.query.kernels[:2],
-                yhat, p, gap, v, prob, query,
+                yhat, p, gap, v, prob, query, *scaling,
             )
         self.rounds_ += n
         if self.learns_classes and len(self.classes) < 2:
@@ -807,7 +777,7 @@ class Learner(Parameterized):
         if self._rule_scaler is not None:
             changed = self._rule_scaler.learn_rows(rows, codes, mistakes, weights, self.rule, self.query, scored)
         else:
-            changed = drivers.learn_rows(
+            changed = plain.learn_rows(
                 rows.indptr, rows.indices, rows.data, np.arange(rows.n, dtype=np.int64), codes, mistakes, weights,
                 *self.rule.kernel_state(), self.rule.update_fn,
                 *self.query.kernel_state(), self.query.kernels[2],

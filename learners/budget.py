@@ -1,7 +1,7 @@
 """The label budget as a setting: a controller that moves a query strategy's knob online.
 
 Every query strategy whose probability is monotone in one of its parameters declares that
-parameter as its :class:`Knob` (δ of the margin rules, b of the discrimination rule, the rate of the
+parameter as its :class:`~learners.values.Knob` (δ of the margin rules, b of the discrimination rule, the rate of the
 R- learners, κ of BBQ). A :class:`BudgetController` attached to a learner moves the knob record by
 record so that the realised query rate follows what the operator set, using only the past:
 
@@ -54,7 +54,7 @@ record so that the realised query rate follows what the operator set, using only
    warm-up's requests when it ends (else it would hold the rate at its floor for ``burst_span``
    records), and the hard caps still hold.
 
-5. **A floor under the probability** (strategies that have one, :attr:`Knob.floor`): the entropy
+5. **A floor under the probability** (strategies that have one, :attr:`~learners.values.Knob.floor`): the entropy
    queries ask with probability max(q_min, H^k), so that no label stands for more than 1/q_min
    records in the importance-weighted estimate. Under a controller the floor is
 
@@ -80,19 +80,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
-from learners.coin import draw
-from learners.drivers import B1, I64, U64, _driver, _predict, pending_rounds, row_of
-from learners.jit import jit, signature
-from learners.kernels import IDX, LABEL_FN, PROB_FN, ROUND_FN, SCORE_FN, STATE, UPDATE_FN, VAL, VEC
+from learners.jit import jit
 from learners.params import Interval, Parameterized
-from learners.prefetch import AHEAD, prefetch_row
+from learners.values import Knob
 
-__all__ = ["BACKTEST_WARMUP_BOOST", "BACKTEST_WARMUP_SHARE", "BudgetController", "Knob", "advance_clock",
+__all__ = ["BACKTEST_WARMUP_BOOST", "BACKTEST_WARMUP_SHARE", "BudgetController", "advance_clock",
            "backtest_controller", "backtest_warmup", "max_window_query_ratio"]
 
 FORMAT_VERSION = 2  # 2: the warm-up's debt and the rate it is owed against joined the scalars
@@ -112,39 +108,6 @@ _FIRST_STEP = 1.0 / 64  # first step of the warm search for the knob's position,
 _REFINE = 7  # halvings of the bracket found: at least 2^-13 of the knob's log range
 # share of the rate that repays the warm-up's excess: the learner keeps half its labels meanwhile
 _REPAY = 0.5
-
-
-@dataclass(frozen=True, slots=True)
-class Knob:
-    """A query strategy's parameter that its probability is monotone in.
-
-    Attributes
-    ----------
-    name : str
-        The parameter's name (``"delta"``, ``"b"``, ``"rate"``, ``"kappa"``).
-    index : int
-        Its position in the strategy's packed parameters ``qp``.
-    low, high : float > 0
-        The range the controller searches (on a log scale).
-    increasing : bool
-        True if a larger value asks for more labels.
-    floor : int or None
-        Position in ``qp`` of the strategy's floor under its probability (``min_probability``), if
-        it has one: under a controller the floor is lowered to ``query_floor`` · r, so that a low
-        rate is not spent on the floor alone.
-    """
-
-    name: str
-    index: int
-    low: float
-    high: float
-    increasing: bool = True
-    floor: int | None = None
-
-    def value(self, position: float) -> float:
-        """The knob at ``position`` ∈ [0, 1] of its range, 0 asking least and 1 most."""
-        s = position if self.increasing else 1.0 - position
-        return math.exp(math.log(self.low) + s * (math.log(self.high) - math.log(self.low)))
 
 
 def advance_clock(ts: np.ndarray, now: float, tolerance: float, last: float) -> np.ndarray:
@@ -390,97 +353,8 @@ def _forget_scores(cs):
     cs[_HEAD] = cs[_FILLED] = cs[_SINCE] = 0.0
 
 
-@_driver(
-    signature(
-        "none",
-        "int64[::1]", IDX, VAL, U64, "uint64", "int64", "boolean", VEC,
-        STATE, VEC, VEC, SCORE_FN, VEC, PROB_FN, ROUND_FN,
-        VEC, VEC, STATE, STATE, VEC, VEC,
-        I64, VEC, VEC, VEC, VEC, B1,
-    )
-)
-def decide_rows(
-    indptr, indices, data, keys, seed, tie, multiclass, times,
-    S, a, P, score, qs, probability, after_round,
-    cs, cp, win, ring, recent, qw,
-    out_yhat, out_p, out_gap, out_v, out_prob, out_query,
-):
-    """:func:`learners.drivers.decide_rows` with the controller between probability and draw."""
-    for i in range(indptr.size - 1):
-        lo, hi = indptr[i], indptr[i + 1]
-        p, gap, v, top = score(S, a, P, indices[lo:hi], data[lo:hi])
-        q, free = _step(cs, cp, win, ring, recent, qw, qs, probability, p, gap, v, times[i])
-        after_round(qw, qs)
-        u = draw(seed, keys[i])
-        _account(cs, cp, ring, recent, u < q, u < free and q == 0.0)
-        out_yhat[i] = _predict(p, top, tie, multiclass)
-        out_p[i] = p
-        out_gap[i] = gap
-        out_v[i] = v
-        out_prob[i] = q
-        out_query[i] = u < q
-
-
-@_driver(
-    signature(
-        "int64",
-        "int64[::1]", IDX, VAL, I64, I64, U64, "uint64", "int64", "boolean", "int64",
-        "float64", "int64", "int64", "boolean", "boolean", "boolean",
-        STATE, VEC, VEC, SCORE_FN, UPDATE_FN, VEC, PROB_FN, ROUND_FN, LABEL_FN,
-        VEC, VEC, STATE, STATE, VEC, VEC,
-        I64, VEC, VEC, B1, I64, IDX, VAL,
-    )
-)
-def replay_rows(
-    indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column, first, final, weighted, fresh,
-    S, a, P, score, update, qs, probability, after_round, after_label,
-    cs, cp, win, ring, recent, qw,
-    out_yhat, out_p, out_prob, out_query, fifo, idx_buf, val_buf,
-):
-    """:func:`learners.drivers.replay_rows` with the controller; the clock counts the rounds the
-    controller has seen. ``fresh``: the model has never changed, so its first change empties the
-    window of scores (:meth:`BudgetController.forget_scores`). Scratch as the plain driver's."""
-    n = order.size
-    head = 0
-    tail = pending_rounds(out_query, first, fifo)
-    changed = 0
-    start = cs[_SEEN] - first
-    for t in range(first, n + delay if final else n):
-        if t < n:
-            if t + AHEAD < n:
-                prefetch_row(S, indptr, indices, order[t + AHEAD])
-            i = order[t]
-            idx, val = row_of(indptr, indices, data, i, bias, column, idx_buf, val_buf)
-            p, gap, v, top = score(S, a, P, idx, val)
-            q, free = _step(cs, cp, win, ring, recent, qw, qs, probability, p, gap, v, start + t)
-            after_round(qw, qs)
-            u = draw(seed, keys[i])
-            queried = u < q
-            _account(cs, cp, ring, recent, queried, u < free and q == 0.0)
-            out_yhat[t] = _predict(p, top, tie, multiclass)
-            out_p[t] = p
-            out_prob[t] = q
-            out_query[t] = queried
-            if queried:
-                fifo[tail] = t
-                tail += 1
-        while head < tail and fifo[head] <= t - delay:
-            s = fifo[head]
-            head += 1
-            i = order[s]
-            idx, val = row_of(indptr, indices, data, i, bias, column, idx_buf, val_buf)
-            weight = 1.0 / out_prob[s] if weighted else 1.0
-            if update(S, a, P, idx, val, y[i], weight):
-                if fresh and changed == 0:
-                    _forget_scores(cs)
-                changed += 1
-            after_label(qw, qs, out_yhat[s] != y[i], weight)
-    return changed
-
-
-# -- the controller ----------------------------------------------------------------------------
 class BudgetController(Parameterized):
-    """Moves a query strategy's :class:`Knob` online so the label budget holds (see the module doc).
+    """Moves a query strategy's :class:`~learners.values.Knob` online so the label budget holds (see the module doc).
 
     Parameters
     ----------
@@ -524,7 +398,7 @@ class BudgetController(Parameterized):
         During the warm-up, aim at this multiple of the rate through the query strategy, which
         picks the records to ask about. None: ask about every record.
     query_floor : float in [0, 1], default 0.1
-        For a strategy with a floor under its probability (:attr:`Knob.floor`): the floor is at
+        For a strategy with a floor under its probability (:attr:`~learners.values.Knob.floor`): the floor is at
         most this share of the rate, min(q_min, query_floor · r_t) (step 5).
 
     State
@@ -535,7 +409,7 @@ class BudgetController(Parameterized):
     Examples
     --------
     >>> from learners import make
-    >>> from learners.datasets import synthetic_sparse
+    >>> from learners.synthetic import synthetic_sparse
     >>> from learners.replay import replay
     >>> learner = make("paa-1", n_features=2**12)
     >>> learner.budget = BudgetController(target=0.05)

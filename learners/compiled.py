@@ -109,12 +109,12 @@ def driver_name(driver: str, kernels: Iterable[Any]) -> str:
 
 
 def replay_rows(learner: Any) -> Callable | None:
-    """:func:`learners.drivers.replay_rows` compiled with ``learner``'s kernels (its arguments
+    """:func:`learners.drivers.plain.replay_rows` compiled with ``learner``'s kernels (its arguments
     without the five kernels), or None."""
     return compiled(driver_name("replay_rows", kernels_of(learner)))
 
 
 def budget_replay_rows(learner: Any) -> Callable | None:
-    """:func:`learners.budget.replay_rows` (the online controller's) compiled with ``learner``'s
+    """:func:`learners.drivers.budgeted.replay_rows` (the online controller's) compiled with ``learner``'s
     kernels (its arguments without the five kernels), or None."""
     return compiled(driver_name("budget_replay_rows", kernels_of(learner)))

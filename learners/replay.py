@@ -8,7 +8,7 @@ requested value.
 Examples
 --------
 >>> from learners import make
->>> from learners.datasets import synthetic_sparse
+>>> from learners.synthetic import synthetic_sparse
 >>> data = synthetic_sparse(n=5000, d=2**12, seed=1)
 >>> result = run(make("paa-1", C=1.0, delta=0.5, seed=3), data, permutations=2)
 >>> round(result.mean("query_ratio"), 3), round(result.mean("f1"), 3)
@@ -26,11 +26,13 @@ from functools import partial
 
 import numpy as np
 
-from learners import budget, compiled, drivers, evaluation
+from learners import budget, compiled, evaluation
 from learners.base import Learner
 from learners.datasets import Dataset
+from learners.drivers import DRIVERS
 from learners.evaluation import Metrics, binary_metrics, multiclass_metrics
 from learners.inputs import Rows
+from learners.loop_parts import scratch
 
 __all__ = ["PROGRESS_ROUNDS", "Run", "Trace", "find_budget", "replay", "replay_stream", "run", "run_stream"]
 
@@ -152,22 +154,21 @@ def _drive(learner: Learner, prep: _Prepared, order: np.ndarray, delay: int, fir
     head = (rows.indptr, rows.indices, rows.data, order, prep.codes, prep.keys, np.uint64(learner.seed),
             learner._tie, learner.multiclass, int(delay), prep.bias, prep.column, int(first), bool(final),
             learner.query.importance_weighted)
-    outputs = (out.yhat, out.p, out.prob, out.queried)
+    outputs = (out.yhat, out.p, out.prob, out.queried, *scratch(rows.indptr, order.size))
     fresh = learner.updates_ == 0 and changed == 0
     if scaler is None:  # a driver compiled ahead of time with the learner's kernels in it
-        outputs += drivers.scratch(rows.indptr, order.size)
         if learner.budget is None and (twin := compiled.replay_rows(learner)) is not None:
             return int(twin(*head, *learner.rule.kernel_state(), *learner.query.kernel_state(), *outputs))
         if learner.budget is not None and (twin := compiled.budget_replay_rows(learner)) is not None:
             return int(twin(*head, fresh, *learner.rule.kernel_state(), learner.query.qs_,
                                 *learner.budget.arrays(), *outputs))
-    tail = (*learner.rule.kernel_state(), learner.rule.score_fn, learner.rule.update_fn)
+    loop = DRIVERS[learner.budget is not None, scaler is not None].replay
+    rule = (*learner.rule.kernel_state(), learner.rule.score_fn, learner.rule.update_fn)
+    scaling = () if scaler is None else scaler.replay_arguments()
     if learner.budget is not None:  # the online controller, between probability and coin
-        loop = budget.replay_rows if scaler is None else scaler.budget_replay_rows
-        return int(loop(*head, fresh, *tail, learner.query.qs_, *learner.query.kernels, *learner.budget.arrays(),
-                        *outputs))
-    loop = drivers.replay_rows if scaler is None else scaler.replay_rows
-    return int(loop(*head, *tail, *learner.query.kernel_state(), *learner.query.kernels, *outputs))
+        return int(loop(*head, fresh, *rule, learner.query.qs_, *learner.query.kernels, *learner.budget.arrays(),
+                        *outputs, *scaling))
+    return int(loop(*head, *rule, *learner.query.kernel_state(), *learner.query.kernels, *outputs, *scaling))
 
 
 def _drive_in_steps(learner: Learner, prep: _Prepared, order: np.ndarray, delay: int, out: _Outputs,
@@ -493,7 +494,7 @@ def find_budget(learner: Learner, data: Dataset, target: float, *, permutations:
     ``target``, and the run that shows it.
 
     A fixed-rate query takes ``rate = target`` directly. A margin-type query's δ is bisected on a
-    log scale (the query ratio grows with δ; it falls with a parameter whose :class:`learners.budget.Knob`
+    log scale (the query ratio grows with δ; it falls with a parameter whose :class:`learners.values.Knob`
     is not ``increasing``, such as the entropy query's discount); the coins are fixed per (seed, row),
     which makes the ratio a deterministic function of δ. If no δ lands within ``tol`` the closest
     one is returned.

@@ -55,15 +55,13 @@ labelled rows only for coordinates never seen. ``score``/``predict`` never chang
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from learners.coin import draw
-from learners.drivers import B1, I64, U64, _driver, _predict, pending_rounds, row_of, widest
 from learners.jit import jit, signature
-from learners.kernels import IDX, LABEL_FN, PROB_FN, ROUND_FN, SCORE_FN, STATE, UPDATE_FN, VAL, VEC, kernel
+from learners.kernels import IDX, STATE, VAL, VEC, kernel
+from learners.loop_parts import widest
 
 __all__ = [
     "AUTO_ROWS",
@@ -77,7 +75,6 @@ __all__ = [
     "SPREAD",
     "STANDARD_LIMIT",
     "WARMUP",
-    "Scaler",
     "check_width",
     "choose_mode",
     "rescale_dual_averaging",
@@ -455,158 +452,6 @@ def dense_buffers(zp, width):
     return np.empty(max(width, n_dense)), dense
 
 
-# the scaled drivers allocate their dense buffers and scratch, so they run with numba's runtime
-@_driver(signature("none", I64, IDX, VAL, STATE, VEC, VEC, STATE, VEC, VEC, SCORE_FN, VEC, VEC, VEC, I64), nrt=True)
-def score_scaled_rows(indptr, indices, data, Z, zs, zp, S, a, P, score, out_p, out_gap, out_v, out_top):
-    """:func:`learners.drivers.score_rows` on x̃; nothing changes."""
-    out, dense = dense_buffers(zp, widest(indptr))
-    for i in range(indptr.size - 1):
-        lo, hi = indptr[i], indptr[i + 1]
-        if zp[0] == _STANDARD:
-            width = standardise(Z, zs, zp, _OBSERVE_NONE, indices[lo:hi], data[lo:hi], out)
-            p, gap, v, top = score(S, a, P, dense[:width], out[:width])
-        else:
-            x = out[: hi - lo]
-            if zp[0] == _PRESENT:
-                standardise_present(Z, zs, zp, _OBSERVE_NONE, indices[lo:hi], data[lo:hi], x)
-            else:
-                scale_values(Z, zp, indices[lo:hi], data[lo:hi], x)
-            p, gap, v, top = score(S, a, P, indices[lo:hi], x)
-        out_p[i] = p
-        out_gap[i] = gap
-        out_v[i] = v
-        out_top[i] = top
-
-
-@_driver(signature("int64", IDX, VAL, "int64", STATE, VEC, VEC, STATE, VEC, VEC, VEC, RESCALE_FN, VAL), nrt=True)
-def scale_one_row(idx, val, level, Z, zs, zp, S, a, P, R, rescale, out):
-    """One record (River-style ``ask``/``learn``): observe at ``level``, rescale, out ← x̃.
-    Returns x̃'s length: the row's (sparse modes) or the dense width ("standard")."""
-    if zp[0] == _STANDARD:
-        return standardise(Z, zs, zp, level, idx, val, out)
-    if zp[0] == _PRESENT:
-        standardise_present(Z, zs, zp, level, idx, val, out)
-        return idx.size
-    changed = np.empty(max(idx.size, 1), dtype=np.int32)
-    ratio = np.empty(max(idx.size, 1))
-    _prepare(Z, zs, zp, level, idx, val, S, a, P, R, rescale, changed, ratio, out)
-    return idx.size
-
-
-@_driver(
-    signature(
-        "none",
-        I64, IDX, VAL, U64, "uint64", "int64", "boolean", "int64",
-        STATE, VEC, VEC, STATE, VEC, VEC, VEC, SCORE_FN, RESCALE_FN, VEC, VEC, PROB_FN, ROUND_FN,
-        I64, VEC, VEC, VEC, VEC, B1,
-    ), nrt=True
-)
-def decide_scaled_rows(
-    indptr, indices, data, keys, seed, tie, multiclass, level,
-    Z, zs, zp, S, a, P, R, score, rescale, qp, qs, probability, after_round,
-    out_yhat, out_p, out_gap, out_v, out_prob, out_query,
-):
-    """:func:`learners.drivers.decide_rows` on x̃, the scale observed at ``level`` row by row."""
-    width = widest(indptr)
-    changed, ratio = np.empty(width, dtype=np.int32), np.empty(width)
-    out, dense = dense_buffers(zp, width)
-    for i in range(indptr.size - 1):
-        lo, hi = indptr[i], indptr[i + 1]
-        idx, x = _scaled(Z, zs, zp, level, indices[lo:hi], data[lo:hi], S, a, P, R, rescale, changed, ratio, out,
-                         dense)
-        p, gap, v, top = score(S, a, P, idx, x)
-        q = probability(p, gap, v, qp, qs)
-        after_round(qp, qs)
-        out_yhat[i] = _predict(p, top, tie, multiclass)
-        out_p[i] = p
-        out_gap[i] = gap
-        out_v[i] = v
-        out_prob[i] = q
-        out_query[i] = draw(seed, keys[i]) < q
-
-
-@_driver(
-    signature(
-        "int64",
-        I64, IDX, VAL, I64, B1, VEC, "int64", STATE, VEC, VEC, STATE, VEC, VEC, VEC,
-        UPDATE_FN, RESCALE_FN, VEC, VEC, LABEL_FN,
-    ), nrt=True
-)
-def learn_scaled_rows(indptr, indices, data, y, mistakes, weights, level, Z, zs, zp, S, a, P, R, update, rescale,
-                      qp, qs, after_label):
-    """:func:`learners.drivers.learn_rows` (every row, in order) on x̃; returns updates made."""
-    width = widest(indptr)
-    changed, ratio = np.empty(width, dtype=np.int32), np.empty(width)
-    out, dense = dense_buffers(zp, width)
-    n_changed = 0
-    for i in range(indptr.size - 1):
-        lo, hi = indptr[i], indptr[i + 1]
-        idx, x = _scaled(Z, zs, zp, level, indices[lo:hi], data[lo:hi], S, a, P, R, rescale, changed, ratio, out,
-                         dense)
-        if update(S, a, P, idx, x, y[i], weights[i]):
-            n_changed += 1
-            mark_learnt(Z, zp, idx)
-        after_label(qp, qs, mistakes[i], weights[i])
-    return n_changed
-
-
-@_driver(
-    signature(
-        "int64",
-        I64, IDX, VAL, I64, I64, U64, "uint64", "int64", "boolean", "int64",
-        "float64", "int64", "int64", "boolean", "boolean", "int64", "int64",
-        STATE, VEC, VEC, STATE, VEC, VEC, VEC, SCORE_FN, UPDATE_FN, RESCALE_FN,
-        VEC, VEC, PROB_FN, ROUND_FN, LABEL_FN,
-        I64, VEC, VEC, B1,
-    ), nrt=True
-)
-def replay_scaled_rows(
-    indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column, first, final, weighted,
-    score_level, learn_level,
-    Z, zs, zp, S, a, P, R, score, update, rescale, qp, qs, probability, after_round, after_label,
-    out_yhat, out_p, out_prob, out_query,
-):
-    """:func:`learners.drivers.replay_rows` on x̃: a round observes its row at ``score_level``
-    before scoring it, a label observes its row at ``learn_level`` before the update."""
-    n = order.size
-    width = widest(indptr) + 1
-    changed, ratio = np.empty(width, dtype=np.int32), np.empty(width)
-    out, dense = dense_buffers(zp, width)
-    idx_buf, val_buf = np.empty(width, dtype=np.int32), np.empty(width)
-    fifo = np.empty(n, dtype=np.int64)
-    head = 0
-    tail = pending_rounds(out_query, first, fifo)
-    n_changed = 0
-    for t in range(first, n + delay if final else n):
-        if t < n:
-            i = order[t]
-            idx, val = row_of(indptr, indices, data, i, bias, column, idx_buf, val_buf)
-            idx, x = _scaled(Z, zs, zp, score_level, idx, val, S, a, P, R, rescale, changed, ratio, out, dense)
-            p, gap, v, top = score(S, a, P, idx, x)
-            q = probability(p, gap, v, qp, qs)
-            after_round(qp, qs)
-            out_yhat[t] = _predict(p, top, tie, multiclass)
-            out_p[t] = p
-            out_prob[t] = q
-            queried = draw(seed, keys[i]) < q
-            out_query[t] = queried
-            if queried:
-                fifo[tail] = t
-                tail += 1
-        while head < tail and fifo[head] <= t - delay:
-            s = fifo[head]
-            head += 1
-            i = order[s]
-            idx, val = row_of(indptr, indices, data, i, bias, column, idx_buf, val_buf)
-            idx, x = _scaled(Z, zs, zp, learn_level, idx, val, S, a, P, R, rescale, changed, ratio, out, dense)
-            weight = 1.0 / out_prob[s] if weighted else 1.0
-            if update(S, a, P, idx, x, y[i], weight):
-                n_changed += 1
-                mark_learnt(Z, zp, idx)
-            after_label(qp, qs, out_yhat[s] != y[i], weight)
-    return n_changed
-
-
 @jit
 def scale_batch(indptr, indices, data, order, level, Z, zs, zp, out_indptr, out_indices, out_data):
     """x̃ of every row, the rows observed at ``level`` in ``order`` (each scaled with the statistics of
@@ -661,7 +506,7 @@ def choose_mode(rows: Any) -> str:
     return "standard" if table or spread else "none"
 
 
-# -- the object a learner holds --------------------------------------------------------------------
+# -- what a learner checks before it makes its Scaler ----------------------------------------------
 def check_width(scale: str, n_features: int) -> None:
     """Refuse "standard" on inputs too wide to make dense (:data:`STANDARD_LIMIT`)."""
     if scale == "standard" and n_features > STANDARD_LIMIT:
@@ -679,205 +524,3 @@ def rescale_powers(rule: Any, n_features: int, n_classes: int) -> np.ndarray:
         *lead, matrix = layout
         return np.array([float(powers[k]) for k in lead for _ in range(layout[k])] + [float(powers[matrix])])
     return np.array([float(powers[k]) for k, rows in layout.items() for _ in range(rows)])
-
-
-class Scaler:
-    """The per-feature scale of one learner, its statistics and the window of the drift metric.
-
-    Parameters
-    ----------
-    scale : {"maxabs", "rms", "standard"}
-        How s_i is estimated, or the running standardisation (module docstring).
-    scale_from : {"scored", "labelled"}
-        Which records update the statistics.
-    n_features : int
-        Coordinates that are scaled (the intercept, index ``n_features``, is not); at most
-        :data:`STANDARD_LIMIT` for ``"standard"``.
-    normalize : bool
-        Scale x̃ to unit L2 norm (over the scaled coordinates) after dividing by s (after
-        standardising: over every coordinate of the dense x̃).
-
-    State
-    -----
-    Z : float64[5, n_features], float64[7, n_features] for ``"standard"``
-        Count of non-zeros (``rms``) or of rows observed (``standard``), the statistic (max |x|,
-        Σx², or Σ(x − x₀)² for ``standard``), the reference scale and window mark of the drift
-        metric, whether a labelled row has changed the rule's state at the coordinate (until then
-        a change of scale moves nothing: the state is the prior), then for ``standard`` Σ(x − x₀)
-        and x₀, the feature's first value (sums around it do not cancel on an offset).
-    zs : float64[3]
-        Current window number, features moved more than 10× in it, rows observed ("sparse-standard").
-
-    Complexity
-    ----------
-    O(nnz) per row for the statistics and the division; the rule's rescaling is O(nnz) for
-    per-coordinate state and O(nnz · D) for a full D×D matrix. ``"standard"``: O(n_features) per
-    row, and the rule's update touches every coordinate.
-    """
-
-    def __init__(self, scale: str, scale_from: str, n_features: int, normalize: bool) -> None:
-        self.scale, self.scale_from, self.n_features = scale, scale_from, int(n_features)
-        check_width(scale, self.n_features)
-        rows = _ROWS + 2 if scale in _CENTRED else _ROWS
-        self.Z = np.zeros((rows, self.n_features), dtype=np.float64)
-        self.zs = np.zeros(3, dtype=np.float64)
-        self.zp = np.array([MODES[scale], float(n_features), float(bool(normalize)), float(WARMUP)])
-        self.R = np.empty(0)
-
-    def bind(self, rule: Any, n_classes: int) -> None:
-        """Read the layout of the (allocated) rule whose state this scaler moves."""
-        self.R = np.ascontiguousarray(rescale_powers(rule, rule.S_.shape[1], n_classes), dtype=np.float64)
-        self._rescale = type(rule).rescale_kernel
-
-    # -- the compiled loops, with this scaler's state -------------------------------------------
-    def score(self, rows: Any, rule: Any) -> Any:
-        """The rule's :class:`~learners.base.Scores` of x̃ for a batch; nothing changes."""
-        from learners.base import Scores
-
-        n = rows.n
-        p, gap, v, top = np.empty(n), np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)
-        score_scaled_rows(rows.indptr, rows.indices, rows.data, self.Z, self.zs, self.zp,
-                          *rule.kernel_state(), rule.score_fn, p, gap, v, top)
-        return Scores(p=p, gap=gap if "gap" in rule.provides else None, v=v if "v" in rule.provides else None,
-                      top=top if rule.multiclass else None)
-
-    def decide_rows(self, indptr, indices, data, keys, seed, tie, multiclass, S, a, P, score, qp, qs,
-                    probability, after_round, *outputs) -> None:
-        """:func:`learners.drivers.decide_rows`'s arguments, run on x̃."""
-        decide_scaled_rows(indptr, indices, data, keys, seed, tie, multiclass, self.score_level,
-                           self.Z, self.zs, self.zp, S, a, P, self.R, score, self._rescale,
-                           qp, qs, probability, after_round, *outputs)
-
-    def learn_rows(self, rows: Any, codes: np.ndarray, mistakes: np.ndarray, weights: np.ndarray, rule: Any,
-                   query: Any, scored: bool = True) -> int:
-        """Apply the labels ``codes`` of every row of ``rows`` in order, with their importance
-        ``weights``, on x̃; updates made.
-        ``scored``: the rows were decided on first (else they are observed like labelled rows
-        under ``scale_from="labelled"``)."""
-        level = self.learn_level if scored else _OBSERVE_ALL
-        return int(learn_scaled_rows(rows.indptr, rows.indices, rows.data, codes, mistakes, weights, level,
-                                     self.Z, self.zs, self.zp, *rule.kernel_state(), self.R, rule.update_fn,
-                                     self._rescale, *query.kernel_state(), query.kernels[2]))
-
-    def scaled_row(self, idx: np.ndarray, val: np.ndarray, level: int, rule: Any) -> tuple[np.ndarray, np.ndarray]:
-        """(coordinates, x̃) of one row, after observing it at ``level`` (and moving the rule's
-        state): the row's own coordinates, or every coordinate (and the intercept) for "standard"."""
-        dense = self.scale == "standard"
-        out = np.empty(self.n_features + 1 if dense else val.size)
-        width = scale_one_row(idx, np.ascontiguousarray(val, dtype=np.float64), level, self.Z, self.zs, self.zp,
-                              *rule.kernel_state(), self.R, self._rescale, out)
-        if not dense:
-            return idx, out
-        return np.arange(width, dtype=np.int32), out[:width]
-
-    def scale_row(self, idx: np.ndarray, val: np.ndarray, level: int, rule: Any) -> np.ndarray:
-        """x̃ of one row, after observing it at ``level`` (and moving the rule's state); for
-        "standard" the dense x̃ of :meth:`scaled_row`."""
-        return self.scaled_row(idx, val, level, rule)[1]
-
-    def transform(self, rows: Any, level: int, order: np.ndarray | None = None) -> Any:
-        """x̃ of a batch, observed at ``level`` row by row in ``order`` (default: as given): the
-        scale before a random feature map (:func:`scale_batch`), with no rule state to move."""
-        from learners.inputs import Rows
-
-        dense = self.scale == "standard"  # every coordinate of a row
-        indptr = np.arange(rows.n + 1, dtype=np.int64) * self.n_features if dense else rows.indptr
-        indices, data = np.empty(int(indptr[-1]), dtype=np.int32), np.empty(int(indptr[-1]))
-        order = np.arange(rows.n, dtype=np.int64) if order is None else order
-        scale_batch(rows.indptr, rows.indices, rows.data, order, level, self.Z, self.zs, self.zp, indptr, indices,
-                    data)
-        return Rows(indptr, indices, data, rows.n_features)
-
-    def mark_learnt(self, idx: np.ndarray) -> None:
-        """Record that an update changed the rule's state at ``idx`` (one record's ``learn``)."""
-        mark_learnt(self.Z, self.zp, np.ascontiguousarray(idx, dtype=np.int32))
-
-    def replay_rows(self, indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column, first,
-                    final, weighted, S, a, P, score, update, qp, qs, probability, after_round, after_label,
-                    *outputs) -> int:
-        """:func:`learners.drivers.replay_rows`'s arguments, run on x̃."""
-        return int(replay_scaled_rows(indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias,
-                                      column, first, final, weighted, self.score_level, self.learn_level, self.Z,
-                                      self.zs, self.zp, S, a, P, self.R, score, update, self._rescale, qp, qs,
-                                      probability, after_round, after_label, *outputs))
-
-    def budget_decide_rows(self, indptr, indices, data, keys, seed, tie, multiclass, times, S, a, P, score, qs,
-                           probability, after_round, *controller_and_outputs) -> None:
-        """:func:`learners.budget.decide_rows`'s arguments, run on x̃."""
-        from learners import budget_scaled
-
-        budget_scaled.decide_rows(indptr, indices, data, keys, seed, tie, multiclass, times, self.score_level,
-                                  self.Z, self.zs, self.zp, S, a, P, self.R, score, self._rescale, qs, probability,
-                                  after_round, *controller_and_outputs)
-
-    def budget_replay_rows(self, indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column,
-                           first, final, weighted, fresh, S, a, P, score, update, qs, probability, after_round,
-                           after_label, *controller_and_outputs) -> int:
-        """:func:`learners.budget.replay_rows`'s arguments, run on x̃."""
-        from learners import budget_scaled
-
-        return int(budget_scaled.replay_rows(indptr, indices, data, order, y, keys, seed, tie, multiclass, delay,
-                                             bias, column, first, final, weighted, fresh, self.score_level,
-                                             self.learn_level,
-                                             self.Z, self.zs, self.zp, S, a, P, self.R, score, update, self._rescale,
-                                             qs, probability, after_round, after_label, *controller_and_outputs))
-
-    # -- the three places a row goes through the scaler ------------------------------------------
-    @property
-    def score_level(self) -> int:
-        """How much of a decided (scored and queried) record the statistics read: all of it under
-        ``scale_from="scored"`` and always for "standard" (its statistics are those of the stream)."""
-        return _OBSERVE_ALL if self.scale_from == "scored" or self.scale in _CENTRED else _OBSERVE_NONE
-
-    @property
-    def learn_level(self) -> int:
-        """How much of a labelled record the statistics read. "standard" counts rows, so a row
-        scored (and observed) first is not observed again when its label comes."""
-        if self.scale in _CENTRED:
-            return _OBSERVE_NONE
-        return _OBSERVE_UNSEEN if self.scale_from == "scored" else _OBSERVE_ALL
-
-    def scales(self) -> np.ndarray:
-        """s_i per feature (0 for features never seen non-zero); σ_i for "standard" (0 while
-        constant)."""
-        if self.scale == "maxabs":
-            return self.Z[_STAT].copy()
-        n = self.Z[_COUNT]
-        mean_sq = np.divide(self.Z[_STAT], n, out=np.zeros_like(n), where=n > 0)
-        if self.scale not in _CENTRED:
-            return np.sqrt(mean_sq)
-        var = mean_sq - np.divide(self.Z[_SUM], n, out=np.zeros_like(n), where=n > 0) ** 2
-        return np.sqrt(np.where(var > _CANCELLED * mean_sq, var, 0.0))
-
-    def means(self) -> np.ndarray:
-        """μ_i per feature for "standard" (0 before any row); zeros for the other modes."""
-        if self.scale not in _CENTRED:
-            return np.zeros(self.n_features)
-        n = self.Z[_COUNT]
-        return self.Z[_SHIFT] + np.divide(self.Z[_SUM], n, out=np.zeros_like(n), where=n > 0)
-
-    # -- the drift metric ------------------------------------------------------------------------
-    @property
-    def moved(self) -> int:
-        """Features whose scale moved by more than 10× (either way) in the current window."""
-        return int(self.zs[1])
-
-    def next_window(self) -> int:
-        """Close the current window: returns its :attr:`moved` count and starts a new one. O(1)."""
-        moved = self.moved
-        self.zs[0] += 1.0
-        self.zs[1] = 0.0
-        return moved
-
-    # -- state -----------------------------------------------------------------------------------
-    def state_dict(self) -> dict[str, np.ndarray]:
-        return {"Z": self.Z.copy(), "window": self.zs.copy()}
-
-    def load_state_dict(self, state: Mapping[str, np.ndarray]) -> None:
-        Z = np.asarray(state["Z"])
-        if Z.shape != self.Z.shape:
-            raise ValueError(f"scale state has shape {Z.shape}, the model needs {self.Z.shape}")
-        self.Z[...] = Z
-        window = np.asarray(state["window"])
-        self.zs[...] = 0.0
-        self.zs[: window.size] = window  # saved before "sparse-standard" counted its rows: two values

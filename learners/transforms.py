@@ -1,6 +1,6 @@
 """Dataset transforms the papers apply before streaming: one-vs-rest labels and feature scaling.
 
-Each has a spec prefix understood by :func:`learners.datasets.resolve` (and so by
+Each has a spec prefix understood by :func:`learners.data_spec.resolve` (and so by
 ``activestream replay --data``), and prefixes compose left to right:
 
 * ``ovr:LABEL:SPEC`` — a binary task: rows labelled LABEL become +1, every other row −1 (how the
@@ -17,7 +17,7 @@ live stream could do (a stream would use the learner's per-row ``normalize``).
 
 Examples
 --------
->>> from learners.datasets import resolve
+>>> from learners.data_spec import resolve
 >>> data = resolve("ovr:1:synthetic:sparse?n=50&d=20&seed=1")
 >>> sorted(set(data.labels.tolist())), data.name
 ([-1, 1], 'ovr:1:synthetic:sparse?n=50&d=20&nnz=18&seed=1')
@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from learners.datasets import Dataset
 from learners.inputs import Rows
 
 if TYPE_CHECKING:
@@ -49,26 +50,22 @@ def parse_label(text: str):
     return text
 
 
-def one_vs_rest(data, label):
+def one_vs_rest(data: Dataset, label) -> Dataset:
     """``data`` as a binary task: ``label`` → +1, every other label → −1."""
-    from learners.datasets import Dataset
-
     if label not in data.classes():
         raise ValueError(f"label {label!r} is not in {data.name} (labels: {data.classes()[:20]})")
     labels = np.where(data.labels == label, 1, -1).astype(np.int64)
     return Dataset(data.rows, labels, f"ovr:{label}:{data.name}", data.ordered)
 
 
-def _with_matrix(data, csr: sp.csr_matrix, prefix: str):
-    from learners.datasets import Dataset
-
+def _with_matrix(data: Dataset, csr: sp.csr_matrix, prefix: str) -> Dataset:
     csr.eliminate_zeros()
     csr.sort_indices()
     rows = Rows.from_arrays(csr.indptr, csr.indices, csr.data, data.rows.n_features)
     return Dataset(rows, data.labels, f"{prefix}:{data.name}", data.ordered)
 
 
-def scale(data):
+def scale(data: Dataset) -> Dataset:
     """Each feature mapped from [min, max] (implicit zeros included) onto [−1, 1]; constant
     features become 0, as ``svm-scale`` does."""
     n, d = data.n, data.rows.n_features
@@ -83,7 +80,7 @@ def scale(data):
     return _with_matrix(data, sp.csr_matrix(Z), "scale")
 
 
-def maxabs(data):
+def maxabs(data: Dataset) -> Dataset:
     """Each feature divided by its largest |value|; zeros stay zeros."""
     csr = data.rows.to_csr().astype(np.float64)
     peak = np.zeros(data.rows.n_features)

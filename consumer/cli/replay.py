@@ -35,7 +35,8 @@ def replay(args: argparse.Namespace) -> int:
     from consumer import progress
     from learners import make
     from learners.budget import BACKTEST_WARMUP_BOOST, backtest_controller
-    from learners.datasets import LibsvmStream, StreamSummary, concat, is_libsvm_file, resolve, scan_libsvm
+    from learners.data_spec import is_libsvm_file, resolve
+    from learners.datasets import LibsvmStream, StreamSummary, concat, scan_libsvm
     from learners.registry import default_learner, paper_protocol
     from learners.replay import find_budget, run, run_stream
 

@@ -83,7 +83,8 @@ def _stream(opts: DemoOptions) -> DemoStream:
     if not opts.data:
         return drifting_stream(opts.records, id_prefix=prefix)
     from learners import make
-    from learners.datasets import concat, resolve
+    from learners.data_spec import resolve
+    from learners.datasets import concat
 
     data = concat([resolve(spec) for spec in opts.data])
     multiclass = make(opts.learner).multiclass if opts.learner else len(data.classes()) > 2

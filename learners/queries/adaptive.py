@@ -24,9 +24,9 @@ from typing import ClassVar
 import numpy as np
 
 from learners.base import QueryStrategy
-from learners.budget import Knob
 from learners.kernels import LABEL_SIG, PROB_SIG, ROUND_SIG, kernel
 from learners.params import Interval
+from learners.values import Knob
 
 __all__ = ["DecayingMarginQuery", "SelAdaQuery", "sel_ada_probability"]
 
@@ -64,7 +64,7 @@ class SelAdaQuery(QueryStrategy):
     Examples
     --------
     >>> import numpy as np
-    >>> from learners.base import Scores
+    >>> from learners.values import Scores
     >>> q = SelAdaQuery(delta=1.0)
     >>> q.probability(Scores(p=np.array([1.0]), v=np.array([1.0]))).tolist()     # b = 1
     [0.5]
@@ -124,7 +124,7 @@ class DecayingMarginQuery(QueryStrategy):
     Examples
     --------
     >>> import numpy as np
-    >>> from learners.base import Scores
+    >>> from learners.values import Scores
     >>> q = DecayingMarginQuery(delta=4.0)
     >>> q.probability(Scores(p=np.full(4, 2.0))).round(4).tolist()   # δ = 4, 2, 4/3, 1
     [0.6667, 0.5, 0.4, 0.3333]

@@ -13,9 +13,9 @@ from typing import ClassVar
 import numpy as np
 
 from learners.base import QueryStrategy
-from learners.budget import Knob
 from learners.kernels import PROB_SIG, ROUND_SIG, kernel
 from learners.params import Interval
+from learners.values import Knob
 
 __all__ = ["BBQQuery"]
 
@@ -50,7 +50,7 @@ class BBQQuery(QueryStrategy):
     Examples
     --------
     >>> import numpy as np
-    >>> from learners.base import Scores
+    >>> from learners.values import Scores
     >>> q = BBQQuery(kappa=1.0)      # thresholds 1, 1/2, 1/3 for t = 1, 2, 3
     >>> q.probability(Scores(p=np.zeros(3), v=np.array([3.0, 3.0, 0.4]))).tolist()
     [0.0, 1.0, 0.0]

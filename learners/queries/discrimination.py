@@ -19,9 +19,9 @@ from typing import ClassVar
 import numpy as np
 
 from learners.base import QueryStrategy
-from learners.budget import Knob
 from learners.kernels import PROB_SIG, kernel
 from learners.params import Interval
+from learners.values import Knob
 
 __all__ = ["DiscriminationQuery", "GapDiscriminationQuery"]
 
@@ -64,7 +64,7 @@ class DiscriminationQuery(QueryStrategy):
     Examples
     --------
     >>> import numpy as np
-    >>> from learners.base import Scores
+    >>> from learners.values import Scores
     >>> q = DiscriminationQuery(b=1.0, eta=2.0)
     >>> q.probability(Scores(p=np.array([0.5, -3.0, 3.0]), v=np.array([1.0, 1.0, 0.0]))).tolist()
     [1.0, 0.3333333333333333, 0.25]
@@ -94,7 +94,7 @@ class GapDiscriminationQuery(DiscriminationQuery):
     Examples
     --------
     >>> import numpy as np
-    >>> from learners.base import Scores
+    >>> from learners.values import Scores
     >>> q = GapDiscriminationQuery(b=1.0, eta=1.0)
     >>> q.probability(Scores(p=np.zeros(2), gap=np.array([0.4, 2.0]), v=np.array([1.0, 0.0]))).tolist()
     [1.0, 0.3333333333333333]

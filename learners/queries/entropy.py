@@ -26,10 +26,10 @@ from typing import ClassVar
 import numpy as np
 
 from learners.base import QueryStrategy
-from learners.budget import Knob
 from learners.jit import jit
 from learners.kernels import PROB_SIG, kernel
 from learners.params import Interval
+from learners.values import Knob
 
 __all__ = ["EntropyQuery", "GapEntropyQuery", "log_logistic_entropy"]
 
@@ -97,7 +97,7 @@ class EntropyQuery(QueryStrategy):
     Examples
     --------
     >>> import numpy as np
-    >>> from learners.base import Scores
+    >>> from learners.values import Scores
     >>> q = EntropyQuery(discount=1.0, min_probability=0.0)
     >>> q.probability(Scores(p=np.array([0.0, -1.0, 1.0, 10.0, 1e6]))).round(4).tolist()
     [1.0, 0.8399, 0.8399, 0.0007, 0.0]
@@ -140,7 +140,7 @@ class GapEntropyQuery(EntropyQuery):
     Examples
     --------
     >>> import numpy as np
-    >>> from learners.base import Scores
+    >>> from learners.values import Scores
     >>> s = Scores(p=np.array([2.0, 9.0]), gap=np.array([0.0, 1.0]))
     >>> GapEntropyQuery(discount=1.0).probability(s).round(4).tolist()
     [1.0, 0.8399]

@@ -7,9 +7,9 @@ from typing import ClassVar
 import numpy as np
 
 from learners.base import QueryStrategy
-from learners.budget import Knob
 from learners.kernels import PROB_SIG, kernel
 from learners.params import Interval
+from learners.values import Knob
 
 __all__ = ["AlwaysQuery", "FixedRateQuery"]
 
@@ -31,7 +31,7 @@ class FixedRateQuery(QueryStrategy):
     Examples
     --------
     >>> import numpy as np
-    >>> from learners.base import Scores
+    >>> from learners.values import Scores
     >>> FixedRateQuery(rate=0.2).probability(Scores(p=np.array([0.0, 5.0]))).tolist()
     [0.2, 0.2]
     """

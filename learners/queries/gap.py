@@ -12,9 +12,9 @@ from typing import ClassVar
 import numpy as np
 
 from learners.base import QueryStrategy
-from learners.budget import Knob
 from learners.kernels import PROB_SIG, kernel
 from learners.params import Interval
+from learners.values import Knob
 
 __all__ = ["GapQuery"]
 
@@ -38,7 +38,7 @@ class GapQuery(QueryStrategy):
     Examples
     --------
     >>> import numpy as np
-    >>> from learners.base import Scores
+    >>> from learners.values import Scores
     >>> s = Scores(p=np.array([2.0, 0.5, 9.0]), gap=np.array([0.0, 1.0, 3.0]))
     >>> GapQuery(delta=1.0).probability(s).tolist()
     [1.0, 0.5, 0.25]

@@ -40,10 +40,10 @@ from typing import ClassVar
 import numpy as np
 
 from learners.base import QueryStrategy
-from learners.budget import Knob
 from learners.jit import jit
 from learners.kernels import LABEL_SIG, PROB_SIG, ROUND_SIG, kernel
 from learners.params import Interval
+from learners.values import Knob
 
 __all__ = ["GapIWALQuery", "IWALQuery", "iwal_probability"]
 
@@ -123,7 +123,7 @@ class IWALQuery(QueryStrategy):
     Examples
     --------
     >>> import numpy as np
-    >>> from learners.base import Scores
+    >>> from learners.values import Scores
     >>> q = IWALQuery(mellowness=0.01)
     >>> q.qs_[:] = [1000.0, 200.0, 20.0]   # 1,000 rounds, weighted error 2 %
     >>> q.probability(Scores(p=np.array([0.0, 0.1, 1.0, 10.0]))).round(4).tolist()
@@ -164,7 +164,7 @@ class GapIWALQuery(IWALQuery):
     Examples
     --------
     >>> import numpy as np
-    >>> from learners.base import Scores
+    >>> from learners.values import Scores
     >>> q = GapIWALQuery(mellowness=0.01)
     >>> q.qs_[:] = [1000.0, 200.0, 20.0]
     >>> q.probability(Scores(p=np.array([5.0, 5.0]), gap=np.array([0.1, 1.0]))).round(4).tolist()

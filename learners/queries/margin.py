@@ -11,9 +11,9 @@ from typing import ClassVar
 import numpy as np
 
 from learners.base import QueryStrategy
-from learners.budget import Knob
 from learners.kernels import PROB_SIG, kernel
 from learners.params import Interval
+from learners.values import Knob
 
 __all__ = ["MarginQuery"]
 
@@ -38,7 +38,7 @@ class MarginQuery(QueryStrategy):
     Examples
     --------
     >>> import numpy as np
-    >>> from learners.base import Scores
+    >>> from learners.values import Scores
     >>> MarginQuery(delta=1.0).probability(Scores(p=np.array([0.0, -1.0, 3.0]))).tolist()
     [1.0, 0.5, 0.25]
     """

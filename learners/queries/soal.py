@@ -17,9 +17,9 @@ from typing import ClassVar
 import numpy as np
 
 from learners.base import QueryStrategy
-from learners.budget import Knob
 from learners.kernels import PROB_SIG, kernel
 from learners.params import Interval
+from learners.values import Knob
 
 __all__ = ["SOALQuery"]
 
@@ -50,7 +50,7 @@ class SOALQuery(QueryStrategy):
     Examples
     --------
     >>> import numpy as np
-    >>> from learners.base import Scores
+    >>> from learners.values import Scores
     >>> q = SOALQuery(delta=1.0, eta=1.0, gamma=1.0)
     >>> q.probability(Scores(p=np.array([0.2, -3.25]), v=np.array([1.0, 1.0]))).tolist()   # c = −1/4, ρ = −0.05, 3
     [1.0, 0.25]

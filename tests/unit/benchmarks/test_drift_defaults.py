@@ -7,7 +7,7 @@ import pytest
 
 from benchmarks import drift_defaults as dd
 from benchmarks.logistic_defaults import HARM
-from learners.datasets import synthetic_shift
+from learners.synthetic import synthetic_shift
 
 
 def result(beta: float, lam: float, after: float, board: float, stationary: float) -> dd.Result:

@@ -20,8 +20,9 @@ import pytest
 import scipy.sparse as sp
 
 from benchmarks import leaderboard as lb
-from learners.datasets import Dataset, synthetic_sparse
+from learners.datasets import Dataset
 from learners.inputs import as_rows
+from learners.synthetic import synthetic_sparse
 
 pytest.importorskip("river")
 pytest.importorskip("vowpalwabbit")
@@ -515,7 +516,7 @@ def test_online_entries_are_what_replay_budget_rate_gives_by_default():
     import subprocess
     import sys
 
-    from learners.datasets import resolve
+    from learners.data_spec import resolve
 
     spec = "synthetic:sparse?n=4000&d=256"
     data = resolve(spec)

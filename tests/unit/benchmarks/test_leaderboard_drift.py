@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from benchmarks import leaderboard_drift as lbd
-from learners.datasets import synthetic_shift
+from learners.synthetic import synthetic_shift
 
 pytest.importorskip("river")
 

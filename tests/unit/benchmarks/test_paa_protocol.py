@@ -5,8 +5,8 @@ import pytest
 
 from benchmarks.paa_protocol import C_GRID, TUNING_SEED, evaluate, sweep, tune_c
 from learners import make
-from learners.datasets import synthetic_sparse
 from learners.replay import find_budget
+from learners.synthetic import synthetic_sparse
 
 DATA = synthetic_sparse(n=1500, d=256, seed=3)
 

@@ -9,8 +9,9 @@ import numpy as np
 
 import benchmarks.throughput as throughput
 from benchmarks.throughput import Timed, paired_runs, synthetic_chunks, write_libsvm_and_vw
-from learners.datasets import read_libsvm, synthetic_sparse
+from learners.datasets import read_libsvm
 from learners.inputs import Rows
+from learners.synthetic import synthetic_sparse
 
 
 def test_the_text_written_reads_back_as_the_rows_to_four_decimals():

@@ -1137,7 +1137,7 @@ def test_a_request_lost_in_the_crash_is_made_again_and_counted_once(tmp_path):
 def test_the_warm_up_loads_the_first_batches_loops_and_leaves_the_learner_as_it_was(classes):
     from consumer import batch_reader, fastjson, fastwrite
     from consumer.config import Settings
-    from learners import drivers
+    from learners.drivers import plain
     from learners.kernels import Lazy
 
     settings = Settings(classes=classes, query_rate_target=0.1)
@@ -1150,6 +1150,6 @@ def test_the_warm_up_loads_the_first_batches_loops_and_leaves_the_learner_as_it_
         assert np.array_equal(np.asarray(value), np.asarray(after[key])), key
     # loaded (from numba's on-disk cache, or compiled): a Lazy driver holds its ready function, a
     # dispatcher its signatures
-    for loop in (fastjson.scan_features, fastjson.scan_labels, fastwrite._interleave, drivers.score_rows,
-                 drivers.learn_rows, batch_reader._gather, batch_reader._destroy_all):
+    for loop in (fastjson.scan_features, fastjson.scan_labels, fastwrite._interleave, plain.score_rows,
+                 plain.learn_rows, batch_reader._gather, batch_reader._destroy_all):
         assert (loop._ready is not None) if isinstance(loop, Lazy) else loop.signatures, loop.__name__

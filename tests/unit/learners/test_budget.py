@@ -18,9 +18,10 @@ from learners.budget import (
     backtest_warmup,
     max_window_query_ratio,
 )
-from learners.datasets import Dataset, synthetic_shift, synthetic_sparse
+from learners.datasets import Dataset
 from learners.inputs import Rows
 from learners.replay import Trace, replay, replay_stream, run
+from learners.synthetic import synthetic_shift, synthetic_sparse
 
 D = 2**10
 BINARY = ["paa-1", "soal-diag", "d-amd", "rpa-1", "sel-ada", "pa-1"]

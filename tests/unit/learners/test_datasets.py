@@ -5,7 +5,9 @@ import lzma
 import numpy as np
 import pytest
 
-from learners.datasets import concat, read_libsvm, resolve, synthetic_sparse
+from learners.data_spec import resolve
+from learners.datasets import concat, read_libsvm
+from learners.synthetic import synthetic_sparse
 
 
 def reference(text: str):

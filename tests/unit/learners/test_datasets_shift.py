@@ -7,7 +7,8 @@ import pytest
 from scipy.optimize import linprog
 
 from learners import make, run
-from learners.datasets import resolve, synthetic_shift, usps_shift
+from learners.data_spec import resolve
+from learners.synthetic import synthetic_shift, usps_shift
 
 
 def _separable_through_origin(X, y):

@@ -1,6 +1,6 @@
 import numpy as np
 
-from learners.drivers import scratch
+from learners.loop_parts import scratch
 
 
 def test_the_scratch_of_a_replay_holds_every_round_and_the_widest_row_with_its_intercept():

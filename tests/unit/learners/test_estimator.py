@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from learners.datasets import synthetic_sparse
 from learners.estimator import ActiveClassifier
+from learners.synthetic import synthetic_sparse
 
 
 def test_partial_fit_then_predict_learns_a_separable_stream():

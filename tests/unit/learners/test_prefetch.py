@@ -6,8 +6,8 @@ import itertools
 
 import numpy as np
 
-from learners import drivers
 from learners import jit as jit_module
+from learners.drivers import plain
 from learners.jit import signature
 from learners.kernels import kernel, ready
 from learners.prefetch import prefetch_row
@@ -44,6 +44,6 @@ def test_prefetching_the_rows_ahead_changes_no_value(monkeypatch):
 
 def test_the_batch_scoring_driver_asks_for_the_rows_ahead(monkeypatch):
     monkeypatch.setattr(jit_module, "_DEFAULTS", {**jit_module._DEFAULTS, "cache": False})  # cached: no IR to read
-    made = drivers.score_rows._kernel
+    made = plain.score_rows._kernel
     fresh = ready(kernel(made.signature)(made.py_func))
     assert "llvm.prefetch" in "".join(fresh.inspect_llvm().values())

@@ -7,9 +7,10 @@ import pytest
 
 from learners import make
 from learners.budget import BudgetController
-from learners.datasets import Dataset, synthetic_sparse
+from learners.datasets import Dataset
 from learners.inputs import as_rows
 from learners.replay import find_budget, replay, run
+from learners.synthetic import synthetic_sparse
 
 
 def simulate(learner, X, y, delay):

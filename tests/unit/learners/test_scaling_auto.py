@@ -12,7 +12,8 @@ from learners.datasets import Dataset
 from learners.hashing import DEFAULT_DIMENSION, hash_features
 from learners.inputs import as_rows
 from learners.replay import replay, run
-from learners.scaling import AUTO_ROWS, OBSERVE_ALL, STANDARD_LIMIT, Scaler, choose_mode
+from learners.scaler import Scaler
+from learners.scaling import AUTO_ROWS, OBSERVE_ALL, STANDARD_LIMIT, choose_mode
 
 
 def _accuracy(trace) -> float:

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from learners.datasets import read_libsvm, resolve
+from learners.data_spec import resolve
+from learners.datasets import read_libsvm
 from learners.transforms import maxabs, one_vs_rest, scale
 
 TEXT = b"1 1:2 3:-4\n2 2:10\n3 1:1 2:5 3:4\n1 3:2\n"

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from learners import make
-from learners.base import Scores
 from learners.queries import DecayingMarginQuery
+from learners.values import Scores
 
 
 def test_delta_schedule_is_the_recursion_from_delta_0():

@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 
 from learners import make
-from learners.base import Learner, Scores
+from learners.base import Learner
 from learners.queries.bbq import BBQQuery
 from learners.rules import PARule
+from learners.values import Scores
 
 
 def test_bbq_query_compares_r_with_a_threshold_falling_with_every_round():

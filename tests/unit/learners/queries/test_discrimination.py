@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from learners import make
-from learners.base import Scores
 from learners.queries import DiscriminationQuery, GapDiscriminationQuery
+from learners.values import Scores
 
 P = np.array([0.0, 0.3, -0.3, 2.0, -50.0])
 V = np.array([0.0, 1.0, 0.5, 0.5, 100.0])

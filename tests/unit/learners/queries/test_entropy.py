@@ -10,13 +10,15 @@ import numpy as np
 import pytest
 
 from learners import make
-from learners.base import Learner, Scores
+from learners.base import Learner
 from learners.budget import BudgetController
-from learners.datasets import Dataset, synthetic_sparse
+from learners.datasets import Dataset
 from learners.inputs import as_rows
 from learners.queries import EntropyQuery, GapEntropyQuery
 from learners.replay import find_budget, replay, run
 from learners.rules import PARule
+from learners.synthetic import synthetic_sparse
+from learners.values import Scores
 
 # 0, the smallest margins, moderate ones, the edge of float64's exp and far beyond it
 GRID = np.array([0.0, 1e-12, -1e-12, 0.1, -0.5, 1.0, -2.0, 5.0, -30.0, 700.0, -700.0, 1e6, -1e6])

@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 
 from learners import make
-from learners.base import Learner, Scores
+from learners.base import Learner
 from learners.queries import GapQuery, MarginQuery
 from learners.rules import PARule
+from learners.values import Scores
 
 GAP = np.array([0.0, 0.25, 1.0, 4.0, 1e9])
 

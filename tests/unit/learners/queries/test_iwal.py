@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 
 from learners import make
-from learners.base import Learner, Scores
-from learners.datasets import synthetic_sparse
+from learners.base import Learner
 from learners.queries import GapIWALQuery, IWALQuery
 from learners.queries.iwal import iwal_probability
 from learners.replay import replay
 from learners.rules import MPARule, PARule, SOALRule
+from learners.synthetic import synthetic_sparse
+from learners.values import Scores
 
 
 def coin_bias(k: float, avg_loss: float, g: float, c0: float) -> float:

@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from learners.base import Scores
 from learners.queries import AlwaysQuery, FixedRateQuery, MarginQuery, SelAdaQuery
+from learners.values import Scores
 
 P = np.array([0.0, 0.5, -0.5, 3.0, -1e9])
 

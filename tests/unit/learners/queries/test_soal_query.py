@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from learners.base import Scores
 from learners.queries import SOALQuery
+from learners.values import Scores
 
 P = np.array([0.0, 0.3, -0.3, 2.0, -50.0, 1e-3])
 V = np.array([0.0, 1.0, 4.0, 0.5, 100.0, 1e-6])

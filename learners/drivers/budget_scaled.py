@@ -1,12 +1,10 @@
-"""The budget controller's loops on scaled rows: a learner with ``scale`` other than ``none`` and a
-:class:`~learners.budget.BudgetController`, in one compiled pass per batch.
+"""The drivers of a learner with both a scaler and a budget controller, in one compiled pass per batch.
 
-Each record goes through :mod:`learners.scaling` first (its statistics observed, the rule's state
-moved to the new units, x̃ computed: dense under ``scale="standard"``), then through the controller
-exactly as in
-:mod:`learners.budget` (the knob solved from the window of recent scores, the ledger, the caps),
-then the coin. The scores the controller sees are those of x̃, the ones the query probability is
-computed from, so its feed-forward step solves the same equation as without scaling.
+Each record goes through the scaler first, as in :mod:`learners.drivers.scaled`, then through the
+controller exactly as in :mod:`learners.drivers.budgeted` (the knob solved from the window of
+recent scores, the ledger, the caps), then the coin. The scores the controller sees are those of
+x̃, the ones the query probability is computed from, so its feed-forward step solves the same
+equation as without scaling. Each driver takes its budgeted sibling's arguments, then the scaler's.
 """
 
 from __future__ import annotations
@@ -15,30 +13,33 @@ import numpy as np
 
 from learners.budget import _SEEN, _account, _forget_scores, _step
 from learners.coin import draw
-from learners.drivers import B1, I64, U64, _driver, _predict, pending_rounds, row_of, widest
+from learners.drivers.scaled import SCALER
 from learners.jit import signature
 from learners.kernels import IDX, LABEL_FN, PROB_FN, ROUND_FN, SCORE_FN, STATE, UPDATE_FN, VAL, VEC
-from learners.scaling import RESCALE_FN, _scaled, dense_buffers, mark_learnt
+from learners.loop_parts import B1, I64, U64, driver, pending_rounds, predict, row_of, widest
+from learners.scaling import _scaled, dense_buffers, mark_learnt
 
 __all__ = ["decide_rows", "replay_rows"]
 
 
-@_driver(
+@driver(
     signature(
         "none",
-        I64, IDX, VAL, U64, "uint64", "int64", "boolean", VEC, "int64",
-        STATE, VEC, VEC, STATE, VEC, VEC, VEC, SCORE_FN, RESCALE_FN, VEC, PROB_FN, ROUND_FN,
+        I64, IDX, VAL, U64, "uint64", "int64", "boolean", VEC,
+        STATE, VEC, VEC, SCORE_FN, VEC, PROB_FN, ROUND_FN,
         VEC, VEC, STATE, STATE, VEC, VEC,
         I64, VEC, VEC, VEC, VEC, B1,
+        "int64", *SCALER,
     ), nrt=True
 )
 def decide_rows(
-    indptr, indices, data, keys, seed, tie, multiclass, times, level,
-    Z, zs, zp, S, a, P, R, score, rescale, qs, probability, after_round,
+    indptr, indices, data, keys, seed, tie, multiclass, times,
+    S, a, P, score, qs, probability, after_round,
     cs, cp, win, ring, recent, qw,
     out_yhat, out_p, out_gap, out_v, out_prob, out_query,
+    level, Z, zs, zp, R, rescale,
 ):
-    """:func:`learners.budget.decide_rows` on x̃, the scale observed at ``level`` row by row."""
+    """:func:`learners.drivers.budgeted.decide_rows` on x̃, the scale observed at ``level`` row by row."""
     width = widest(indptr)
     changed, ratio = np.empty(width, dtype=np.int32), np.empty(width)
     out, dense = dense_buffers(zp, width)
@@ -51,7 +52,7 @@ def decide_rows(
         after_round(qw, qs)
         u = draw(seed, keys[i])
         _account(cs, cp, ring, recent, u < q, u < free and q == 0.0)
-        out_yhat[i] = _predict(p, top, tie, multiclass)
+        out_yhat[i] = predict(p, top, tie, multiclass)
         out_p[i] = p
         out_gap[i] = gap
         out_v[i] = v
@@ -59,32 +60,30 @@ def decide_rows(
         out_query[i] = u < q
 
 
-@_driver(
+@driver(
     signature(
         "int64",
         I64, IDX, VAL, I64, I64, U64, "uint64", "int64", "boolean", "int64",
-        "float64", "int64", "int64", "boolean", "boolean", "boolean", "int64", "int64",
-        STATE, VEC, VEC, STATE, VEC, VEC, VEC, SCORE_FN, UPDATE_FN, RESCALE_FN,
-        VEC, PROB_FN, ROUND_FN, LABEL_FN,
+        "float64", "int64", "int64", "boolean", "boolean", "boolean",
+        STATE, VEC, VEC, SCORE_FN, UPDATE_FN, VEC, PROB_FN, ROUND_FN, LABEL_FN,
         VEC, VEC, STATE, STATE, VEC, VEC,
-        I64, VEC, VEC, B1,
+        I64, VEC, VEC, B1, I64, IDX, VAL,
+        "int64", "int64", *SCALER,
     ), nrt=True
 )
 def replay_rows(
     indptr, indices, data, order, y, keys, seed, tie, multiclass, delay, bias, column, first, final, weighted, fresh,
-    score_level, learn_level,
-    Z, zs, zp, S, a, P, R, score, update, rescale, qs, probability, after_round, after_label,
+    S, a, P, score, update, qs, probability, after_round, after_label,
     cs, cp, win, ring, recent, qw,
-    out_yhat, out_p, out_prob, out_query,
+    out_yhat, out_p, out_prob, out_query, fifo, idx_buf, val_buf,
+    score_level, learn_level, Z, zs, zp, R, rescale,
 ):
-    """:func:`learners.budget.replay_rows` on x̃: a round observes its row at ``score_level``
+    """:func:`learners.drivers.budgeted.replay_rows` on x̃: a round observes its row at ``score_level``
     before scoring it, a label observes its row at ``learn_level`` before the update."""
     n = order.size
     width = widest(indptr) + 1
     changed, ratio = np.empty(width, dtype=np.int32), np.empty(width)
     out, dense = dense_buffers(zp, width)
-    idx_buf, val_buf = np.empty(width, dtype=np.int32), np.empty(width)
-    fifo = np.empty(n, dtype=np.int64)  # rounds whose label is on its way, oldest first
     head = 0
     tail = pending_rounds(out_query, first, fifo)
     n_changed = 0
@@ -100,7 +99,7 @@ def replay_rows(
             u = draw(seed, keys[i])
             queried = u < q
             _account(cs, cp, ring, recent, queried, u < free and q == 0.0)
-            out_yhat[t] = _predict(p, top, tie, multiclass)
+            out_yhat[t] = predict(p, top, tie, multiclass)
             out_p[t] = p
             out_prob[t] = q
             out_query[t] = queried

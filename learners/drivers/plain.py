@@ -1,10 +1,4 @@
-"""Compiled loops over a batch of rows, shared by every (update rule, query strategy) pair.
-
-The rule and query kernels arrive as first-class function arguments with the fixed signatures of
-:mod:`learners.kernels`, so each driver is compiled once and cached on disk. A call costs tens of
-µs of dispatch on top of its work (the kernels' addresses are looked up once, then cached), which
-is why single records go through the kernels directly (:class:`learners.base.Learner.ask`) and
-batches through these drivers.
+"""The drivers of a learner with neither a budget controller nor a scaler: the rows as given.
 
 Decision of one round (the same in :func:`decide_rows` and :func:`replay_rows`)::
 
@@ -16,49 +10,16 @@ Decision of one round (the same in :func:`decide_rows` and :func:`replay_rows`):
 
 from __future__ import annotations
 
-import numpy as np
-
 from learners.coin import draw
-from learners.jit import jit, signature
-from learners.kernels import (
-    IDX,
-    LABEL_FN,
-    PROB_FN,
-    ROUND_FN,
-    SCORE_FN,
-    STATE,
-    UPDATE_FN,
-    VAL,
-    VEC,
-    Lazy,
-)
+from learners.jit import signature
+from learners.kernels import IDX, LABEL_FN, PROB_FN, ROUND_FN, SCORE_FN, STATE, UPDATE_FN, VAL, VEC
+from learners.loop_parts import B1, I64, INDPTR, U64, driver, pending_rounds, predict, row_of
 from learners.prefetch import AHEAD, prefetch_row
 
-__all__ = ["decide_rows", "learn_rows", "pending_rounds", "probabilities", "replay_rows", "row_of", "score_rows",
-           "scratch", "widest"]
-
-I64 = "int64[::1]"
-U64 = "uint64[::1]"
-B1 = "boolean[::1]"
-INDPTR = "int64[::1]"
+__all__ = ["decide_rows", "learn_rows", "probabilities", "replay_rows", "score_rows"]
 
 
-def _driver(signature, *, nrt=False):
-    return lambda fn: Lazy(fn, signature, nrt=nrt)
-
-
-@jit(inline="always")
-def _predict(p, top, tie, multiclass):
-    if multiclass:
-        return top
-    if p > 0.0:
-        return 1
-    if p < 0.0:
-        return -1
-    return tie
-
-
-@_driver(signature("none", INDPTR, IDX, VAL, STATE, VEC, VEC, SCORE_FN, VEC, VEC, VEC, I64))
+@driver(signature("none", INDPTR, IDX, VAL, STATE, VEC, VEC, SCORE_FN, VEC, VEC, VEC, I64))
 def score_rows(indptr, indices, data, S, a, P, score, out_p, out_gap, out_v, out_top):
     """Scores of every row with the current state; nothing changes."""
     n = indptr.size - 1
@@ -73,7 +34,7 @@ def score_rows(indptr, indices, data, S, a, P, score, out_p, out_gap, out_v, out
         out_top[i] = top
 
 
-@_driver(signature("none", VAL, VAL, VAL, VEC, VEC, PROB_FN, ROUND_FN, VEC))
+@driver(signature("none", VAL, VAL, VAL, VEC, VEC, PROB_FN, ROUND_FN, VEC))
 def probabilities(p, gap, v, qp, qs, probability, after_round, out):
     """Query probabilities for a batch of scores, advancing ``qs`` one round per row."""
     for i in range(p.size):
@@ -81,7 +42,7 @@ def probabilities(p, gap, v, qp, qs, probability, after_round, out):
         after_round(qp, qs)
 
 
-@_driver(
+@driver(
     signature(
         "none",
         INDPTR, IDX, VAL, U64, "uint64", "int64", "boolean",
@@ -103,7 +64,7 @@ def decide_rows(
         p, gap, v, top = score(S, a, P, indices[lo:hi], data[lo:hi])
         q = probability(p, gap, v, qp, qs)
         after_round(qp, qs)
-        out_yhat[i] = _predict(p, top, tie, multiclass)
+        out_yhat[i] = predict(p, top, tie, multiclass)
         out_p[i] = p
         out_gap[i] = gap
         out_v[i] = v
@@ -111,7 +72,7 @@ def decide_rows(
         out_query[i] = draw(seed, keys[i]) < q
 
 
-@_driver(
+@driver(
     signature(
         "int64",
         INDPTR, IDX, VAL, I64, I64, B1, VEC, STATE, VEC, VEC, UPDATE_FN, VEC, VEC, LABEL_FN
@@ -132,52 +93,7 @@ def learn_rows(indptr, indices, data, rows, y, mistakes, weights, S, a, P, updat
     return changed
 
 
-@jit
-def widest(indptr):
-    """The most non-zeros of any row (at least 1): the size of a row buffer."""
-    width = 1
-    for i in range(indptr.size - 1):
-        width = max(width, indptr[i + 1] - indptr[i])
-    return width
-
-
-def scratch(indptr: np.ndarray, rounds: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The scratch arrays of a replay driver over ``rounds`` rounds of the rows of ``indptr``: its
-    queue of rounds, and a row buffer one wider than the widest row (the intercept). Allocated by
-    the caller, the drivers run without numba's runtime (:func:`learners.jit.kernel`)."""
-    width = max(int(np.max(np.diff(indptr), initial=0)), 1) + 1
-    return np.empty(rounds, dtype=np.int64), np.empty(width, dtype=np.int32), np.empty(width)
-
-
-@jit(inline="always")
-def row_of(indptr, indices, data, i, bias, column, idx_buf, val_buf):
-    """Row ``i`` as the kernels take it: with ``bias != 0``, followed by the intercept coordinate
-    ``column`` = ``bias``, built in the row buffers, so no copy of the whole batch holds it. O(nnz)."""
-    lo, hi = indptr[i], indptr[i + 1]
-    if bias == 0.0:
-        return indices[lo:hi], data[lo:hi]
-    m = hi - lo
-    for j in range(m):
-        idx_buf[j] = indices[lo + j]
-        val_buf[j] = data[lo + j]
-    idx_buf[m] = column
-    val_buf[m] = bias
-    return idx_buf[: m + 1], val_buf[: m + 1]
-
-
-@jit(inline="always")
-def pending_rounds(out_query, first, fifo):
-    """Put the carried rounds ``0 .. first-1`` that were queried (their labels still on the way) in
-    the queue; returns its length."""
-    tail = 0
-    for s in range(first):
-        if out_query[s]:
-            fifo[tail] = s
-            tail += 1
-    return tail
-
-
-@_driver(
+@driver(
     signature(
         "int64",
         INDPTR, IDX, VAL, I64, I64, U64, "uint64", "int64", "boolean", "int64",
@@ -203,7 +119,7 @@ def replay_rows(
     labels still pending at the end are applied in order only if ``final``. ``weighted``: a
     label asked with probability q is learnt with importance weight 1/q, else 1.
 
-    Scratch (:func:`scratch`): ``fifo`` holds the rounds whose label is on its way, oldest first;
+    Scratch (:func:`learners.loop_parts.scratch`): ``fifo`` holds the rounds whose label is on its way, oldest first;
     ``idx_buf`` and ``val_buf`` a row with its intercept.
     """
     n = order.size
@@ -219,7 +135,7 @@ def replay_rows(
             p, gap, v, top = score(S, a, P, idx, val)
             q = probability(p, gap, v, qp, qs)
             after_round(qp, qs)
-            out_yhat[t] = _predict(p, top, tie, multiclass)
+            out_yhat[t] = predict(p, top, tie, multiclass)
             out_p[t] = p
             out_prob[t] = q
             queried = draw(seed, keys[i]) < q
