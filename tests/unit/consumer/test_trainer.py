@@ -35,16 +35,21 @@ def label(broker: LocalBroker, rid: str, value: int) -> None:
     broker.append("labels", orjson.dumps({"id": rid, "label": value}), rid.encode())
 
 
-def test_partitions_added_to_requests_and_labels_are_read_and_each_label_applied_once(tmp_path):
-    broker, scorer, trainer = roles(tmp_path)
-    rng = np.random.default_rng(0)
-    for i in range(40):
+def scored(broker: LocalBroker, scorer: Scorer, n: int, seed: int) -> list[dict]:
+    """``n`` records scored by ``scorer``, its outputs delivered; the label requests it made."""
+    rng = np.random.default_rng(seed)
+    for i in range(n):
         broker.append("features", orjson.dumps({"id": f"a{i}", "features": rng.standard_normal(4).tolist()}),
                       f"a{i}".encode())
     scorer.run_once()
     for producer in scorer._clients.producers:
         producer.poll()
-    requests = [orjson.loads(v) for v in broker.values("label-requests")]
+    return [orjson.loads(v) for v in broker.values("label-requests")]
+
+
+def test_partitions_added_to_requests_and_labels_are_read_and_each_label_applied_once(tmp_path):
+    broker, scorer, trainer = roles(tmp_path)
+    requests = scored(broker, scorer, 40, seed=0)
     assert len(requests) == 40  # a fresh model asks for every record
     for r in requests:
         label(broker, r["id"], 1 if r["features"][0] > 0 else -1)
@@ -135,14 +140,7 @@ def test_labels_for_expired_requests_are_counted_expired_and_forgotten_after_a_t
 
 def test_a_trainer_stopping_publishes_the_labels_learnt_since_its_last_publication(tmp_path):
     broker, scorer, trainer = roles(tmp_path, model={"publish_every_s": 3600, "publish_every_labels": 10_000})
-    rng = np.random.default_rng(1)
-    for i in range(20):
-        broker.append("features", orjson.dumps({"id": f"a{i}", "features": rng.standard_normal(4).tolist()}),
-                      f"a{i}".encode())
-    scorer.run_once()
-    for producer in scorer._clients.producers:
-        producer.poll()
-    for r in (orjson.loads(v) for v in broker.values("label-requests")):
+    for r in scored(broker, scorer, 20, seed=1):
         label(broker, r["id"], 1 if r["features"][0] > 0 else -1)
     trainer.run_once()
     assert trainer.learner.labels_ == 20
@@ -155,11 +153,7 @@ def test_a_trainer_stopping_publishes_the_labels_learnt_since_its_last_publicati
 
 def test_a_scorers_checkpoint_commits_its_offsets_and_then_the_floors_of_its_output_partitions(tmp_path):
     broker, scorer, _ = roles(tmp_path)
-    rng = np.random.default_rng(2)
-    for i in range(30):
-        broker.append("features", orjson.dumps({"id": f"a{i}", "features": rng.standard_normal(4).tolist()}),
-                      f"a{i}".encode())
-    scorer.run_once()
+    scored(broker, scorer, 30, seed=2)
     scorer.checkpoint()
     group = scorer.settings.group_id
     assert broker.committed[(group, "features", 0)] == 30
