@@ -51,6 +51,7 @@ from consumer.checkpoint import CheckpointStore
 from consumer.demo.broker import CLIENT_SETTINGS, Broker, create_topics, free_port
 from consumer.errors import CheckpointError, ConfigError, LeaseLost
 from consumer.service import Service
+from consumer.state import part_of, unpack_offsets
 from tests.integration.test_faults import mock_topics
 from tests.kafka_helpers import ghost_leader, produce_features, read_all, run_until, settings_for, stream, unique_topics
 from tests.rdmock import ApiKey, MockCluster
@@ -703,7 +704,7 @@ def unwritable(*, records: int = 20_000, fail_s: float = 10.0, workdir: Path) ->
             while time.monotonic() < ends:
                 turn_for = time.monotonic() + 0.5
                 run_until(service, lambda u=turn_for: time.monotonic() >= u, what="serving")
-                durable = Service._offsets_from(CheckpointStore(checkpoint_dir, keep=1).latest()[1], "offsets")
+                durable = unpack_offsets(part_of(CheckpointStore(checkpoint_dir, keep=1).latest()[1], "offsets"))
                 for tp in watcher.committed(partitions, timeout=10):
                     samples += 1
                     if tp.offset >= 0 and tp.offset > durable.get((tp.topic, tp.partition), 0):
@@ -715,11 +716,11 @@ def unwritable(*, records: int = 20_000, fail_s: float = 10.0, workdir: Path) ->
             run_until(service, lambda: service.store.paths()[0].name != newest_during, timeout_s=30,
                       what="a checkpoint written again")
             settled = _settle(service, records, annotator, 180)
-        finally:
+        finally:  # a scenario that fails still stops its service: its clients would keep the process alive
             feeder.close()
             watcher.close()
-        _stop(service)
-        annotator.close()
+            _stop(service)
+            annotator.close()
         notes = [] if newest_during == newest_before else ["a checkpoint was written while writes failed"]
         if past:
             notes.append(f"{past} samples found an offset committed past the durable checkpoint")

@@ -32,7 +32,7 @@ Four fast paths, each doing the same job as its alternatives:
    as the service makes it) against ``Consumer.consume(BATCH)`` on its own, each message's value
    then taken into Python bytes and joined, with the partitions and offsets as columns, as the
    service's loop does before its scan. The job: a preloaded topic of a8a feature records, read to
-   its end through ``assign`` (no group join), each batch asked for as ``Service._take_features``
+   its end through ``assign`` (no group join), each batch asked for as ``FeatureRead.take``
    does (wait for the first record, then take what is there). Messages/s after the first batch
    (which waits for the connection: not timed), and the process's CPU per message.
 
@@ -415,7 +415,7 @@ def read_run(with_reader: bool, bootstrap: str, topic: str, n: int, timeout_s: f
     if reader is not None:
         reader.forward(partitions)
 
-    def take() -> int:  # as Service._take_features: wait for the first record only
+    def take() -> int:  # as FeatureRead.take: wait for the first record only
         first = consumer.poll(0 if reader is not None else 0.5)  # with a reader: the group's events
         if reader is not None and first is None:
             batch = reader.read(BATCH, 0.5)

@@ -30,8 +30,8 @@ import orjson
 from consumer.errors import IncompatibleCheckpoint
 from consumer.pending import pack_strings, unpack_strings
 
-__all__ = ["FORMAT_VERSION", "PARTS", "Stateful", "gather", "meta_of", "pack_offsets", "scatter", "unpack_offsets",
-           "upgrade"]
+__all__ = ["FORMAT_VERSION", "PARTS", "Stateful", "gather", "meta_of", "pack_offsets", "part_of", "scatter",
+           "unpack_offsets", "upgrade"]
 
 FORMAT_VERSION = 3  # of the checkpoint's layout (``service.meta``'s format_version)
 META = "service.meta"
@@ -62,6 +62,12 @@ def gather(parts: Iterable[Stateful], meta: Mapping[str, Any]) -> dict[str, np.n
         formats[part.namespace] = part.format_version
     state[META] = np.array(json.dumps({**meta, "format_version": FORMAT_VERSION, "formats": formats}, sort_keys=True))
     return state
+
+
+def part_of(state: Mapping[str, np.ndarray], namespace: str) -> dict[str, np.ndarray]:
+    """The arrays of one part of a checkpoint, by their own names."""
+    prefix = f"{namespace}."
+    return {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
 
 
 def meta_of(state: Mapping[str, np.ndarray]) -> dict[str, Any]:
@@ -102,9 +108,8 @@ def scatter(state: Mapping[str, np.ndarray], parts: Iterable[Stateful], where: s
             raise IncompatibleCheckpoint(f"{where}: its {part.namespace} is of format version {written}, this build "
                                          f"reads 1 to {part.format_version}")
     for part in parts:
-        prefix = f"{part.namespace}."
         try:
-            part.load_state_dict({k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)})
+            part.load_state_dict(part_of(state, part.namespace))
         except (KeyError, ValueError) as exc:
             raise IncompatibleCheckpoint(f"{where}: {exc}") from None
 

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
 
 def inspect_checkpoint(args: argparse.Namespace) -> int:
     from consumer.checkpoint import CheckpointStore, part_paths, read_checkpoint
-    from consumer.state import unpack_offsets, upgrade
+    from consumer.state import part_of, unpack_offsets, upgrade
 
     path = Path(args.path)
     if path.is_dir():
@@ -55,7 +55,7 @@ def inspect_checkpoint(args: argparse.Namespace) -> int:
         print(f"activestream checkpoint inspect: {exc}", file=sys.stderr)
         return 2
     learner_meta = json.loads(str(state["learner.meta"]))
-    offsets = unpack_offsets({k[len("offsets."):]: v for k, v in state.items() if k.startswith("offsets.")})
+    offsets = unpack_offsets(part_of(state, "offsets"))
     report = {
         "path": str(path),
         "bytes": path.stat().st_size,
