@@ -50,7 +50,8 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from consumer.checkpoint import CheckpointStore
 from consumer.demo.broker import CLIENT_SETTINGS, Broker, create_topics, free_port
 from consumer.errors import CheckpointError, ConfigError, LeaseLost
-from consumer.service import Service
+from consumer.process import Process
+from consumer.roles import service_for
 from consumer.state import part_of, unpack_offsets
 from tests.integration.test_faults import mock_topics
 from tests.kafka_helpers import ghost_leader, produce_features, read_all, run_until, settings_for, stream, unique_topics
@@ -261,17 +262,17 @@ class _Nothing:
 # -- in-process scenarios: the service's loop turned here, as the integration tests do ------------------------
 
 
-def _in_process(bootstrap: str, topics: dict[str, str], checkpoint_dir: Path, **overrides: Any) -> Service:
+def _in_process(bootstrap: str, topics: dict[str, str], checkpoint_dir: Path, **overrides: Any) -> Process:
     settings = settings_for(bootstrap, topics, checkpoint_dir, batch_size=50,
                             checkpoint={"every_s": 0.3, "every_labels": 25}, **overrides)
-    return Service(settings, serve_http=False)
+    return service_for(settings, serve_http=False)
 
 
 class Supervised:
     """An in-process service restarted as an orchestrator restarts ``consumer run``: when it stops on
     a lost trainer lease (exit code 1), a new one starts from the same checkpoint directory."""
 
-    def __init__(self, service: Service) -> None:
+    def __init__(self, service: Process) -> None:
         self.settings = service.settings
         self.restarts = 0
         self.start_failures: list[str] = []  # starts that raised ConfigError: `consumer run` exits 2 on them
@@ -279,19 +280,19 @@ class Supervised:
         service.start()
 
     def _restart(self) -> None:
-        self.service._close(final_checkpoint=False)
+        self.service.close(final_checkpoint=False)
         self.restarts += 1
         while True:
-            self.service = Service(self.settings, serve_http=False)
+            self.service = service_for(self.settings, serve_http=False)
             try:
                 self.service.start()
                 return
             except ConfigError as exc:
                 self.start_failures.append(str(exc))
-                self.service._close(final_checkpoint=False)
+                self.service.close(final_checkpoint=False)
                 time.sleep(2.0)  # an orchestrator's back-off before it starts the process again
 
-    def until(self, condition: Callable[[Service], bool], timeout_s: float = 60.0, what: str = "") -> None:
+    def until(self, condition: Callable[[Process], bool], timeout_s: float = 60.0, what: str = "") -> None:
         deadline = time.monotonic() + timeout_s
         while True:
             try:
@@ -304,7 +305,7 @@ class Supervised:
     def settle(self, n: int, annotator: DedupAnnotator, timeout_s: float, labels_before: int = 0) -> bool:
         """Until every record is scored and every requested label answered and learnt; False (the
         counts then say what is missing) if that takes longer than ``timeout_s``."""
-        def done(service: Service) -> bool:
+        def done(service: Process) -> bool:
             t = service.totals
             return (t.get("records_scored") >= n
                     and t.get("label_requests") - labels_before == len(annotator.answered)
@@ -319,7 +320,7 @@ class Supervised:
         _stop(self.service)
 
 
-def _settle(service: Service, n: int, annotator: DedupAnnotator, timeout_s: float) -> bool:
+def _settle(service: Process, n: int, annotator: DedupAnnotator, timeout_s: float) -> bool:
     t = service.totals
 
     def done() -> bool:
@@ -332,10 +333,10 @@ def _settle(service: Service, n: int, annotator: DedupAnnotator, timeout_s: floa
         return False
 
 
-def _stop(service: Service) -> None:
+def _stop(service: Process) -> None:
     service.checkpoint()
     service.request_stop()
-    service._shutdown()
+    service.shutdown()
 
 
 def _outcome(name: str, title: str, bootstrap: str, topics: dict[str, str], ids: set[str], checkpoint_dir: Path,
@@ -461,7 +462,7 @@ def _data_loss_attempt(records: int, workdir: Path) -> Outcome:
     new, new_truth = stream(records // 2, seed=1, prefix="new-")
     checkpoint_dir = workdir / "ckpt"
     errors = _Captured(logging.ERROR)
-    logging.getLogger("consumer.service").addHandler(errors)
+    logging.getLogger("consumer.process").addHandler(errors)
     with Broker(port=port) as broker:
         topics = unique_topics(broker.bootstrap, partitions=2)
         produce_features(broker.bootstrap, topics["features"], old)
@@ -484,7 +485,7 @@ def _data_loss_attempt(records: int, workdir: Path) -> Outcome:
         run.stop()
         annotator.close()
         outputs = count_outputs(broker.bootstrap, topics, set(new_truth))
-    logging.getLogger("consumer.service").removeHandler(errors)
+    logging.getLogger("consumer.process").removeHandler(errors)
     labels = count_labels(checkpoint_dir, old_answered + len(annotator.answered))
     notes = [] if settled and old_settled else ["did not settle in time: the counts are what was there"]
     if not run.restarts:
@@ -579,7 +580,7 @@ def revocation(*, records: int = 20_000, joins: int = 10, hold_s: float = 3.0, w
         annotator = DedupAnnotator(broker.bootstrap, topics, truth).start()
         service = _in_process(broker.bootstrap, topics, workdir)
         seen: list[dict[str, bool]] = []
-        revoke, write, take = service._on_revoke, service.store.write, service.features_read.take
+        revoke, write, take = service.rebalance.revoked, service.store.write, service.features_read.take
         writing, slow = threading.Event(), threading.Event()
         reading_ahead = [False]
 
@@ -607,8 +608,9 @@ def revocation(*, records: int = 20_000, joins: int = 10, hold_s: float = 3.0, w
                 time.sleep(write_s)  # the disk is slow: the revocation arrives while this write is under way
             return write(state, parts)
 
-        # instance attributes: the subscription and the writer look these up on the service
-        service._on_revoke, service.store.write, service.features_read.take = on_revoke, slowed_write, take_features
+        # instance attributes: the subscription and the writer look these up when the service starts
+        service.rebalance.revoked, service.store.write = on_revoke, slowed_write
+        service.features_read.take = take_features
         service.start()
         t = service.totals
         share = records // (joins + 1)

@@ -59,7 +59,8 @@ from consumer.config import Settings, load_settings
 from consumer.demo.broker import CLIENT_SETTINGS, LABEL_LOOP_FETCH, Broker, create_topics
 from consumer.fastwrite import pack
 from consumer.kafka import CONSUMER_DEFAULTS, PRODUCER_DEFAULTS, Emitter
-from consumer.service import Service
+from consumer.process import Process
+from consumer.roles import service_for
 from consumer.steps import read as read_module
 from consumer.steps import score as score_module
 from consumer.steps.query import Query
@@ -454,7 +455,7 @@ def annotator_running(bootstrap: str, topics: dict, truth: dict,
 @contextlib.contextmanager
 def service_running(bootstrap: str, topics: dict, model: Model, checkpoints: Path,
                     requests: BrokerRequests | None = None,
-                    batch_size: int = BATCH_SIZE) -> Iterator[tuple[Service, threading.Thread]]:
+                    batch_size: int = BATCH_SIZE) -> Iterator[tuple[Process, threading.Thread]]:
     """The service in a thread of this process while the block runs, keeping its checkpoints in
     ``checkpoints`` (it restores the newest one there); then stopped as SIGTERM stops it (final
     checkpoint, offsets committed). With ``requests``, its clients count their requests there."""
@@ -465,7 +466,7 @@ def service_running(bootstrap: str, topics: dict, model: Model, checkpoints: Pat
                              kafka={"statistics.interval.ms": str(STATS_MS)} if requests else {})
     clients = KafkaClients(settings, on_stats=lambda client, stats: requests.record(f"service: {client}", stats)
                            ) if requests else None
-    service = Service(settings, serve_http=False, clients=clients)
+    service = service_for(settings, serve_http=False, clients=clients)
     runner = threading.Thread(target=service.run, daemon=True)
     runner.start()
     try:
@@ -520,16 +521,16 @@ def wait_until(condition: Any, what: Any, timeout_s: float, every_s: float = 0.0
     return time.monotonic()
 
 
-def wait_ready(service: Service, timeout_s: float = 60) -> None:
+def wait_ready(service: Process, timeout_s: float = 60) -> None:
     wait_until(lambda: service.health.ready()[0], lambda: "service not ready", timeout_s, every_s=0.05)
 
 
-def wait_scored(service: Service, n: float, timeout_s: float = 600) -> float:
+def wait_scored(service: Process, n: float, timeout_s: float = 600) -> float:
     scored = functools.partial(service.totals.get, "records_scored")
     return wait_until(lambda: scored() >= n, lambda: f"scored {scored()} of {n}", timeout_s)
 
 
-def wait_labelled(service: Service, timeout_s: float = 180) -> None:
+def wait_labelled(service: Process, timeout_s: float = 180) -> None:
     """Until every label the service asked for has been applied (the annotator answers them all). The
     annotator's consumer joins its group first: on a machine busy with other work that alone has taken
     most of a minute."""

@@ -6,10 +6,10 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 
 from consumer import rdkafka
 from consumer.batch_reader import BatchReader
@@ -38,11 +38,26 @@ class Opened:
     requests: Any = None  # a trainer's label requests
     reader: BatchReader | None = None  # the features, read as columns (consumer.batch_reader)
     label_reader: BatchReader | None = None
+    partitions_seen: dict[str, list[int]] = field(default_factory=dict)  # the last list of each topic's
 
     @property
     def producer(self) -> Any:
         """The outputs' producer: also asked for topics' partitions."""
         return self.emitter.producer
+
+    def partitions(self, topic: str, required: bool = False, timeout: float = 10.0) -> list[int]:
+        """The topic's partitions; the last known list when the broker does not answer within
+        ``timeout`` seconds (unless ``required``, where the error is raised)."""
+        try:
+            metadata = self.producer.list_topics(topic, timeout=timeout)
+        except KafkaException:
+            if required or topic not in self.partitions_seen:
+                raise
+            return self.partitions_seen[topic]
+        info = metadata.topics.get(topic)
+        found = [] if info is None or info.error is not None else sorted(info.partitions)
+        self.partitions_seen[topic] = found
+        return found
 
 
 class KafkaClients:

@@ -304,7 +304,7 @@ class FakeBatchProducer(FakeProducer):
 
 
 class FakeClients:
-    """What :class:`consumer.service.Service` asks its ``clients`` for."""
+    """What :class:`consumer.process.Process` asks its ``clients`` for."""
 
     def __init__(self, broker: LocalBroker, group: str = "activestream") -> None:
         self.broker, self.group = broker, group

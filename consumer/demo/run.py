@@ -42,7 +42,8 @@ from consumer.demo.feed import DemoStream, Feeder, drifting_stream, from_dataset
 from consumer.demo.people import LabelStudioAnnotators, connector_settings
 from consumer.demo.remote import RemoteTotals
 from consumer.demo.report import RunningF1, Sample, recovery, write_report
-from consumer.service import Service
+from consumer.process import Process
+from consumer.roles import service_for
 from learners.evaluation import binary_metrics, multiclass_metrics
 
 __all__ = ["ANNOTATORS", "DemoOptions", "run_demo"]
@@ -192,7 +193,7 @@ def run_demo(opts: DemoOptions, progress=sys.stderr) -> dict[str, Any]:
         else:
             checkpoint_dir = opts.checkpoint_dir or stack.enter_context(
                 tempfile.TemporaryDirectory(prefix="activestream-demo-"))
-            service = Service(service_settings(opts, stream, bootstrap, checkpoint_dir))
+            service = service_for(service_settings(opts, stream, bootstrap, checkpoint_dir))
             runner = threading.Thread(target=service.run, name="activestream-service", daemon=True)
             runner.start()
             totals, learner = service.totals, service.learner.name
@@ -245,7 +246,7 @@ def _answered_all(annotator: Annotator | LabelStudioAnnotators, t: Any) -> bool:
         annotator.answered
 
 
-def _play(opts: DemoOptions, stream: DemoStream, bootstrap: str, clients: dict, service: Service | None,
+def _play(opts: DemoOptions, stream: DemoStream, bootstrap: str, clients: dict, service: Process | None,
           runner: threading.Thread | None, t: Any, board: _Scoreboard, samples: list[Sample], started: float,
           progress, annotator: Annotator | LabelStudioAnnotators) -> None:
     """Feed the stream, answer its label requests, follow its predictions until all are settled

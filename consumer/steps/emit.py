@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 
 class Emit:
     """The batch in hand, sent when the producer has room. ``pins_outputs``: the outputs of features
-    partition p go to partition p (a scorer's, see :mod:`consumer.scorer`)."""
+    partition p go to partition p (a scorer's, see :mod:`consumer.steps.floors`)."""
 
     def __init__(self, io: Opened, pending: PendingStore, offsets: OffsetTracker, parked: Parked, join: Join,
                  observe: Observe, totals: Totals, clock: Clock, *, pins_outputs: bool) -> None:

@@ -13,6 +13,8 @@ __all__ = ["Follow"]
 
 log = logging.getLogger(__name__)
 
+_START_TIMEOUT_S = 60.0
+
 
 class Follow:
     """The published model a scorer scores with (``model``; None: the initial model). The query
@@ -21,8 +23,17 @@ class Follow:
     def __init__(self, learner: Any, metrics: Metrics, clock: Clock) -> None:
         self.learner, self.metrics, self.clock = learner, metrics, clock
         self.follower: ModelFollower | None = None  # once the scorer has started
+        self.consumer: Any = None  # the follower's
         self.model: Model | None = None
         self.swapping = False  # past the scorer's start: a new version is a swap, not a catch-up
+
+    def open(self, consumer: Any, topic: str) -> None:
+        """Follow the model topic with ``consumer`` (a group-less one), from its newest full snapshot;
+        and take the model it finds."""
+        self.consumer = consumer
+        self.follower = ModelFollower(consumer, topic)
+        self.follower.start(timeout_s=_START_TIMEOUT_S)
+        self()
 
     def __call__(self) -> None:
         model = self.follower.poll()

@@ -14,16 +14,20 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from confluent_kafka import KafkaException
+
 from consumer.checkpointing import Snapshot
 from consumer.clock import Clock
 from consumer.config import ModelSettings
-from consumer.errors import CheckpointError, Fenced, LeaseLost, PublishFailed
+from consumer.errors import CheckpointError, Fenced, IncompatibleCheckpoint, LeaseLost, PublishFailed
 from consumer.metrics import Metrics
-from consumer.model_topic import ModelPublisher, Published
+from consumer.model_topic import ModelPublisher, Published, newest_manifest, read_model_checkpoint
 
 __all__ = ["ModelTopic"]
 
 log = logging.getLogger(__name__)
+
+_READ_TIMEOUT_S = 120.0
 
 
 class ModelTopic:
@@ -40,6 +44,37 @@ class ModelTopic:
         self.epoch = 0
         self.published_labels = 0  # learner.labels_ at the last publication
         self._last_at = -math.inf
+
+    def open(self, producer: Any) -> None:
+        """Publish with ``producer`` (the trainer's transactional one), once it holds the lease."""
+        s = self.settings
+        self.publisher = ModelPublisher(producer, self.topic, chunk_bytes=s.chunk_bytes, full_every=s.full_every,
+                                        transactional=True)
+
+    def restore(self, reader: Callable[[], Any], load: Callable[[dict[str, Any], str], None]) -> int | None:
+        """On taking the lease: load the newest checkpoint in the topic (``load(state, where)``) and
+        open a new epoch, one past any published there; the version restored (None: there was none)."""
+        try:
+            found = read_model_checkpoint(reader, self.topic, timeout_s=_READ_TIMEOUT_S)
+            newest = newest_manifest(reader, self.topic, kind="model", timeout_s=_READ_TIMEOUT_S)
+        except (KafkaException, TimeoutError) as exc:
+            raise CheckpointError(f"cannot read the model topic {self.topic}: {exc}") from None
+        restored = None
+        if found is not None:
+            manifest, state = found
+            where = f"{self.topic} checkpoint version {manifest['version']}"
+            try:
+                load(state, where)
+            except (KeyError, ValueError) as exc:
+                raise IncompatibleCheckpoint(f"{where}: {exc}") from None
+            restored = int(manifest["version"])
+            self.publisher.adopt_parts(manifest.get("parts", {}))
+        else:
+            log.info("no checkpoint in %s: starting a new model", self.topic)
+        manifests = [m for m in (found and found[0], newest) if m is not None]
+        self.epoch = max([0, *(int(m["epoch"]) for m in manifests)]) + 1
+        self.publisher.start(self.epoch, max([0, *(int(m["version"]) for m in manifests)]))
+        return restored
 
     def due(self) -> bool:
         fresh = self.learner.labels_ - self.published_labels
@@ -73,7 +108,7 @@ class ModelTopic:
             raise fenced(exc) from None
         except PublishFailed as exc:
             raise CheckpointError(f"checkpoint not published to {self.topic}: {exc}") from None
-        self.audit({"epoch": self.epoch, "checkpoint": published.version, "labels_": self.learner.labels_})
+        self.audit({"checkpoint": published.version, "labels_": self.learner.labels_})
         self.metrics.model_publications.labels(kind="checkpoint").inc()
         return published
 

@@ -9,10 +9,12 @@ already answered is the same request made again, and ignored; a tombstone retrac
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
+from confluent_kafka import KafkaException
 
 from consumer import messages
 from consumer.clients import Opened
@@ -26,9 +28,12 @@ from consumer.steps.parked import Parked
 from consumer.steps.positions import Held
 from consumer.totals import Totals
 
-__all__ = ["RequestIntake"]
+__all__ = ["RequestHorizon", "RequestIntake"]
 
 log = logging.getLogger(__name__)
+
+_PARK_SETTLE_S = 2.0  # how long after parking a label the requests topic's end is taken as its horizon
+_EVERY_S = 1.0
 
 
 class RequestIntake:
@@ -92,3 +97,54 @@ class RequestIntake:
         for partition, offset in messages.last_offsets(*messages.places_of(good)).items():
             self.offsets.store(s.topics.label_requests, partition, offset + 1)
         self.changed()
+
+
+class RequestHorizon:
+    """When a trainer gives up a parked label: once the requests consumer has read past the end the
+    requests topic had after the label came (or a TTL passed), its request cannot come any more and
+    it is counted unknown. ``listed_at()``: when the topics' partitions were last listed (a label's
+    request may be on a partition added just before it); ``changed()``: after labels were given up."""
+
+    def __init__(self, io: Opened, parked: Parked, offsets: OffsetTracker, settings: Settings,
+                 listed_at: Callable[[], float], changed: Callable[[], None]) -> None:
+        self.io, self.parked, self.offsets, self.settings = io, parked, offsets, settings
+        self.listed_at, self.changed = listed_at, changed
+        self._checked_at = -math.inf
+
+    def settle(self, now: float) -> None:
+        parked = self.parked
+        if not parked or now - self._checked_at < _EVERY_S:
+            return
+        self._checked_at = now
+        if parked.overflowed:
+            log.warning("%d labels dropped unmatched: %d labels already wait for their requests "
+                        "(ACTIVESTREAM_LABELS__MAX_PENDING)", parked.overflowed, len(parked))
+            parked.overflowed = 0
+        ends = self._ends()
+        position = {p: o for (t, p), o in self.offsets.next.items() if t == self.settings.topics.label_requests}
+        gone = []
+        for rid, (_, at, horizon) in parked.waiting.items():
+            if now - at > self.settings.labels.ttl_s:
+                gone.append(rid)
+            elif horizon is None:
+                # the label's request was sent before the label: a look at the partitions after the
+                # label came has its partition among those read
+                if now - at >= _PARK_SETTLE_S and ends is not None and self.listed_at() > at:
+                    parked.waiting[rid][2] = ends
+            elif all(position.get(p, 0) >= end for p, end in horizon.items()):
+                gone.append(rid)
+        if parked.give_up(gone):
+            self.changed()
+
+    def _ends(self) -> dict[int, int] | None:
+        """Where each partition of the requests topic ends now (None: not known)."""
+        ends = {}
+        for tp in self.io.requests.assignment():
+            try:
+                _, high = self.io.requests.get_watermark_offsets(tp, cached=True)
+            except KafkaException:
+                return None
+            if high < 0:
+                return None
+            ends[tp.partition] = high
+        return ends

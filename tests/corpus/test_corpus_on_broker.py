@@ -6,7 +6,7 @@ from __future__ import annotations
 import orjson
 from confluent_kafka import Producer
 
-from consumer.service import Service
+from consumer.roles import service_for
 from tests.corpus.corpus import FEATURES, LABELS
 from tests.kafka_helpers import read_all, run_until, settings_for, stream, unique_topics
 
@@ -31,7 +31,7 @@ def test_corpus_every_kind_dead_lettered_with_its_reason_and_good_records_predic
     n_features = _interleave(p, topics["features"],
                              [(rid.encode(), orjson.dumps({"id": rid, "features": x})) for rid, x in records], FEATURES)
     # δ large: most records ask for a label, so there are good labels around every bad one
-    service = Service(settings_for(kafka_bootstrap, topics, tmp_path, learner_params={"delta": 10.0},
+    service = service_for(settings_for(kafka_bootstrap, topics, tmp_path, learner_params={"delta": 10.0},
                                    batch_size=50), serve_http=False)
     service.start()
     try:
@@ -47,7 +47,7 @@ def test_corpus_every_kind_dead_lettered_with_its_reason_and_good_records_predic
         applied = service.totals.get("labels.applied")
     finally:
         service.request_stop()
-        service._shutdown()
+        service.shutdown()
 
     dead = read_all(kafka_bootstrap, topics["dead_letters"], expect=len(FEATURES) + len(LABELS))
     for source, kinds in ((topics["features"], FEATURES), (topics["labels"], LABELS)):

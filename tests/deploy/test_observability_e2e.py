@@ -42,8 +42,8 @@ from confluent_kafka import Consumer, Producer
 from consumer.config import load_settings
 from consumer.demo.broker import CLIENT_SETTINGS, create_topics, free_port
 from consumer.demo.feed import Feeder, drifting_stream
+from consumer.process import Process
 from consumer.roles import service_for
-from consumer.service import Service
 from tests.deploy.conftest import DEPLOY, alert_rules
 from tests.deploy.pinned import PINNED, sample_names
 from tests.deploy.promql import metric_names, signals
@@ -176,13 +176,13 @@ def fill(expr: str, instance: str, window: str) -> str:
 
 
 class Scenario:
-    def __init__(self, services: list[Service], prometheus: PrometheusServer, since: float) -> None:
+    def __init__(self, services: list[Process], prometheus: PrometheusServer, since: float) -> None:
         self.services, self.prometheus = services, prometheus
         self.instances = {f"127.0.0.1:{s.http.port}" for s in services}
         self.since = since  # when the records started to flow
 
     @property
-    def service(self) -> Service:
+    def service(self) -> Process:
         (only,) = self.services
         return only
 
@@ -196,7 +196,7 @@ class Scenario:
 class Running(threading.Thread):
     """``service.run()`` in a thread; ``code`` is what it returned (None while it runs)."""
 
-    def __init__(self, service: Service, name: str) -> None:
+    def __init__(self, service: Process, name: str) -> None:
         super().__init__(name=name, daemon=True)
         self.service, self.code = service, None
 
@@ -244,7 +244,7 @@ def scenario(kafka_bootstrap, prometheus_binary, tmp_path_factory) -> Iterator[S
         labels={"ttl_s": TTL_S, "budget": BUDGET, "budget_window_s": BUDGET_WINDOW_S,
                 "clock_tolerance_s": BUDGET_WINDOW_S},
     )
-    service = Service(settings)
+    service = service_for(settings)
     runner = Running(service, "e2e-service")
     runner.start()
     annotator = LateAnnotator(kafka_bootstrap, topics["label_requests"], topics["labels"], stream.truth)
@@ -282,7 +282,7 @@ def scenario(kafka_bootstrap, prometheus_binary, tmp_path_factory) -> Iterator[S
             prometheus.stop()
 
 
-def sample(service: Service, name: str, **labels: str) -> float:
+def sample(service: Process, name: str, **labels: str) -> float:
     """The value of one series of ``service``'s metrics, as its /metrics shows it (0 if absent)."""
     return service.metrics.registry.get_sample_value(name, labels) or 0.0
 

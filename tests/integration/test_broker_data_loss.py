@@ -16,7 +16,7 @@ import orjson
 
 from consumer.demo.broker import Broker, create_topics, free_port
 from consumer.errors import LeaseLost
-from consumer.service import Service
+from consumer.roles import service_for
 from tests.kafka_helpers import (
     Annotator,
     ghost_leader,
@@ -53,7 +53,7 @@ def scenario(tmp_path, caplog) -> None:
                                 kafka={"reconnect.backoff.max.ms": "500", "debug": "cgrp"},
                                 group_instance_id="activestream-0")  # as the shipped deployments
         produce_features(broker.bootstrap, topics["features"], old)
-        service = Service(settings, serve_http=False)
+        service = service_for(settings, serve_http=False)
         annotator = Annotator(broker.bootstrap, topics, truth)
         service.start()
         run_until(service, lambda: service.totals.get("records_scored") >= 300, what="the old records scored")
@@ -62,22 +62,22 @@ def scenario(tmp_path, caplog) -> None:
         service.checkpoint()
         annotator.close()
     resets = service.metrics.offset_resets
-    with Broker(port=port) as broker, caplog.at_level(logging.INFO, logger="consumer.service"):  # same port, no data
+    with Broker(port=port) as broker, caplog.at_level(logging.INFO, logger="consumer"):  # same port, no data
         create_topics(broker.bootstrap, list(topics.values()))
         produce_features(broker.bootstrap, topics["features"], new)
         try:
             run_until(service, lambda: service.totals.get("records_scored") >= 400, timeout_s=90,
                       what="the new records scored")
         except LeaseLost:  # the orchestrator's restart, from the last checkpoint
-            service._close(final_checkpoint=False)
-            service = Service(settings, serve_http=False)
+            service.close(final_checkpoint=False)
+            service = service_for(settings, serve_http=False)
             resets = service.metrics.offset_resets
             service.start()
             run_until(service, lambda: service.totals.get("records_scored") >= 400, timeout_s=90,
                       what="the new records scored after the restart")
         finally:
             service.request_stop()
-            service._shutdown()
+            service.shutdown()
         predictions = [orjson.loads(m.value())["id"] for m in read_all(broker.bootstrap, topics["predictions"],
                                                                        expect=100)]
     assert sorted(predictions) == sorted(new_truth)  # none skipped, each once

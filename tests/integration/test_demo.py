@@ -84,11 +84,11 @@ def test_demo_feeds_a_running_service_and_reports_only_its_own_run(tmp_path):
     from consumer.config import load_settings
     from consumer.demo.broker import CLIENT_SETTINGS, Broker, create_topics
     from consumer.demo.run import TOPICS, DemoOptions, run_demo
-    from consumer.service import Service
+    from consumer.roles import service_for
 
     with Broker() as broker:
         create_topics(broker.bootstrap, list(TOPICS.values()))
-        service = Service(load_settings(bootstrap_servers=broker.bootstrap, topics=TOPICS, metrics_port=0,
+        service = service_for(load_settings(bootstrap_servers=broker.bootstrap, topics=TOPICS, metrics_port=0,
                                         checkpoint_dir=tmp_path / "ckpt", kafka_consumer=CLIENT_SETTINGS))
         runner = threading.Thread(target=service.run, daemon=True)
         runner.start()

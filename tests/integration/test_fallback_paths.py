@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka import Producer
 
 from consumer import rdkafka
-from consumer.service import Service
+from consumer.roles import service_for
 from tests.kafka_helpers import Annotator, produce_features, read_all, run_until, settings_for, stream, unique_topics
 
 
@@ -29,7 +29,7 @@ def test_without_librdkafka_every_record_is_predicted_once_and_every_label_appli
     p.produce(topics["features"], key=b"bad", value=b'{"id": "bad", "features": [1, 2')  # a dead letter, with headers
     assert p.flush(10) == 0
 
-    first = Service(settings, serve_http=False)
+    first = service_for(settings, serve_http=False)
     first.start()
     assert first.io.reader is None and first.io.label_reader is None  # the paths under test
     assert first.io.emitter.batch is None
@@ -41,9 +41,9 @@ def test_without_librdkafka_every_record_is_predicted_once_and_every_label_appli
     annotator.answer(timeout=1.0)
     run_until(first, lambda: first.totals.get("labels.applied") >= len(annotator.answered), what="labels applied")
     first.request_stop()
-    first._shutdown()
+    first.shutdown()
 
-    second = Service(settings, serve_http=False)
+    second = service_for(settings, serve_http=False)
     second.start()
     assert second.restored_from is not None and second.io.reader is None
     produce_features(kafka_bootstrap, topics["features"], records[600:])
@@ -51,7 +51,7 @@ def test_without_librdkafka_every_record_is_predicted_once_and_every_label_appli
     annotator.answer(timeout=1.0)
     run_until(second, lambda: second.totals.get("labels.applied") >= len(annotator.answered), what="labels applied")
     second.request_stop()
-    second._shutdown()
+    second.shutdown()
     annotator.close()
 
     ids = [orjson.loads(m.value())["id"] for m in read_all(kafka_bootstrap, topics["predictions"], expect=1200)]

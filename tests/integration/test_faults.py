@@ -12,7 +12,7 @@ from confluent_kafka import KafkaError
 
 from consumer.config import Topics
 from consumer.demo.broker import CLIENT_SETTINGS
-from consumer.service import Service
+from consumer.roles import service_for
 from tests.kafka_helpers import produce_features, read_all, run_until, settings_for, stream
 from tests.rdmock import ApiKey, MockCluster
 
@@ -50,7 +50,7 @@ def outputs_through_failing_produce_requests(cluster: MockCluster, tmp_path, pro
     topics = mock_topics(cluster)
     records, _ = stream(400)
     produce_features(cluster.bootstraps, topics["features"], records)
-    service = Service(settings_for(cluster.bootstraps, topics, tmp_path, batch_size=20,
+    service = service_for(settings_for(cluster.bootstraps, topics, tmp_path, batch_size=20,
                                    kafka_producer={"retry.backoff.ms": "20", "linger.ms": "1", **producer}),
                       serve_http=False)
     service.start()
@@ -61,7 +61,7 @@ def outputs_through_failing_produce_requests(cluster: MockCluster, tmp_path, pro
     run_until(service, lambda: service.totals.get("records_scored") >= 400, what="scored")
     service.checkpoint()
     service.request_stop()
-    service._shutdown()
+    service.shutdown()
     return records, read_all(cluster.bootstraps, topics["predictions"], expect=400)
 
 
@@ -95,7 +95,7 @@ def test_a_broker_outage_delays_but_loses_nothing(cluster, tmp_path):
                             kafka_consumer={**CLIENT_SETTINGS, "session.timeout.ms": "10000",
                                             "heartbeat.interval.ms": "1000"},
                             kafka_producer={"message.timeout.ms": "1500", "retry.backoff.ms": "50"})
-    service = Service(settings, serve_http=False)
+    service = service_for(settings, serve_http=False)
     service.start()
     run_until(service, lambda: service.totals.get("records_scored") >= 100, what="first records scored")
     for broker in (1, 2, 3):
@@ -111,7 +111,7 @@ def test_a_broker_outage_delays_but_loses_nothing(cluster, tmp_path):
     run_until(service, lambda: service.totals.get("records_scored") >= 600, timeout_s=60, what="all scored")
     service.checkpoint()  # returns only once every output is acknowledged
     service.request_stop()
-    service._shutdown()
+    service.shutdown()
     assert set(predictions(cluster.bootstraps, topics, 600)) == {rid for rid, _ in records}
 
 
@@ -119,7 +119,7 @@ def test_a_leader_move_is_followed(cluster, tmp_path):
     topics = mock_topics(cluster)
     records, _ = stream(300)
     produce_features(cluster.bootstraps, topics["features"], records[:150])
-    service = Service(settings_for(cluster.bootstraps, topics, tmp_path), serve_http=False)
+    service = service_for(settings_for(cluster.bootstraps, topics, tmp_path), serve_http=False)
     service.start()
     run_until(service, lambda: service.totals.get("records_scored") >= 150, what="first half")
     for partition in (0, 1):
@@ -129,7 +129,7 @@ def test_a_leader_move_is_followed(cluster, tmp_path):
     run_until(service, lambda: service.totals.get("records_scored") >= 300, what="second half")
     service.checkpoint()
     service.request_stop()
-    service._shutdown()
+    service.shutdown()
     assert sorted(predictions(cluster.bootstraps, topics, 300)) == sorted(rid for rid, _ in records)
 
 
@@ -141,14 +141,14 @@ def test_a_restart_while_the_broker_is_away_waits_for_it(cluster, tmp_path):
     records, _ = stream(200)
     produce_features(cluster.bootstraps, topics["features"], records[:100])
     settings = settings_for(cluster.bootstraps, topics, tmp_path)
-    first = Service(settings, serve_http=False)
+    first = service_for(settings, serve_http=False)
     first.start()
     run_until(first, lambda: first.totals.get("records_scored") >= 100, what="first half")
     first.request_stop()
-    first._shutdown()
+    first.shutdown()
     for broker in (1, 2, 3):
         cluster.broker_down(broker)
-    second = Service(settings, serve_http=False)
+    second = service_for(settings, serve_http=False)
     runner = threading.Thread(target=second.run, daemon=True)
     runner.start()
     deadline = time.monotonic() + 30

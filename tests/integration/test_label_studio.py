@@ -29,7 +29,7 @@ from consumer.annotate.config import load_annotate_settings
 from consumer.annotate.label_studio import Connector, ensure_project
 from consumer.demo.broker import CLIENT_SETTINGS
 from consumer.demo.feed import drifting_stream
-from consumer.service import Service
+from consumer.roles import service_for
 from tests.integration.label_studio_server import (
     EMAIL,
     LS_VENV,
@@ -122,7 +122,7 @@ class Running:
 def test_label_studio_connector_tasks_labels_edit_expiry_restart(kafka_bootstrap, label_studio, browser, tmp_path):
     topics = unique_topics(kafka_bootstrap)
     records, truth = stream(N_RECORDS, prefix="ls")
-    service = Service(settings_for(kafka_bootstrap, topics, tmp_path / "ckpt"), serve_http=False)
+    service = service_for(settings_for(kafka_bootstrap, topics, tmp_path / "ckpt"), serve_http=False)
     service_thread = threading.Thread(target=service.run, daemon=True)
     service_thread.start()
     port = free_port()

@@ -8,7 +8,7 @@ import orjson
 from confluent_kafka import Producer
 
 from consumer.dead_letters import TRUNCATED_VALUE_BYTES
-from consumer.service import Service
+from consumer.roles import service_for
 from tests.kafka_helpers import read_all, run_until, settings_for, stream, unique_topics
 
 BIG = 1_500_000  # over librdkafka's default message.max.bytes (1,000,000), which the service keeps
@@ -52,7 +52,7 @@ def test_service_poison_records_dead_lettered_truncated_when_too_large_and_good_
     _produce(p, topics["features"], features)
     # δ large: most records ask for a label, so there are good labels around the bad one
     settings = settings_for(kafka_bootstrap, topics, tmp_path, learner_params={"delta": 10.0})
-    service = Service(settings, serve_http=False)
+    service = service_for(settings, serve_http=False)
     service.start()
     run_until(service, lambda: service.offsets.next.get((topics["features"], 0), 0) >= len(features),
               what="every feature record consumed")
@@ -66,7 +66,7 @@ def test_service_poison_records_dead_lettered_truncated_when_too_large_and_good_
     applied = service.totals.get("labels.applied")
     assert service.totals.get("key_id_mismatches") == 1
     service.request_stop()
-    service._shutdown()
+    service.shutdown()
 
     dead = read_all(kafka_bootstrap, topics["dead_letters"], expect=len(POISON_FEATURES) + 1)
     by_key = {m.key(): m for m in dead}
@@ -96,11 +96,11 @@ def test_service_poison_records_dead_lettered_truncated_when_too_large_and_good_
     assert predictions == [rid for rid, _ in records]  # each good record once, in order
     assert applied == len(requests)
 
-    again = Service(settings, serve_http=False)  # a restart starts past the poison: no crash loop
+    again = service_for(settings, serve_http=False)  # a restart starts past the poison: no crash loop
     again.start()
     assert again.offsets.next[(topics["features"], 0)] == len(features)
     assert again.offsets.next[(topics["labels"], 0)] == len(labels)
     again.run_once()
     again.request_stop()
-    again._shutdown()
+    again.shutdown()
     assert len(read_all(kafka_bootstrap, topics["predictions"])) == len(records)

@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from consumer.demo.broker import CLIENT_SETTINGS
-from consumer.service import Service
+from consumer.roles import service_for
 from tests.kafka_helpers import produce_features, read_all, run_until, settings_for, stream, unique_topics
 
 if os.environ.get("ACTIVESTREAM_REQUIRE_QUIX") == "1":
@@ -26,7 +26,7 @@ N = 300
 def test_a_quix_streams_application_reads_predictions_and_requests_and_answers_them(kafka_bootstrap, tmp_path):
     topics = unique_topics(kafka_bootstrap)
     records, truth = stream(N)
-    service = Service(settings_for(kafka_bootstrap, topics, tmp_path, query_rate_target=0.2), serve_http=False)
+    service = service_for(settings_for(kafka_bootstrap, topics, tmp_path, query_rate_target=0.2), serve_http=False)
 
     app = quixstreams.Application(broker_address=kafka_bootstrap, consumer_group="quix-annotator",
                                   auto_offset_reset="earliest", consumer_extra_config=dict(CLIENT_SETTINGS))
@@ -63,7 +63,7 @@ def test_a_quix_streams_application_reads_predictions_and_requests_and_answers_t
     finally:
         beside.join(timeout=300)
         service.request_stop()
-        service._shutdown()
+        service.shutdown()
     if "error" in outcome:
         raise outcome["error"]
     assert not beside.is_alive()

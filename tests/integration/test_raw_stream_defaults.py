@@ -7,7 +7,7 @@ import numpy as np
 import orjson
 from river import linear_model, preprocessing
 
-from consumer.service import Service
+from consumer.roles import service_for
 from learners.defaults import default_learner
 from tests.kafka_helpers import Annotator, produce_features, read_all, run_until, settings_for, unique_topics
 
@@ -47,7 +47,7 @@ def test_the_defaults_learn_a_raw_named_table_answered_zero_one(kafka_bootstrap,
     records, truth = raw_table()
     settings = settings_for(kafka_bootstrap, topics, tmp_path, learner=None, learner_params={}, classes=None,
                             n_features=2**20, query_rate_target=TARGET, batch_size=200)
-    service = Service(settings, serve_http=False)
+    service = service_for(settings, serve_http=False)
     assert service.learner.name == default_learner(2, settings.n_features)
     annotator = Annotator(kafka_bootstrap, topics, truth)
     service.start()
@@ -61,7 +61,7 @@ def test_the_defaults_learn_a_raw_named_table_answered_zero_one(kafka_bootstrap,
         run_until(service, lambda: totals.get("labels.applied") == len(annotator.answered), what="labels applied")
     finally:
         service.request_stop()
-        service._shutdown()
+        service.shutdown()
         annotator.close()
     assert service.learner.classes == (0, 1)
     assert read_all(kafka_bootstrap, topics["dead_letters"]) == []

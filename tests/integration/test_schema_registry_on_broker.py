@@ -13,7 +13,7 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from consumer.service import Service
+from consumer.roles import service_for
 from tests.kafka_helpers import read_all, run_until, settings_for, stream, unique_topics
 from tests.registry_helpers import FORMATS, RegistryStub, Writer, with_schema_id
 
@@ -40,7 +40,7 @@ def test_framed_records_are_scored_queried_and_learnt_and_an_outage_pauses(kafka
     framed = [(rid, writer.feature({"id": rid, "features": x})) for rid, x in records]
     bad = with_schema_id(framed[0][1], 4711)
     produce(kafka_bootstrap, topics["features"], [*framed[:150], ("bad", bad), *framed[150:300]])
-    service = Service(settings_for(kafka_bootstrap, topics, tmp_path, format=fmt,
+    service = service_for(settings_for(kafka_bootstrap, topics, tmp_path, format=fmt,
                                    schema_registry={"url": registry.url}), serve_http=False)
     service.start()
     totals = service.totals
@@ -68,7 +68,7 @@ def test_framed_records_are_scored_queried_and_learnt_and_an_outage_pauses(kafka
         run_until(service, lambda: totals.get("records_scored") == 350, what="records scored after the outage")
     finally:
         service.request_stop()
-        service._shutdown()
+        service.shutdown()
     predictions = [orjson.loads(m.value()) for m in read_all(kafka_bootstrap, topics["predictions"], expect=350)]
     assert sorted(p["id"] for p in predictions) == sorted(truth)  # each once, the outage's too
     dead = read_all(kafka_bootstrap, topics["dead_letters"], expect=1)
@@ -88,7 +88,7 @@ def test_framed_outputs_are_read_by_registry_consumers_and_by_the_service_after_
     produce(kafka_bootstrap, topics["features"], [(rid, orjson.dumps({"id": rid, "features": x}))
                                                   for rid, x in records[:100]])
     settings = settings_for(kafka_bootstrap, topics, tmp_path, output_format=fmt, schema_registry={"url": registry.url})
-    first = Service(settings, serve_http=False)
+    first = service_for(settings, serve_http=False)
     first.start()
     assert registry.subjects == {f"{topics['predictions']}-value": [1], f"{topics['label_requests']}-value": [2]}
     client = SchemaRegistryClient({"url": registry.url})
@@ -114,9 +114,9 @@ def test_framed_outputs_are_read_by_registry_consumers_and_by_the_service_after_
     produce(kafka_bootstrap, topics["labels"], labels)
     run_until(first, lambda: first.totals.get("labels.applied") == len(labels), what="labels applied")
     applied = first.learner.labels_
-    first._close(final_checkpoint=False)  # a crash: the decisions after the checkpoint are only in the outputs
+    first.close(final_checkpoint=False)  # a crash: the decisions after the checkpoint are only in the outputs
 
-    second = Service(settings, serve_http=False)
+    second = service_for(settings, serve_http=False)
     second.start()
     try:
         assert len(second.recovery) == 100  # read back from the framed outputs
@@ -126,5 +126,5 @@ def test_framed_outputs_are_read_by_registry_consumers_and_by_the_service_after_
         assert second.totals.get("labels.unknown") == 0
     finally:
         second.request_stop()
-        second._shutdown()
+        second.shutdown()
     assert len(read_all(kafka_bootstrap, topics["predictions"])) == 200  # none produced again

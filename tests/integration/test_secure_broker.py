@@ -21,7 +21,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from consumer.config import load_settings
 from consumer.demo.broker import CLIENT_SETTINGS, Broker
 from consumer.errors import ConfigError
-from consumer.service import Service
+from consumer.roles import service_for
 from tests.kafka_helpers import run_until, stream
 
 PASSWORD = "pw-" + uuid.uuid4().hex  # a value no log line or metric could hold by chance
@@ -114,7 +114,7 @@ def _run_the_loop(bootstrap: str, props: dict[str, str], caplog) -> str:
         producer.flush(10)
         return True
 
-    service = Service(settings)
+    service = service_for(settings)
     with caplog.at_level(logging.DEBUG):
         service.start()
         try:
@@ -127,7 +127,7 @@ def _run_the_loop(bootstrap: str, props: dict[str, str], caplog) -> str:
                 metrics = r.read().decode()
         finally:
             service.request_stop()
-            service._shutdown()
+            service.shutdown()
             requests.close()
     assert sorted(answered) == sorted(set(answered)) and len(answered) == requested
     assert service.learner.labels_ == requested
@@ -151,20 +151,20 @@ def test_the_service_runs_over_sasl_ssl_configured_from_the_environment(sasl_bro
 def test_a_broker_certificate_from_another_ca_stops_the_start_naming_the_ca_setting(mtls_broker, pki, monkeypatch,
                                                                                     tmp_path):
     _env(monkeypatch, mtls_broker.bootstrap, {**_mtls(pki), "ssl.ca.location": str(pki["stranger"])}, tmp_path)
-    service = Service(load_settings(), serve_http=False)
+    service = service_for(load_settings(), serve_http=False)
     with pytest.raises(ConfigError, match="ACTIVESTREAM_KAFKA__SSL_CA_LOCATION: the broker's certificate"):
         service.start()
-    service._close(final_checkpoint=False)
+    service.close(final_checkpoint=False)
 
 
 def test_a_client_certificate_file_that_cannot_be_read_stops_the_start_naming_it(mtls_broker, pki, monkeypatch,
                                                                                  tmp_path):
     _env(monkeypatch, mtls_broker.bootstrap, {**_mtls(pki), "ssl.certificate.location": str(tmp_path / "gone.pem")},
          tmp_path)
-    service = Service(load_settings(), serve_http=False)
+    service = service_for(load_settings(), serve_http=False)
     with pytest.raises(ConfigError, match="ACTIVESTREAM_KAFKA__SSL_CERTIFICATE_LOCATION"):
         service.start()
-    service._close(final_checkpoint=False)
+    service.close(final_checkpoint=False)
 
 
 def test_a_wrong_password_exits_2_at_start_up_naming_the_credentials_and_never_the_password(sasl_broker, pki,

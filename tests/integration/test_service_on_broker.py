@@ -20,9 +20,9 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from consumer.checkpoint import read_checkpoint
 from consumer.clock import ManualClock
 from consumer.demo.broker import create_topics
+from consumer.process import Process
 from consumer.records import REASONS
 from consumer.roles import service_for
-from consumer.service import Service
 from tests.bad_records import BAD_LABELS, bad_features
 from tests.kafka_helpers import (
     Annotator,
@@ -38,7 +38,7 @@ from tests.kafka_helpers import (
 def test_full_loop_scores_requests_labels_and_learns(kafka_bootstrap, tmp_path):
     topics = unique_topics(kafka_bootstrap, partitions=2)
     records, truth = stream(3000)
-    service = Service(settings_for(kafka_bootstrap, topics, tmp_path, batch_size=200), serve_http=False)
+    service = service_for(settings_for(kafka_bootstrap, topics, tmp_path, batch_size=200), serve_http=False)
     annotator = Annotator(kafka_bootstrap, topics, truth).start()
     service.start()
     totals = service.totals
@@ -52,7 +52,7 @@ def test_full_loop_scores_requests_labels_and_learns(kafka_bootstrap, tmp_path):
                   what="every label back")
     finally:
         service.request_stop()
-        service._shutdown()
+        service.shutdown()
         annotator.close()
     predictions = [orjson.loads(m.value()) for m in read_all(kafka_bootstrap, topics["predictions"], expect=3000)]
     assert sorted(p["id"] for p in predictions) == sorted(truth)
@@ -72,17 +72,17 @@ def test_restart_resumes_at_checkpoint_offsets_with_the_same_model(kafka_bootstr
     records, truth = stream(1000)
     produce_features(kafka_bootstrap, topics["features"], records[:600])
     settings = settings_for(kafka_bootstrap, topics, tmp_path)
-    first = Service(settings, serve_http=False)
+    first = service_for(settings, serve_http=False)
     annotator = Annotator(kafka_bootstrap, topics, truth)
     first.start()
     run_until(first, lambda: first.totals.get("records_scored") >= 600, what="first 600 scored")
     annotator.answer(timeout=1.0)
     run_until(first, lambda: first.totals.get("labels.applied") >= len(annotator.answered), what="labels applied")
     first.request_stop()
-    first._shutdown()
+    first.shutdown()
     weights = first.learner.rule.w_.copy()
 
-    second = Service(settings, serve_http=False)
+    second = service_for(settings, serve_http=False)
     second.start()
     assert second.restored_from is not None
     np.testing.assert_array_equal(second.learner.rule.w_, weights)
@@ -90,7 +90,7 @@ def test_restart_resumes_at_checkpoint_offsets_with_the_same_model(kafka_bootstr
     produce_features(kafka_bootstrap, topics["features"], records[600:])
     run_until(second, lambda: second.totals.get("records_scored") >= 1000, what="the remaining 400")
     second.request_stop()
-    second._shutdown()
+    second.shutdown()
     annotator.close()
     ids = [orjson.loads(m.value())["id"] for m in read_all(kafka_bootstrap, topics["predictions"], expect=1000)]
     assert sorted(ids) == sorted(truth)  # each record scored once across the restart
@@ -127,7 +127,7 @@ def test_bad_records_of_every_kind_reach_the_dead_letter_topic_while_good_ones_f
     interleave(p, topics["features"], [(rid.encode(), orjson.dumps({"id": rid, "features": x})) for rid, x in records],
                bad_features(8))
     # δ large: most records ask for a label, so there are good labels to interleave with every bad one
-    service = Service(settings_for(kafka_bootstrap, topics, tmp_path, learner_params={"delta": 10.0}),
+    service = service_for(settings_for(kafka_bootstrap, topics, tmp_path, learner_params={"delta": 10.0}),
                       serve_http=False)
     service.start()
     n_features = len(records) + len(bad_features(8))
@@ -141,7 +141,7 @@ def test_bad_records_of_every_kind_reach_the_dead_letter_topic_while_good_ones_f
     run_until(service, lambda: service.offsets.next.get((topics["labels"], 0), 0) >= n_labels, what="labels consumed")
     applied = service.totals.get("labels.applied")
     service.request_stop()
-    service._shutdown()
+    service.shutdown()
 
     dead = read_all(kafka_bootstrap, topics["dead_letters"], expect=len(bad_features(8)) + len(BAD_LABELS))
     assert_dead_letters([m for m in dead if dict(m.headers())["activestream.dlq.topic"] == topics["features"].encode()],
@@ -159,7 +159,7 @@ def test_label_ttl_expiry_and_duplicate_labels_are_counted_not_applied(kafka_boo
     produce_features(kafka_bootstrap, topics["features"], records)
     clock = ManualClock()
     settings = settings_for(kafka_bootstrap, topics, tmp_path, labels={"ttl_s": 60})
-    service = Service(settings, clock=clock, serve_http=False)
+    service = service_for(settings, clock=clock, serve_http=False)
     service.start()
     run_until(service, lambda: service.totals.get("records_scored") >= 300, what="scored")
     requests = [orjson.loads(m.value()) for m in read_all(kafka_bootstrap, topics["label_requests"])]
@@ -183,14 +183,14 @@ def test_label_ttl_expiry_and_duplicate_labels_are_counted_not_applied(kafka_boo
     run_until(service, lambda: service.totals.get("labels.expired") >= len(late), what="late labels")
     assert service.learner.labels_ == len(answered)
     service.request_stop()
-    service._shutdown()
+    service.shutdown()
 
 
 def test_a_label_does_not_wait_behind_a_features_backlog(kafka_bootstrap, tmp_path):
     topics = unique_topics(kafka_bootstrap)
     records, truth = stream(40_000)
     produce_features(kafka_bootstrap, topics["features"], records[:200])
-    service = Service(settings_for(kafka_bootstrap, topics, tmp_path, batch_size=500), serve_http=False)
+    service = service_for(settings_for(kafka_bootstrap, topics, tmp_path, batch_size=500), serve_http=False)
     service.start()
     run_until(service, lambda: service.totals.get("records_scored") >= 200, what="first records")
     rid = orjson.loads(read_all(kafka_bootstrap, topics["label_requests"])[0].value())["id"]
@@ -203,7 +203,7 @@ def test_a_label_does_not_wait_behind_a_features_backlog(kafka_bootstrap, tmp_pa
     waited = time.monotonic() - sent
     scored = service.totals.get("records_scored")
     service.request_stop()
-    service._shutdown()
+    service.shutdown()
     # the label was applied while most of the backlog was still unread (behind it, it would wait for all
     # 39,800; locally it waits for 500 - 1,000, and a fresh-clone CI run on a slow machine saw 14,500)
     backlog = len(records) - 200
@@ -238,14 +238,14 @@ def test_sigusr1_dumps_the_stacks_and_sigterm_writes_a_final_checkpoint_and_exit
     assert state["offsets.next"].tolist() == [500]
     err = proc.stderr.read()
     assert "stopping: final checkpoint" in err
-    assert "most recent call first" in err and "service.py" in err
+    assert "most recent call first" in err and "process.py" in err  # the loop's stack
 
 
 def test_metrics_and_probes_are_served_over_http(kafka_bootstrap, tmp_path):
     topics = unique_topics(kafka_bootstrap)
     records, _ = stream(100)
     produce_features(kafka_bootstrap, topics["features"], records)
-    service = Service(settings_for(kafka_bootstrap, topics, tmp_path, metrics_port=0))
+    service = service_for(settings_for(kafka_bootstrap, topics, tmp_path, metrics_port=0))
     service.start()
     base = f"http://127.0.0.1:{service.http.port}"
     try:
@@ -273,10 +273,10 @@ def test_metrics_and_probes_are_served_over_http(kafka_bootstrap, tmp_path):
                          ("produce", "batch-producer"): 1.0, ("produce", "produce"): 0.0}
     finally:
         service.request_stop()
-        service._shutdown()
+        service.shutdown()
 
 
-def two_replicas(bootstrap: str, tmp_path, n: int) -> tuple[dict, dict, Service, Service]:
+def two_replicas(bootstrap: str, tmp_path, n: int) -> tuple[dict, dict, Process, Process]:
     """n records on a two-partition features topic; a scorer that has scored 500 of them, and a
     second scorer of the same group that has joined: a partition each. (Two processes in role
     ``all`` never share a group's partitions: the second waits on the trainer lease.)"""
@@ -300,7 +300,7 @@ def two_replicas(bootstrap: str, tmp_path, n: int) -> tuple[dict, dict, Service,
     return topics, truth, first, second
 
 
-def scored(*services: Service) -> float:
+def scored(*services: Process) -> float:
     return sum(service.totals.get("records_scored") for service in services)
 
 
@@ -319,7 +319,7 @@ def test_a_second_replica_takes_partitions_over_mid_stream_and_every_record_is_p
     finally:
         for service in (first, second):
             service.request_stop()
-            service._shutdown()
+            service.shutdown()
     assert second.totals.get("records_scored") > 0
     assert_each_record_predicted_once(kafka_bootstrap, topics, truth)
 
@@ -330,10 +330,10 @@ def test_a_replica_that_stops_mid_stream_hands_its_partition_over_and_every_reco
     try:
         run_until([first, second], lambda: scored(first, second) >= 1500, what="half scored by both")
         first.request_stop()
-        first._shutdown()  # as on SIGTERM: final checkpoint, offsets committed, the group left
+        first.shutdown()  # as on SIGTERM: final checkpoint, offsets committed, the group left
         run_until(second, lambda: len(second.io.features.assignment()) == 2, what="both partitions with the second")
         run_until(second, lambda: scored(first, second) >= 3000, what="every record scored")
     finally:
         second.request_stop()
-        second._shutdown()
+        second.shutdown()
     assert_each_record_predicted_once(kafka_bootstrap, topics, truth)

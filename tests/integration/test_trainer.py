@@ -13,8 +13,9 @@ from confluent_kafka import Producer
 
 from consumer.demo.broker import create_topics
 from consumer.errors import LeaseLost
+from consumer.process import Process
 from consumer.roles import service_for
-from consumer.trainer import Trainer
+from consumer.roles.trainer import Trainer
 from tests.kafka_helpers import read_all, run_until, settings_for, unique_topics
 
 
@@ -44,10 +45,10 @@ def label(rid: str, y: int) -> tuple[str, bytes]:
     return rid, orjson.dumps({"id": rid, "label": y})
 
 
-def trainer(bootstrap, topics, tmp_path, **settings) -> Trainer:
+def trainer(bootstrap, topics, tmp_path, **settings) -> Process:
     made = service_for(settings_for(bootstrap, topics, tmp_path, role="trainer", model={"publish_every_s": 0.1},
                                     **settings), serve_http=False)
-    assert isinstance(made, Trainer)
+    assert isinstance(made.role, Trainer)
     return made
 
 
@@ -68,7 +69,7 @@ def test_labels_wait_for_their_requests_and_a_label_without_one_is_counted_unkno
         assert not t.parked
     finally:
         t.request_stop()
-        t._shutdown()
+        t.shutdown()
     dead = [m.value() for m in read_all(kafka_bootstrap, topics["dead_letters"], expect=1)]
     assert len(dead) == 1 and b"bad" in dead[0]
 
@@ -82,12 +83,12 @@ def test_a_second_trainer_restores_the_model_pending_requests_and_parked_labels(
     send(kafka_bootstrap, topics["labels"], label("a", 1), label("c", -1))
     run_until(first, lambda: first.totals.get("labels.applied") == 1 and "c" in first.parked, what="a applied")
     first.request_stop()
-    first._shutdown()  # the final checkpoint goes to the model topic, then the lease is released
+    first.shutdown()  # the final checkpoint goes to the model topic, then the lease is released
 
     second = trainer(kafka_bootstrap, topics, tmp_path)
     second.start()
     try:
-        assert second.restored_version is not None and second.epoch == first.epoch + 1
+        assert second.role.restored_version is not None and second.role.epoch == first.role.epoch + 1
         assert second.learner.labels_ == 1 and list(second.pending.ids()) == ["b"]
         assert list(second.parked.waiting) == ["c"]
         send(kafka_bootstrap, topics["labels"], label("b", -1))
@@ -103,7 +104,7 @@ def test_a_second_trainer_restores_the_model_pending_requests_and_parked_labels(
         assert second.learner.labels_ == 3 and "a" not in second.pending
     finally:
         second.request_stop()
-        second._shutdown()
+        second.shutdown()
 
 
 def manifests(bootstrap: str, topic: str) -> list[dict]:
@@ -122,12 +123,12 @@ def test_a_trainer_that_lost_its_lease_is_fenced_and_writes_nothing_more(kafka_b
     zombie.checkpoint()  # the successor restores a, applied
     # Paused, it would not look at its lease while the group gives it away: it leaves the group
     # without knowing, as a process paused past the session timeout is dropped from it.
-    zombie._check_lease = lambda: None
+    zombie.check_lease = lambda: None
     zombie.lease.close()
     successor = trainer(kafka_bootstrap, topics, tmp_path / "successor", group_id=group)
     successor.start()  # takes the lease, restores the newest checkpoint, fences the zombie's producer
     try:
-        assert successor.epoch > zombie.epoch
+        assert successor.role.epoch > zombie.role.epoch
         written = len(manifests(kafka_bootstrap, topics["model"]))
         send(kafka_bootstrap, topics["labels"], label("b", -1))
         with pytest.raises(LeaseLost, match="fenced"):  # resumed, it learns b and publishes
@@ -138,6 +139,6 @@ def test_a_trainer_that_lost_its_lease_is_fenced_and_writes_nothing_more(kafka_b
         successor.checkpoint()
     finally:
         successor.request_stop()
-        successor._shutdown()
+        successor.shutdown()
     after = manifests(kafka_bootstrap, topics["model"])[written:]
-    assert after and {m["epoch"] for m in after} == {successor.epoch}  # nothing from the zombie
+    assert after and {m["epoch"] for m in after} == {successor.role.epoch}  # nothing from the zombie

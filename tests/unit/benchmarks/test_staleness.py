@@ -14,7 +14,7 @@ def test_the_measured_code_is_the_command_and_what_it_imports_not_the_runner():
     assert "benchmarks/raw_defaults.py" in files and "learners/scaling.py" in files
     assert "benchmarks/reproduce.py" not in files  # it imports every benchmark for its checks
     assert not any(f.startswith("consumer/") for f in files)  # a replay benchmark measures no service code
-    assert "consumer/service.py" in measured_files(("-m", "benchmarks.service_throughput"))
+    assert "consumer/process.py" in measured_files(("-m", "benchmarks.service_throughput"))
 
 
 def _git(repo, *args):

@@ -7,7 +7,8 @@ import pytest
 
 from consumer.clock import ManualClock
 from consumer.config import load_settings
-from consumer.service import Service
+from consumer.process import Process
+from consumer.roles import service_for
 from tests.fakes import FakeClients, LocalBroker
 
 TOPICS = ("features", "predictions", "label-requests", "labels", "dead-letters")
@@ -28,9 +29,9 @@ class Harness:
         self.clients = FakeClients(self.broker)
         self.service = self.new_service()
 
-    def new_service(self, **overrides) -> Service:
+    def new_service(self, **overrides) -> Process:
         settings = self.settings.model_copy(update=overrides) if overrides else self.settings
-        service = Service(settings, clock=self.clock, clients=self.clients, serve_http=False)
+        service = service_for(settings, clock=self.clock, clients=self.clients, serve_http=False)
         return service
 
     def feature(self, rid: str, features, **extra) -> None:

@@ -213,14 +213,14 @@ class _HeldBack:
 
 def test_records_fetched_before_the_forward_are_scored_first_through_the_consumer_each_once(
         kafka_bootstrap, tmp_path, monkeypatch):
-    from consumer.service import Service
+    from consumer.roles import service_for
     from tests import kafka_helpers as kafka
 
     topics = kafka.unique_topics(kafka_bootstrap)
     records, _ = kafka.stream(1000)
     kafka.produce_features(kafka_bootstrap, topics["features"], records[:500])
     held = _HeldBack(monkeypatch, topics["features"])
-    service = Service(kafka.settings_for(kafka_bootstrap, topics, tmp_path, batch_size=100), serve_http=False)
+    service = service_for(kafka.settings_for(kafka_bootstrap, topics, tmp_path, batch_size=100), serve_http=False)
     service.start()
     totals = service.totals
     try:
@@ -234,7 +234,7 @@ def test_records_fetched_before_the_forward_are_scored_first_through_the_consume
         kafka.run_until(service, lambda: totals.get("records_scored") >= 1000, what="every record scored")
     finally:
         service.request_stop()
-        service._shutdown()
+        service.shutdown()
     assert sum(held.through) > 0
     predictions = [orjson.loads(m.value()) for m in kafka.read_all(kafka_bootstrap, topics["predictions"], expect=1000)]
     offsets = [int(p["source"].rsplit(":", 1)[1]) for p in predictions]
@@ -245,14 +245,14 @@ def test_labels_fetched_before_the_forward_are_applied_first_through_the_consume
         kafka_bootstrap, tmp_path, monkeypatch):
     from confluent_kafka import Producer
 
-    from consumer.service import Service
+    from consumer.roles import service_for
     from tests import kafka_helpers as kafka
 
     topics = kafka.unique_topics(kafka_bootstrap)
     records, truth = kafka.stream(400)
     held = _HeldBack(monkeypatch, topics["labels"])
     # δ large: nearly every record asks for its label
-    service = Service(kafka.settings_for(kafka_bootstrap, topics, tmp_path, batch_size=100,
+    service = service_for(kafka.settings_for(kafka_bootstrap, topics, tmp_path, batch_size=100,
                                          learner_params={"delta": 100.0}), serve_http=False)
     service.start()
     totals = service.totals
@@ -281,7 +281,7 @@ def test_labels_fetched_before_the_forward_are_applied_first_through_the_consume
         service.checkpoint()
     finally:
         service.request_stop()
-        service._shutdown()
+        service.shutdown()
     assert sum(held.through) > 0
     assert len(requested) > 300 and totals.get("labels.applied") == len(requested) == service.learner.labels_
     assert totals.get("labels.duplicate") == totals.get("labels.unknown") == 0

@@ -79,7 +79,7 @@ def test_learnt_classes_survive_a_restart(learning):
     _answer(h, {1: "spam", -1: "ham"})
     h.service.run_once()
     h.service.checkpoint()
-    h.service._close(final_checkpoint=False)
+    h.service.close(final_checkpoint=False)
     again = h.new_service()
     again.start()
     assert again.learner.classes == ("ham", "spam")

@@ -52,7 +52,7 @@ def _round_trip(h: Harness) -> None:
     h.service.checkpoint()
     before = h.service.learner.state_dict()
     assert np.any(before["scale.Z"] != 0.0)
-    h.service._close(final_checkpoint=False)
+    h.service.close(final_checkpoint=False)
 
     again = h.new_service()
     again.start()
@@ -73,7 +73,7 @@ def test_service_checkpoint_of_another_scale_is_refused_naming_both(scaled):
     feed(h, 5)
     h.service.run_once()
     path = h.service.checkpoint()
-    h.service._close(final_checkpoint=False)
+    h.service.close(final_checkpoint=False)
     other = h.new_service(learner_params={"delta": 1.0})
     with pytest.raises(IncompatibleCheckpoint, match=rf"{path.name}.*scale: saved 'rms' vs this 'none'"):
         other.start()

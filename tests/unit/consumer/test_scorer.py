@@ -11,18 +11,19 @@ from consumer.config import load_settings
 from consumer.errors import ConfigError
 from consumer.learner import build_learner
 from consumer.model_topic import Model
+from consumer.process import Process
 from consumer.roles import service_for
-from consumer.scorer import Scorer
+from consumer.roles.scorer import Scorer
 from learners.budget import _FILLED
 from learners.inputs import Rows
 from tests.fakes import FakeClients, LocalBroker
 
 
-def scorer(tmp_path, **overrides) -> Scorer:
+def scorer(tmp_path, **overrides) -> Process:
     settings = load_settings(role="scorer", checkpoint_dir=tmp_path, n_features=4, metrics_port=0,
                              **{"learner": "paa-1", **overrides})
     made = service_for(settings, clock=ManualClock(), clients=FakeClients(LocalBroker()), serve_http=False)
-    assert isinstance(made, Scorer)
+    assert isinstance(made.role, Scorer)
     return made
 
 
@@ -36,14 +37,14 @@ def published(version: int, at: float, **settings) -> Model:
 
 def test_a_compatible_model_is_scored_with_and_the_scorers_own_counts_stay(tmp_path):
     s = scorer(tmp_path, query_rate_target=0.1)
-    s.follow.use(published(6, at=s.clock.now()))  # a learnt model already: not the first
-    s.follow.swapping = True  # a swap while serving, not the catch-up at start
+    s.role.follow.use(published(6, at=s.clock.now()))  # a learnt model already: not the first
+    s.role.follow.swapping = True  # a swap while serving, not the catch-up at start
     s.learner.decide(Rows.stack([(np.array([0]), np.array([1.0]))] * 50, 4), ids=[f"r{i}" for i in range(50)])
     rounds, budget = s.learner.rounds_, s.learner.budget.state_dict()
     s.clock.advance(0.3)
     model = published(7, at=s.clock.now() - 0.3, learner_params={"delta": 2.0})  # hyper-parameters: the trainer's
-    s.follow.use(model)
-    assert s.follow.model is model and s.learner.labels_ == 2
+    s.role.follow.use(model)
+    assert s.role.follow.model is model and s.learner.labels_ == 2
     np.testing.assert_array_equal(s.learner.state_dict()["rule.w"], model.state["rule.w"])
     assert s.learner.rounds_ == rounds  # records this scorer decided
     for k, v in budget.items():
@@ -57,18 +58,18 @@ def test_the_first_learnt_model_empties_the_window_of_the_fresh_models_scores(tm
     s.learner.decide(Rows.stack([(np.array([0]), np.array([1.0]))] * 50, 4), ids=[f"r{i}" for i in range(50)])
     filled = lambda: int(s.learner.budget.cs_[_FILLED])  # noqa: E731  (scores in the window)
     assert filled() == 50  # the fresh model's zeros
-    s.follow.use(published(1, at=0.0))
+    s.role.follow.use(published(1, at=0.0))
     assert filled() == 0
     s.learner.decide(Rows.stack([(np.array([1]), np.array([1.0]))] * 20, 4), ids=[f"q{i}" for i in range(20)])
-    s.follow.use(published(2, at=0.0))  # a later model: the window holds learnt scores and stays
+    s.role.follow.use(published(2, at=0.0))  # a later model: the window holds learnt scores and stays
     assert filled() == 20
 
 
 def test_a_model_of_another_dimension_is_refused_naming_both_and_the_old_one_kept(tmp_path, caplog):
     s = scorer(tmp_path)
-    s.follow.use(published(3, at=0.0))
-    s.follow.use(published(4, at=0.0, n_features=16))
-    assert s.follow.model.version == 3 and s.metrics.model_version_in_use._value.get() == 3
+    s.role.follow.use(published(3, at=0.0))
+    s.role.follow.use(published(4, at=0.0, n_features=16))
+    assert s.role.follow.model.version == 3 and s.metrics.model_version_in_use._value.get() == 3
     assert "model version 4 refused" in caplog.text and "16" in caplog.text and "vs this 4" in caplog.text
 
 
@@ -76,10 +77,10 @@ def test_a_share_of_the_partitions_is_the_share_of_the_caps(tmp_path):
     from confluent_kafka import TopicPartition
 
     s = scorer(tmp_path, labels={"budget": 100})
-    s._partitions_seen["features"] = [0, 1, 2, 3]
-    s._share_budget([TopicPartition("features", 0)])
+    s.io.partitions_seen["features"] = [0, 1, 2, 3]
+    s.role.share_budget([TopicPartition("features", 0)])
     assert s.learner.budget.remaining() == 25
-    s._share_budget([TopicPartition("features", p) for p in range(4)])
+    s.role.share_budget([TopicPartition("features", p) for p in range(4)])
     assert s.learner.budget.remaining() == 100
 
 
@@ -98,4 +99,4 @@ def test_split_roles_standardise_from_the_trainers_labelled_rows(tmp_path, role,
     settings = load_settings(role=role, checkpoint_dir=tmp_path, n_features=4, learner="lr-ada-entropy",
                              learner_params={"scale": "standard"})
     service = service_for(settings, clients=FakeClients(LocalBroker()), serve_http=False)
-    assert service.decides is decides
+    assert service.role.decides is decides

@@ -304,7 +304,7 @@ def test_budget_cap_holds_across_a_restart(tmp_path):
     h.service.run_once()
     before = len(h.requested_ids())
     h.service.checkpoint()
-    h.service._close(final_checkpoint=False)
+    h.service.close(final_checkpoint=False)
     h.service = h.new_service()
     h.service.start()
     assert h.service.learner.budget.requests == before  # restored, not cold-started
@@ -507,7 +507,7 @@ def test_restart_from_checkpoint_resumes_offsets_with_the_same_model(harness):
     h.service.checkpoint()
     before = h.service.learner.state_dict()
     pending = len(h.service.pending)
-    h.service._close(final_checkpoint=False)
+    h.service.close(final_checkpoint=False)
 
     again = h.new_service()
     again.start()
@@ -660,10 +660,10 @@ def test_a_revocation_drops_only_the_revoked_consumers_records_and_loses_none(tm
     h.deliver()
     consumer = getattr(h.service.io, revoked)
     partitions = consumer.assignment()
-    h.service._on_revoke(consumer, partitions)
+    h.service.rebalance.revoked(consumer, partitions)
     # the features' own records are dropped only with their consumer, which is then sought back
     assert (h.service.emit.batch is None) == (revoked == "features")
-    h.service._on_assign(consumer, partitions)
+    h.service.rebalance.assigned(consumer, partitions)
     for _ in range(6):
         h.service.run_once()
         h.service.io.emitter.serve()
@@ -680,7 +680,7 @@ def test_a_revocation_while_reading_ahead_takes_the_batch_in_hand_with_it(tmp_pa
 
     def revoked_here(timeout: float = -1):  # the group's rebalance, served by the next read ahead
         consumer.poll = poll
-        h.service._on_revoke(consumer, consumer.assignment())
+        h.service.rebalance.revoked(consumer, consumer.assignment())
         consumer.assign([])
         return None
 
@@ -779,7 +779,7 @@ def test_stop_request_ends_with_a_final_checkpoint_and_commit(harness):
     h.service.start()
     h.service.run_once()
     h.service.request_stop()
-    h.service._shutdown()
+    h.service.shutdown()
     assert len(h.service.store.paths()) == 1
     assert h.broker.committed[("activestream", "features", 0)] == 10
 
@@ -805,7 +805,7 @@ def test_checkpoint_of_other_hyper_parameters_is_refused_naming_the_file(harness
     feed(h, 5)
     h.service.run_once()
     path = h.service.checkpoint()
-    h.service._close(final_checkpoint=False)
+    h.service.close(final_checkpoint=False)
     other = h.new_service(learner_params={"delta": 2.0})
     with pytest.raises(IncompatibleCheckpoint, match=rf"{path.name}.*delta: saved 1\.0 vs this 2\.0"):
         other.start()
@@ -824,7 +824,7 @@ def test_a_corrupt_newest_checkpoint_is_skipped(harness):
     feed(h, 5, prefix="x")
     h.service.run_once()
     newest = h.service.checkpoint()
-    h.service._close(final_checkpoint=False)
+    h.service.close(final_checkpoint=False)
     newest.write_bytes(newest.read_bytes()[:-100])
     again = h.new_service()
     again.start()
@@ -837,7 +837,7 @@ def test_revocation_writes_a_checkpoint(harness):
     h.service.start()
     feed(h, 5)
     h.service.run_once()
-    h.service._on_revoke(h.service.io.features, h.service.io.features.assignment())
+    h.service.rebalance.revoked(h.service.io.features, h.service.io.features.assignment())
     assert len(h.service.store.paths()) == 1
     assert not h.service.health.assigned
 
@@ -851,7 +851,7 @@ def test_a_failed_checkpoint_at_revocation_commits_nothing_and_does_not_raise(tm
     h.hold(True)  # the broker is away: the flush cannot finish
     feed(h, 5)
     h.service.run_once()
-    h.service._on_revoke(h.service.io.features, h.service.io.features.assignment())
+    h.service.rebalance.revoked(h.service.io.features, h.service.io.features.assignment())
     assert h.service.metrics.checkpoint_failures._value.get() == 1
     assert h.service.store.paths() == [] and h.broker.committed == {}
     assert not h.service.health.assigned
@@ -917,7 +917,7 @@ def test_an_incompatible_checkpoint_makes_run_exit_2(harness, caplog):
     feed(h, 3)
     h.service.run_once()
     h.service.checkpoint()
-    h.service._close(final_checkpoint=False)
+    h.service.close(final_checkpoint=False)
     assert h.new_service(learner_params={"delta": 9.0}).run() == 2
     assert "ALLOW_PARAM_CHANGE" in caplog.text
 
@@ -1004,7 +1004,7 @@ def test_a_standby_in_role_all_consumes_nothing_until_it_holds_the_lease(tmp_pat
     lease.grant(0)  # the active process left the group
     runner.join(10)
     assert standby.io.features is not None and standby.lease.held and standby.health.restored
-    standby._shutdown()
+    standby.shutdown()
 
 
 def _scripted_lease(h: Harness) -> _ScriptedLease:
@@ -1062,7 +1062,7 @@ def decide_past_a_checkpoint_then_crash(h: Harness) -> dict[str, int]:
     truth |= feed(h, 1000, prefix="s")
     while totals.get("records_scored") < 1400:
         h.service.run_once()
-    h.service._close(final_checkpoint=False)
+    h.service.close(final_checkpoint=False)
     return truth
 
 

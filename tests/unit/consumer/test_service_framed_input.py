@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryError
 
-from consumer.service import Service
+from consumer.roles import service_for
 from tests.registry_helpers import FORMATS, Writer, mock_registry, with_schema_id
 from tests.unit.consumer.conftest import Harness
 from tests.unit.consumer.test_registry_formats import Unreachable
@@ -24,7 +24,7 @@ class Framed:
     def __init__(self, tmp_path, fmt: str, registry) -> None:
         self.h = Harness(tmp_path, format=fmt, schema_registry={"url": "http://registry.invalid:8081"})
         self.writer = Writer(registry, fmt)
-        self.service = Service(self.h.settings, clock=self.h.clock, clients=self.h.clients, serve_http=False,
+        self.service = service_for(self.h.settings, clock=self.h.clock, clients=self.h.clients, serve_http=False,
                                registry=registry)
 
     def feature(self, rid: str, x: list[float]) -> bytes:
@@ -114,7 +114,7 @@ def test_a_registry_outage_holds_the_records_back_and_loses_none(tmp_path, fmt):
 
 
 def test_plain_json_service_loads_no_registry_module(tmp_path):
-    code = ("import sys; from consumer.cli import main; from consumer.service import Service; "
+    code = ("import sys; from consumer.cli import main; from consumer.roles import service_for; "
             "from tests.unit.consumer.conftest import Harness; h = Harness(__import__('pathlib').Path(sys.argv[1])); "
             "assert h.service.features_read.unframe is None and h.service.held.may_read('features'); "
             "print(sorted(m for m in sys.modules if 'schema_registry' in m or m.endswith(('registry_formats', "

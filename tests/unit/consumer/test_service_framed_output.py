@@ -14,8 +14,8 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from consumer.clock import ManualClock
 from consumer.config import load_settings
+from consumer.process import Process
 from consumer.roles import service_for
-from consumer.service import Service
 from tests.fakes import FakeClients, LocalBroker
 from tests.registry_helpers import FORMATS, mock_registry
 from tests.unit.consumer.conftest import Harness
@@ -35,8 +35,8 @@ class FramedOutputs:
         self.read = AvroDeserializer(schema_registry_client=self.registry) if fmt == "avro" else \
             JSONDeserializer(None, schema_registry_client=self.registry)  # validates each against its schema
 
-    def new_service(self) -> Service:
-        return Service(self.h.settings, clock=self.h.clock, clients=self.h.clients, serve_http=False,
+    def new_service(self) -> Process:
+        return service_for(self.h.settings, clock=self.h.clock, clients=self.h.clients, serve_http=False,
                        registry=self.registry)
 
     def out(self, topic: str) -> list[dict]:
@@ -118,7 +118,7 @@ def test_without_a_registry_framed_outputs_are_skipped_on_read_back_and_decided_
     first.run_once()
     h.deliver()
     plain = h.new_service(output_format="json", schema_registry={})  # switched back, the registry URL removed
-    assert plain._output_reader is None
+    assert plain.framing.output_reader is None
     plain.start()
     assert len(plain.recovery) == 0
     assert "skipped: reading them back needs ACTIVESTREAM_SCHEMA_REGISTRY__URL" in caplog.text
@@ -143,7 +143,7 @@ def test_the_trainer_reads_framed_label_requests_from_a_scorer(tmp_path, fmt):
     for rid, x in rows.items():
         broker.append("features", orjson.dumps({"id": rid, "features": x.tolist()}), rid.encode())
     scorer.run_once()
-    for producer in scorer._clients.producers:
+    for producer in scorer.clients.producers:
         producer.poll()
     requests = broker.values("label-requests")
     assert len(requests) == 40 and all(v[:1] == b"\x00" for v in requests)

@@ -8,15 +8,15 @@ from confluent_kafka import KafkaError, KafkaException
 
 from consumer.clock import ManualClock
 from consumer.config import load_settings
+from consumer.process import Process
 from consumer.roles import service_for
-from consumer.scorer import Scorer
-from consumer.trainer import _PARTITIONS_EVERY_S, Trainer
+from consumer.steps.partitions import EVERY_S as _PARTITIONS_EVERY_S
 from tests.fakes import FakeClients, LocalBroker
 
 TOPICS = ("features", "predictions", "label-requests", "labels", "dead-letters", "model", "trainer-lease")
 
 
-def roles(tmp_path, **trainer_settings) -> tuple[LocalBroker, Scorer, Trainer]:
+def roles(tmp_path, **trainer_settings) -> tuple[LocalBroker, Process, Process]:
     broker, clock = LocalBroker(), ManualClock()
     for topic in TOPICS:
         broker.create(topic)
@@ -35,14 +35,14 @@ def label(broker: LocalBroker, rid: str, value: int) -> None:
     broker.append("labels", orjson.dumps({"id": rid, "label": value}), rid.encode())
 
 
-def scored(broker: LocalBroker, scorer: Scorer, n: int, seed: int) -> list[dict]:
+def scored(broker: LocalBroker, scorer: Process, n: int, seed: int) -> list[dict]:
     """``n`` records scored by ``scorer``, its outputs delivered; the label requests it made."""
     rng = np.random.default_rng(seed)
     for i in range(n):
         broker.append("features", orjson.dumps({"id": f"a{i}", "features": rng.standard_normal(4).tolist()}),
                       f"a{i}".encode())
     scorer.run_once()
-    for producer in scorer._clients.producers:
+    for producer in scorer.clients.producers:
         producer.poll()
     return [orjson.loads(v) for v in broker.values("label-requests")]
 
@@ -88,13 +88,13 @@ def test_partitions_added_to_requests_and_labels_are_read_and_each_label_applied
     assert trainer.metrics.rebalances.labels(topic="labels")._value.get() == 3  # partition 0, then 1 and 2
 
 
-def requests_from_the_scorer(broker: LocalBroker, scorer: Scorer, n: int, prefix: str) -> list[dict]:
+def requests_from_the_scorer(broker: LocalBroker, scorer: Process, n: int, prefix: str) -> list[dict]:
     rng = np.random.default_rng(len(prefix))
     for i in range(n):
         rid = f"{prefix}{i}"
         broker.append("features", orjson.dumps({"id": rid, "features": rng.standard_normal(4).tolist()}), rid.encode())
     scorer.run_once()
-    for producer in scorer._clients.producers:
+    for producer in scorer.clients.producers:
         producer.poll()
     return [r for r in map(orjson.loads, broker.values("label-requests")) if r["id"].startswith(prefix)]
 
@@ -145,7 +145,7 @@ def test_a_trainer_stopping_publishes_the_labels_learnt_since_its_last_publicati
     trainer.run_once()
     assert trainer.learner.labels_ == 20
     assert trainer.metrics.model_published_version._value.get() == 1  # the one that opened its epoch
-    trainer._shutdown()
+    trainer.shutdown()
     assert trainer.metrics.model_published_version._value.get() == 2
     scorer.run_once()  # follows the model topic between two batches
     assert scorer.learner.labels_ == 20

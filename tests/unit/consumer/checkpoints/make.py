@@ -85,11 +85,11 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import orjson  # noqa: E402
+from consumer.service import Service  # noqa: E402
 
 import consumer  # noqa: E402
 from consumer.clock import ManualClock  # noqa: E402
 from consumer.config import load_settings  # noqa: E402
-from consumer.service import Service  # noqa: E402
 from tests.fakes import FakeClients, LocalBroker  # noqa: E402
 
 ALL_TOPICS = ("features", "predictions", "label-requests", "labels", "dead-letters")
