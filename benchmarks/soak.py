@@ -4,8 +4,14 @@
     python -m benchmarks.soak --profile memory         # 10,000 records/s, 10 % asked, TTL 10 min, 20 min
     python -m benchmarks.soak --quick                  # the hour's schedule in 3 minutes (in CI)
     python -m benchmarks.soak --profile memory --quick
+    python -m benchmarks.soak --broker tansu           # on the embedded broker instead of the mock
 
-The embedded broker (``consumer.demo.broker.Broker``) and ``python -m consumer run`` (role ``all``,
+The broker is librdkafka's mock cluster in a process of its own (:class:`tests.rdmock.MockBroker`), whose
+memory is bounded (each partition keeps its newest ~5 MB), so that a run of hours measures the service;
+the embedded Tansu broker keeps every record in memory and, within 20 minutes at 10,000 records/s,
+slows down enough to starve the service.
+
+A broker and ``python -m consumer run`` (role ``all``,
 the default learner, 8 raw dense features, ``ACTIVESTREAM_QUERY_RATE_TARGET=0.1``, the profile's label
 TTL and checkpoint interval, every other setting at its default). A feeder process produces records
 at the profile's rate (for ``service``: half the rate the same service drains a backlog at, measured
@@ -16,8 +22,8 @@ annotator process answers label requests at once with the concept's label, one p
 memory of answered ids).
 
 The ``service`` profile's schedule: a SIGKILL of the service, restarted at once as a supervisor
-would; the broker stopped (SIGSTOP) for ``outage_s`` and let go (the embedded broker keeps its data
-in memory only, so a restart of it is a data loss, which ``benchmarks.chaos`` covers); and a label
+would; the broker stopped (SIGSTOP) for ``outage_s`` and let go (a restart of either broker loses its
+data, which ``benchmarks.chaos`` covers); and a label
 storm: for ``storm_s``, labels at ten times the record rate, a third each for ids answered already,
 for ids never requested and for requests that expired unanswered. The storm's labels are counted by
 the outcome the service gives each.
@@ -64,8 +70,10 @@ from confluent_kafka import Consumer, Producer
 from scipy.stats import theilslopes
 
 from benchmarks.reproduce import commit
+from consumer.config import Topics
 from consumer.demo.broker import CLIENT_SETTINGS, Broker, free_port
 from tests.kafka_helpers import unique_topics
+from tests.rdmock import MockBroker
 from tests.reliability.test_crash_recovery import start_service
 
 __all__ = ["PROFILES", "Profile", "main", "run"]
@@ -76,6 +84,10 @@ QUERY_RATE = 0.1
 STORM_FACTOR = 10  # storm labels per record
 BASELINE_S = 60.0  # past start-up: the learner, the clients and the broker's buffers have their size
 MAX_RATE_RECORDS = 300_000  # the backlog whose drain measures the maximum rate
+# On the mock broker each partition keeps its newest ~5 MB: enough partitions that what a restart reads
+# again (the records since the last checkpoint, the outputs made after it) is still there.
+MOCK_PARTITIONS = 16
+TOPIC_KEYS = ("features", "predictions", "label_requests", "labels", "dead_letters")
 # The most a figure may rise over the window, as a share of its median: memory is held to a plateau;
 # files move with the requests pending and the sealing of segments, and times only to no trend beyond
 # their noise (a latency quantile moves a whole histogram bucket).
@@ -283,7 +295,7 @@ def sample(t: float, pid: int, port: int, checkpoint_dir: Path, before: dict[str
     row = {
         "t_s": round(t, 1),
         "rss_bytes": rss_bytes(pid),
-        "broker_rss_bytes": rss_bytes(broker_pid),  # the embedded broker keeps every record in memory
+        "broker_rss_bytes": rss_bytes(broker_pid),  # Tansu keeps every record in memory; the mock, ~5 MB a partition
         "service_cpu_s": cpu_s(pid),
         "broker_cpu_s": cpu_s(broker_pid),
         "records": m.get("activestream_records_scored_total", 0.0),
@@ -421,9 +433,8 @@ def service_env(bootstrap: str, topics: dict[str, str], checkpoint_dir: Path, po
             "ACTIVESTREAM_LOG_LEVEL": "WARNING"}
 
 
-def max_rate(bootstrap: str, profile: Profile, workdir: Path) -> float:
-    """Records/s the service drains a backlog at, with the soak's settings (its own topics, no labels)."""
-    topics = unique_topics(bootstrap, partitions=1)
+def max_rate(bootstrap: str, topics: dict[str, str], profile: Profile, workdir: Path) -> float:
+    """Records/s the service drains a backlog at, with the soak's settings (``topics``: its own, no labels)."""
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "queue.buffering.max.messages": 2_000_000})
     rng = np.random.default_rng(1)
     for start in range(0, MAX_RATE_RECORDS, 50_000):
@@ -443,14 +454,29 @@ def max_rate(bootstrap: str, profile: Profile, workdir: Path) -> float:
         service.stop()
 
 
-def run(profile: Profile, workdir: Path) -> dict[str, Any]:
+def named_topics() -> dict[str, str]:
+    tag = uuid.uuid4().hex[:8]
+    return {k: f"{k.replace('_', '-')}-{tag}" for k in TOPIC_KEYS}
+
+
+def start_broker(kind: str, runs: list[dict[str, str]]) -> tuple[Any, list[dict[str, str]]]:
+    """The broker (``mock``: bounded memory, :class:`tests.rdmock.MockBroker`; ``tansu``: the embedded
+    one, which keeps every record) and each run's topics on it."""
+    if kind == "tansu":
+        broker = Broker()
+        return broker, [unique_topics(broker.bootstrap, partitions=1) for _ in runs]
+    partitions = {name: MOCK_PARTITIONS for topics in runs for name in topics.values()}
+    return MockBroker({**partitions, Topics().lease: 1}), runs
+
+
+def run(profile: Profile, workdir: Path, broker_kind: str = "mock") -> dict[str, Any]:
     port = free_port()
     checkpoint_dir = workdir / "ckpt"
     fork = multiprocessing.get_context("fork")
-    with Broker() as broker:
-        drained = max_rate(broker.bootstrap, profile, workdir) if profile.records_per_s is None else None
+    broker, (drain_topics, topics) = start_broker(broker_kind, [named_topics(), named_topics()])
+    with broker:
+        drained = max_rate(broker.bootstrap, drain_topics, profile, workdir) if profile.records_per_s is None else None
         rate = profile.records_per_s or drained / 2
-        topics = unique_topics(broker.bootstrap, partitions=1)
         stop, storm, sent = fork.Event(), fork.Event(), fork.Queue()
         answering = (broker.bootstrap, topics, profile.ttl_s, profile.skip_every, stop, storm, STORM_FACTOR * rate,
                      profile.storm_s, sent)
@@ -495,11 +521,11 @@ def run(profile: Profile, workdir: Path) -> dict[str, Any]:
                 if worker.pid is not None:
                     worker.join(60)
             service.stop()
-    return {"records_per_s_fed": rate, "drained_per_s": drained, "events": events,
+    return {"broker": broker_kind, "records_per_s_fed": rate, "drained_per_s": drained, "events": events,
             "restart_s": service.restarts, "exits": service.exits, "samples": samples, **measure(samples, profile)}
 
 
-def fault(name: str, at: float, service: Service, broker: Broker, profile: Profile, storm: Any, sent: Any,
+def fault(name: str, at: float, service: Service, broker: Any, profile: Profile, storm: Any, sent: Any,
           port: int) -> dict[str, Any]:
     """Inject one scheduled fault; what happened."""
     print(f"{at:.0f} s: {name}", flush=True)
@@ -590,6 +616,11 @@ def plot(r: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+_BROKERS = {"mock": "librdkafka's mock cluster (one broker in a process of its own, each partition keeping its "
+                    f"newest ~5 MB; {MOCK_PARTITIONS} partitions a topic)",
+            "tansu": "the embedded broker (Tansu, every record kept in memory)"}
+
+
 def render(r: dict[str, Any], image: str | None) -> str:
     p, f = r["profile"], r["figures"]
     rows = [s for s in r["samples"] if round(s["t_s"]) % 60 < p["sample_s"]] if p["duration_s"] >= 600 else r["samples"]
@@ -604,13 +635,14 @@ def render(r: dict[str, Any], image: str | None) -> str:
         f"`python -m consumer run` (role `all`, the default learner, {N_FEATURES} raw dense features, "
         f"`ACTIVESTREAM_QUERY_RATE_TARGET={QUERY_RATE}`, `ACTIVESTREAM_LABELS__TTL_S={p['ttl_s']:.0f}`, "
         f"`ACTIVESTREAM_CHECKPOINT__EVERY_S={p['checkpoint_every_s']:.0f}`, every other setting at its default) "
-        f"on the embedded broker, fed {fed} for {p['duration_s'] / 60:.0f} min; label requests answered at once"
+        f"on {_BROKERS[r.get('broker', 'tansu')]}, fed {fed} for {p['duration_s'] / 60:.0f} min; "
+        "label requests answered at once"
         + (f", but for one in {p['skip_every']}, left to expire." if p["skip_every"] else ", every one."), "",
         "## Summary", "",
         f"- Scored {r['records_per_s']:,.0f} records/s and applied {r['labels_per_s']:,.0f} labels/s "
         f"(query ratio {r['query_ratio']:.3f}). "
         + (f"The service stopped by itself {len(r['exits'])} time(s) (exit codes {r['exits']}: a broker away "
-           "for longer than the trainer lease's session, 2 s on the embedded broker, makes it exit 1) and was "
+           "for longer than the trainer lease's session, 2 s here, makes it exit 1) and was "
            "started again, as a supervisor does." if r["exits"] else "It never stopped by itself."),
         f"- From {r['window_s'][0]:.0f} s to {r['window_s'][1]:.0f} s (past one TTL), each figure {verdict}: "
         "the rise of a Theil–Sen line over the window, as a share of the median, against its limit.", "",
@@ -673,12 +705,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--profile", choices=["service", "memory"], default="service")
     parser.add_argument("--quick", action="store_true", help="a short run, written to the temporary directory")
+    parser.add_argument("--broker", choices=["mock", "tansu"], default="mock",
+                        help="librdkafka's mock cluster (bounded memory) or the embedded Tansu broker")
     args = parser.parse_args(argv)
     name = f"{args.profile}-quick" if args.quick else args.profile
     profile = PROFILES[name]
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
-        result = run(profile, Path(tmp))
+        result = run(profile, Path(tmp), args.broker)
     command = "python -m benchmarks.soak " + " ".join(argv if argv is not None else sys.argv[1:])
     result = {"name": name, "profile": asdict(profile), "made": dt.date.today().isoformat(), "commit": commit(),
               "command": command.strip(), "seconds": time.time() - started, **result}

@@ -3,6 +3,11 @@
 The confluent-kafka wheel bundles librdkafka with its ``rd_kafka_mock_*`` API; this wraps the few
 calls the tests need: create topics, take brokers down and up, slow them down, inject request errors. The cluster
 listens on 127.0.0.1 (random ports) and any client reaches it through ``bootstraps``.
+
+:class:`MockBroker` runs one in a process of its own (``python -m tests.rdmock TOPIC:PARTITIONS ...``),
+for runs whose clients are other processes. Its memory is bounded: each partition keeps only its
+newest ~5 MB (or 100,000 batches) of records, so a run of hours measures the clients, not a broker
+that holds every record (the embedded Tansu broker keeps them all, in memory).
 """
 
 from __future__ import annotations
@@ -10,10 +15,13 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+import signal
+import subprocess
+import sys
 
 import confluent_kafka
 
-__all__ = ["ApiKey", "MockCluster"]
+__all__ = ["ApiKey", "MockBroker", "MockCluster"]
 
 
 class ApiKey:
@@ -105,3 +113,51 @@ class MockCluster:
         if self._rk:
             _lib.rd_kafka_destroy(self._rk)
             self._rk = None
+
+
+class MockBroker:
+    """A one-broker mock cluster in a process of its own, holding ``topics`` (name → partitions);
+    ``bootstrap``, ``pid`` (its process: to stop and resume it, to read its memory), ``stop()``."""
+
+    def __init__(self, topics: dict[str, int]) -> None:
+        args = [f"{name}:{partitions}" for name, partitions in topics.items()]
+        self._proc = subprocess.Popen([sys.executable, "-m", "tests.rdmock", *args], stdout=subprocess.PIPE, text=True,
+                                      cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        self.bootstrap = self._proc.stdout.readline().strip()
+        if not self.bootstrap:
+            raise RuntimeError(f"the mock broker did not start (exit {self._proc.wait()})")
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    def stop(self) -> None:
+        if self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGCONT)  # a broker stopped by a fault still ends
+            self._proc.terminate()
+            self._proc.wait(10)
+
+    def __enter__(self) -> MockBroker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main(argv: list[str]) -> None:
+    """Serve a mock cluster with the topics ``NAME:PARTITIONS`` until terminated; print its bootstrap."""
+    cluster = MockCluster(brokers=1)
+    for arg in argv:
+        name, partitions = arg.rsplit(":", 1)
+        cluster.create_topic(name, partitions=int(partitions))
+    print(cluster.bootstraps, flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        while True:
+            signal.pause()  # the cluster's own threads serve it; this one waits to be ended
+    finally:
+        cluster.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
