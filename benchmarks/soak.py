@@ -9,7 +9,8 @@
 The broker is librdkafka's mock cluster in a process of its own (:class:`tests.rdmock.MockBroker`), whose
 memory is bounded (each partition keeps its newest ~5 MB), so that a run of hours measures the service;
 the embedded Tansu broker keeps every record in memory and, within 20 minutes at 10,000 records/s,
-slows down enough to starve the service.
+slows down enough to starve the service. ``--quick`` runs on Tansu (a few minutes at 2,000 records/s
+stay far from that), the broker the other tests use.
 
 A broker and ``python -m consumer run`` (role ``all``,
 the default learner, 8 raw dense features, ``ACTIVESTREAM_QUERY_RATE_TARGET=0.1``, the profile's label
@@ -71,8 +72,7 @@ from scipy.stats import theilslopes
 
 from benchmarks.reproduce import commit
 from consumer.config import Topics
-from consumer.demo.broker import CLIENT_SETTINGS, Broker, free_port
-from tests.kafka_helpers import unique_topics
+from consumer.demo.broker import CLIENT_SETTINGS, Broker, create_topics, free_port
 from tests.rdmock import MockBroker
 from tests.reliability.test_crash_recovery import start_service
 
@@ -459,22 +459,22 @@ def named_topics() -> dict[str, str]:
     return {k: f"{k.replace('_', '-')}-{tag}" for k in TOPIC_KEYS}
 
 
-def start_broker(kind: str, runs: list[dict[str, str]]) -> tuple[Any, list[dict[str, str]]]:
+def start_broker(kind: str, topics: list[str]) -> Any:
     """The broker (``mock``: bounded memory, :class:`tests.rdmock.MockBroker`; ``tansu``: the embedded
-    one, which keeps every record) and each run's topics on it."""
-    if kind == "tansu":
-        broker = Broker()
-        return broker, [unique_topics(broker.bootstrap, partitions=1) for _ in runs]
-    partitions = {name: MOCK_PARTITIONS for topics in runs for name in topics.values()}
-    return MockBroker({**partitions, Topics().lease: 1}), runs
+    one, which keeps every record), holding ``topics``."""
+    if kind == "mock":
+        return MockBroker({**dict.fromkeys(topics, MOCK_PARTITIONS), Topics().lease: 1})
+    broker = Broker()
+    create_topics(broker.bootstrap, topics, partitions=1)
+    return broker
 
 
 def run(profile: Profile, workdir: Path, broker_kind: str = "mock") -> dict[str, Any]:
     port = free_port()
     checkpoint_dir = workdir / "ckpt"
     fork = multiprocessing.get_context("fork")
-    broker, (drain_topics, topics) = start_broker(broker_kind, [named_topics(), named_topics()])
-    with broker:
+    drain_topics, topics = named_topics(), named_topics()
+    with start_broker(broker_kind, [*drain_topics.values(), *topics.values()]) as broker:
         drained = max_rate(broker.bootstrap, drain_topics, profile, workdir) if profile.records_per_s is None else None
         rate = profile.records_per_s or drained / 2
         stop, storm, sent = fork.Event(), fork.Event(), fork.Queue()
@@ -705,14 +705,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--profile", choices=["service", "memory"], default="service")
     parser.add_argument("--quick", action="store_true", help="a short run, written to the temporary directory")
-    parser.add_argument("--broker", choices=["mock", "tansu"], default="mock",
-                        help="librdkafka's mock cluster (bounded memory) or the embedded Tansu broker")
+    parser.add_argument("--broker", choices=["mock", "tansu"], default=None,
+                        help="librdkafka's mock cluster (bounded memory; the default of the long runs) or the "
+                        "embedded Tansu broker (the default of --quick, whose minutes it holds easily)")
     args = parser.parse_args(argv)
+    broker = args.broker or ("tansu" if args.quick else "mock")
     name = f"{args.profile}-quick" if args.quick else args.profile
     profile = PROFILES[name]
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
-        result = run(profile, Path(tmp), args.broker)
+        result = run(profile, Path(tmp), broker)
     command = "python -m benchmarks.soak " + " ".join(argv if argv is not None else sys.argv[1:])
     result = {"name": name, "profile": asdict(profile), "made": dt.date.today().isoformat(), "commit": commit(),
               "command": command.strip(), "seconds": time.time() - started, **result}
